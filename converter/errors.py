@@ -1,0 +1,24 @@
+"""Errors that reach the user as one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TracecvtError(Exception):
+    """An error the CLI prints as one line and turns into exit code 2."""
+
+    exit_code = 2
+
+
+class InputError(TracecvtError):
+    """Bad input: names the file and what is wrong with it."""
+
+    def __init__(self, path: str | Path | None, message: str):
+        self.path = str(path) if path is not None else None
+        self.message = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class OutputError(TracecvtError):
+    """An output cannot be written (exists without --force, resolves to an input, ...)."""

@@ -1,0 +1,308 @@
+"""The intermediate model every reader produces and every writer consumes.
+
+Times are integer nanoseconds in the run's clock domain (``Clock``); a reader converts its
+source units once, exactly, when it builds the model.  Tracks form a tree (device/process ->
+group -> lane) with explicit sibling order.  Slices, instants, counter samples and flows refer
+to tracks and slices by index, so the model is plain data that writers walk without knowing
+where it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Iterator
+
+# Track kinds.
+GROUP = "group"      # holds other tracks (a device, a process, a core group)
+LANE = "lane"        # holds slices and instants
+COUNTER = "counter"  # holds counter samples
+
+
+@dataclass(frozen=True)
+class Clock:
+    """A clock domain: what the source counted in and how that maps to nanoseconds."""
+
+    name: str                      # e.g. "pypto-sim-cycles", "npu-syscnt", "epoch-us"
+    unit: str                      # the source's unit: "cycle", "tick", "us", "ns"
+    ns_per_unit: Fraction          # exact factor source unit -> ns
+    description: str = ""
+
+    def to_ns(self, value: int) -> int:
+        """Exact conversion of an integer source value, rounded half away from zero."""
+        num = value * self.ns_per_unit.numerator
+        den = self.ns_per_unit.denominator
+        if den == 1:
+            return num
+        q, r = divmod(num, den)
+        return q + 1 if 2 * r >= den else q
+
+
+NS = Clock("ns", "ns", Fraction(1))
+
+
+class Track:
+    """A node of the track tree.  ``order`` ranks it among its siblings (lower first)."""
+
+    __slots__ = ("index", "name", "kind", "parent", "order", "description", "unit",
+                 "nesting", "derived", "children")
+
+    def __init__(self, index: int, name: str, kind: str, parent: int | None, order: int,
+                 description: str = "", unit: str = "", nesting: bool = True,
+                 derived: bool = False):
+        self.index = index
+        self.name = name
+        self.kind = kind
+        self.parent = parent
+        self.order = order
+        self.description = description
+        self.unit = unit              # counters: unit name ("tasks", "%", "MHz", "bytes")
+        self.nesting = nesting        # lanes: may slices nest (call stacks) or not (task lanes)
+        self.derived = derived        # made by an analysis, not read from the source
+        self.children: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"Track({self.index}, {self.name!r}, {self.kind})"
+
+
+class Slice:
+    """A timed interval on a lane.  ``args`` maps names to str/int/float/bool, lists or dicts."""
+
+    __slots__ = ("track", "ts", "dur", "name", "cat", "args")
+
+    def __init__(self, track: int, ts: int, dur: int, name: str, cat: str = "",
+                 args: dict[str, Any] | None = None):
+        self.track = track
+        self.ts = ts
+        self.dur = dur
+        self.name = name
+        self.cat = cat
+        self.args = args
+
+    @property
+    def end(self) -> int:
+        return self.ts + self.dur
+
+    def __repr__(self) -> str:
+        return f"Slice({self.name!r}, track={self.track}, ts={self.ts}, dur={self.dur})"
+
+
+class Instant:
+    __slots__ = ("track", "ts", "name", "cat", "args")
+
+    def __init__(self, track: int, ts: int, name: str, cat: str = "",
+                 args: dict[str, Any] | None = None):
+        self.track = track
+        self.ts = ts
+        self.name = name
+        self.cat = cat
+        self.args = args
+
+
+class Counter:
+    """Samples of one counter track; a value holds until the next sample."""
+
+    __slots__ = ("track", "ts", "values")
+
+    def __init__(self, track: int):
+        self.track = track
+        self.ts: list[int] = []
+        self.values: list[float] = []
+
+    def add(self, ts: int, value: float) -> None:
+        self.ts.append(ts)
+        self.values.append(value)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+class Flow:
+    """A dependency arrow from the end of slice ``src`` to the start of slice ``dst``."""
+
+    __slots__ = ("src", "dst", "name", "args")
+
+    def __init__(self, src: int, dst: int, name: str = "", args: dict[str, Any] | None = None):
+        self.src = src
+        self.dst = dst
+        self.name = name
+        self.args = args
+
+
+@dataclass
+class RunMeta:
+    """What a run is and where it came from."""
+
+    name: str                                  # used for default output names
+    format: str                                # reader format name, e.g. "pypto"
+    tool: str = ""                             # producing tool, e.g. "PyPTO"
+    tool_version: str = ""
+    device: str = ""                           # e.g. "Ascend A2/A3 (simulated)"
+    clock: Clock = NS
+    source_files: list[str] = field(default_factory=list)
+    # Facts a summary can use: figures the tool printed itself, configuration, counts.
+    extra: dict[str, Any] = field(default_factory=dict)
+    # Anything the reader could not convert or found suspicious, one line each.
+    warnings: list[str] = field(default_factory=list)
+
+
+class Trace:
+    """One run in the intermediate model."""
+
+    def __init__(self, meta: RunMeta):
+        self.meta = meta
+        self.tracks: list[Track] = []
+        self.slices: list[Slice] = []
+        self.instants: list[Instant] = []
+        self.counters: list[Counter] = []
+        self.flows: list[Flow] = []
+        self._roots: list[int] = []
+
+    # -- building -------------------------------------------------------------------------
+    def add_track(self, name: str, parent: int | None = None, kind: str = LANE,
+                  order: int | None = None, description: str = "", unit: str = "",
+                  nesting: bool = True, derived: bool = False) -> int:
+        index = len(self.tracks)
+        siblings = self._roots if parent is None else self.tracks[parent].children
+        if order is None:
+            order = len(siblings)
+        self.tracks.append(Track(index, name, kind, parent, order, description, unit,
+                                 nesting, derived))
+        siblings.append(index)
+        return index
+
+    def add_slice(self, track: int, ts: int, dur: int, name: str, cat: str = "",
+                  args: dict[str, Any] | None = None) -> int:
+        self.slices.append(Slice(track, ts, dur, name, cat, args))
+        return len(self.slices) - 1
+
+    def add_instant(self, track: int, ts: int, name: str, cat: str = "",
+                    args: dict[str, Any] | None = None) -> None:
+        self.instants.append(Instant(track, ts, name, cat, args))
+
+    def add_counter(self, name: str, parent: int | None = None, unit: str = "",
+                    order: int | None = None, description: str = "",
+                    derived: bool = False) -> Counter:
+        index = self.add_track(name, parent, COUNTER, order, description, unit,
+                               derived=derived)
+        counter = Counter(index)
+        self.counters.append(counter)
+        return counter
+
+    def add_flow(self, src: int, dst: int, name: str = "",
+                 args: dict[str, Any] | None = None) -> None:
+        self.flows.append(Flow(src, dst, name, args))
+
+    def warn(self, message: str) -> None:
+        self.meta.warnings.append(message)
+
+    # -- reading --------------------------------------------------------------------------
+    @property
+    def roots(self) -> list[int]:
+        return self._roots
+
+    def children(self, track: int | None) -> list[int]:
+        """Children of ``track`` (roots for None), in display order."""
+        ids = self._roots if track is None else self.tracks[track].children
+        return sorted(ids, key=lambda i: self.tracks[i].order)
+
+    def walk(self) -> Iterator[tuple[int, int]]:
+        """All tracks depth-first in display order, as (track index, depth)."""
+        stack = [(i, 0) for i in reversed(self.children(None))]
+        while stack:
+            index, depth = stack.pop()
+            yield index, depth
+            stack.extend((c, depth + 1) for c in reversed(self.children(index)))
+
+    def path(self, track: int) -> str:
+        names = []
+        t: int | None = track
+        while t is not None:
+            names.append(self.tracks[t].name)
+            t = self.tracks[t].parent
+        return " / ".join(reversed(names))
+
+    def time_span(self) -> tuple[int, int] | None:
+        """(first, last) timestamp over slices, instants and counter samples."""
+        lo = hi = None
+        for s in self.slices:
+            if lo is None or s.ts < lo:
+                lo = s.ts
+            e = s.ts + s.dur
+            if hi is None or e > hi:
+                hi = e
+        for i in self.instants:
+            lo = i.ts if lo is None or i.ts < lo else lo
+            hi = i.ts if hi is None or i.ts > hi else hi
+        for c in self.counters:
+            if c.ts:
+                a, b = min(c.ts), max(c.ts)
+                lo = a if lo is None or a < lo else lo
+                hi = b if hi is None or b > hi else hi
+        return None if lo is None else (lo, hi)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "tracks": len(self.tracks),
+            "lanes": sum(1 for t in self.tracks if t.kind == LANE),
+            "slices": len(self.slices),
+            "instants": len(self.instants),
+            "counter_tracks": len(self.counters),
+            "counter_samples": sum(len(c) for c in self.counters),
+            "flows": len(self.flows),
+        }
+
+
+def split_overlaps(trace: Trace) -> int:
+    """Move slices that would break nesting on their lane onto extra lanes.
+
+    A lane with ``nesting=False`` holds back-to-back work (a core, a stream): any overlap
+    goes to an extra lane.  A lane with ``nesting=True`` (a call stack) only loses slices that
+    partially overlap an enclosing one.  Extra lanes are siblings named like the lane, placed
+    right after it, so nothing is dropped.  Returns the number of slices moved.
+    """
+    by_track: dict[int, list[int]] = {}
+    for i, s in enumerate(trace.slices):
+        by_track.setdefault(s.track, []).append(i)
+    moved = 0
+    for track_id, ids in by_track.items():
+        track = trace.tracks[track_id]
+        if track.kind != LANE:
+            continue
+        ids.sort(key=lambda i: (trace.slices[i].ts, -trace.slices[i].dur))
+        lanes: list[tuple[int, list[int]]] = [(track_id, [])]   # (track, open-end stack)
+        extra = 0
+        for i in ids:
+            s = trace.slices[i]
+            end = s.ts + s.dur
+            for lane_id, stack in lanes:
+                while stack and stack[-1] <= s.ts:
+                    stack.pop()
+                if not stack or (track.nesting and end <= stack[-1]):
+                    break
+            else:
+                extra += 1
+                lane_id = trace.add_track(track.name, track.parent, LANE,
+                                          track.order, f"overlap lane {extra} of {track.name}",
+                                          nesting=track.nesting, derived=track.derived)
+                trace.tracks[lane_id].order = track.order   # fixed up below
+                stack = []
+                lanes.append((lane_id, stack))
+            stack.append(end)
+            if lane_id != track_id:
+                s.track = lane_id
+                moved += 1
+        if extra:
+            _reorder_after(trace, track_id, [l for l, _ in lanes[1:]])
+    return moved
+
+
+def _reorder_after(trace: Trace, track_id: int, extras: list[int]) -> None:
+    """Renumber sibling order so ``extras`` follow ``track_id`` directly."""
+    parent = trace.tracks[track_id].parent
+    siblings = trace.children(parent)
+    siblings = [s for s in siblings if s not in extras]
+    pos = siblings.index(track_id) + 1
+    siblings[pos:pos] = extras
+    for rank, s in enumerate(siblings):
+        trace.tracks[s].order = rank

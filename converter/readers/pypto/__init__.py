@@ -1,0 +1,190 @@
+"""PyPTO swimlane output: merged_swimlane.json, or the raw swim + topo files it is made from.
+
+Format reference: ../shared/docs/formats/pypto.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import InputError
+from ...fileio import find_variant, load_json, logical_name, read_bytes, read_head
+from ...model import RunMeta, Trace, split_overlaps
+from ..base import ReadOptions, Source
+from .common import MERGED_US, MachineView
+
+MERGED = "merged_swimlane.json"
+RAW_SIM = "_simulate.swim.json"
+RAW_NPU = "tilefwk_L1_prof_data.json"
+BUBBLE_LOG = "bubble_analysis.log"
+AICPU_PREFIX = "machine_runtime_operator_trace"
+SIM_DIR = "CostModelSimulationOutput"
+
+
+def sniff_merged(head: bytes) -> bool:
+    return b"traceEvents" in head and (b"Machine View" in head or b"machine-view" in head
+                                       or b"event-hint" in head)
+
+
+def sniff_aicpu(head: bytes) -> bool:
+    return b"traceEvents" in head and b"AICPU View" in head
+
+
+def sniff_raw_swim(head: bytes) -> bool:
+    h = head.lstrip()
+    return h[:1] == b"[" and b'"blockIdx"' in head and b'"coreType"' in head
+
+
+class PyptoReader:
+    formats = ("pypto", "pypto-merged", "pypto-raw")
+    title = "PyPTO swimlanes (merged_swimlane.json, or _simulate.swim.json + task graph)"
+
+    def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
+        names = set(filenames)
+        files: dict[str, Path] = {}
+
+        def pick(role: str, name: str, sniff=None) -> None:
+            p = find_variant(directory, name) if (name in names or name + ".gz" in names) \
+                else None
+            if p is not None and (sniff is None or sniff(read_head(p)) or force):
+                files[role] = p
+
+        pick("merged", MERGED, sniff_merged)
+        pick("swim", RAW_SIM, sniff_raw_swim)
+        if "swim" not in files:
+            pick("swim", RAW_NPU, sniff_raw_swim)
+        aicpu = sorted(n for n in filenames if n.startswith(AICPU_PREFIX)
+                       and logical_name(Path(n)).endswith(".json"))
+        for i, n in enumerate(aicpu):
+            if sniff_aicpu(read_head(directory / n)):
+                files[f"aicpu{i}"] = directory / n
+        if "merged" not in files and "swim" not in files:
+            # A renamed merged swimlane file: sniff unknown JSON files.
+            runs = []
+            for n in filenames:
+                if logical_name(Path(n)).endswith(".json") and not n.startswith("_simulate"):
+                    p = directory / n
+                    if sniff_merged(read_head(p)):
+                        runs.append(self._source(p, {"merged": p}))
+            if not runs and any(k.startswith("aicpu") for k in files):
+                runs.append(self._source(directory, files))
+            return runs
+        pick("bubble_log", BUBBLE_LOG)
+        return [self._source(directory, files)]
+
+    def find_file(self, path: Path, force: bool) -> Source | None:
+        head = read_head(path)
+        if sniff_merged(head):
+            return self._source(path, {"merged": path})
+        if sniff_aicpu(head):
+            return self._source(path, {"aicpu0": path})
+        if sniff_raw_swim(head):
+            return self._source(path, {"swim": path})
+        if force:
+            return self._source(path, {"merged": path})
+        return None
+
+    def _source(self, where: Path, files: dict[str, Path]) -> Source:
+        if where.is_file():
+            run_dir = where.parent
+            root = where
+        else:
+            run_dir = where
+            root = where
+        if run_dir.name == SIM_DIR:
+            run_dir = run_dir.parent
+            if not where.is_file():
+                root = run_dir
+        if where.is_file() and logical_name(where) not in (MERGED, RAW_SIM, RAW_NPU):
+            name = logical_name(where).rsplit(".", 1)[0]
+        else:
+            name = run_dir.name
+        # The task graph lives in the run directory (or next to the swim file).
+        sim_dir = run_dir / SIM_DIR
+        for role, name_, dirs in (("dyn_topo", "dyn_topo.txt", (run_dir,)),
+                                  ("tmp_topo", "tmp_topo_json.json", (run_dir,)),
+                                  ("program", "program.json", (run_dir,))):
+            for d in dirs:
+                p = find_variant(d, name_)
+                if p is not None:
+                    files.setdefault(role, p)
+        topo_dir = sim_dir if sim_dir.is_dir() else run_dir
+        static = sorted(p for p in topo_dir.glob("*_simulate.topo.json*")) if topo_dir.is_dir() \
+            else []
+        if static:
+            files.setdefault("static_topo", static[0])
+        if "bubble_log" not in files:
+            for d in (sim_dir, run_dir):
+                p = find_variant(d, BUBBLE_LOG) if d.is_dir() else None
+                if p is not None:
+                    files["bubble_log"] = p
+                    break
+        variant = "merged" if "merged" in files else ("raw" if "swim" in files else "aicpu")
+        return Source("pypto", name, root, files, self, variant)
+
+    def read(self, source: Source, options: ReadOptions) -> Trace:
+        variant = source.variant
+        if variant == "pypto-raw" or (variant == "raw"):
+            if "swim" not in source.files:
+                raise InputError(source.root, "no _simulate.swim.json or "
+                                 "tilefwk_L1_prof_data.json to read the raw path from")
+            from .raw import read_raw
+            trace = read_raw(source, options)
+        elif "merged" in source.files:
+            trace = self._read_merged(source, options)
+        elif "swim" in source.files:
+            from .raw import read_raw
+            trace = read_raw(source, options)
+        else:
+            trace = Trace(RunMeta(source.name, "pypto", tool="PyPTO"))
+        self._attach_side_files(trace, source, options)
+        split_overlaps(trace)
+        return trace
+
+    def _read_merged(self, source: Source, options: ReadOptions) -> Trace:
+        from .merged import ChromeEventLoader, events_of
+        path = source.files["merged"]
+        meta = RunMeta(source.name, "pypto", tool="PyPTO", clock=MERGED_US,
+                       source_files=[str(path)])
+        trace = Trace(meta)
+        options.report(f"reading {path.name}", 0, 1)
+        data = read_bytes(path)
+        doc = load_json(path, data)
+        del data
+        events = events_of(doc, path)
+        del doc
+        view = MachineView(trace, "PyPTO Machine View",
+                           f"tasks per core from {path.name}; times in ns "
+                           "(PyPTO's microseconds x 1000)")
+        loader = ChromeEventLoader(trace, path, view)
+        loader.load(events)
+        view.finish()
+        if options.clock_mhz is not None:
+            trace.warn(f"{path}: --clock-mhz ignored: merged_swimlane.json is already in "
+                       "microseconds")
+        _describe_device(trace)
+        meta.extra["tasks"] = loader.tasks
+        options.report(f"reading {path.name}", 1, 1)
+        return trace
+
+    def _attach_side_files(self, trace: Trace, source: Source, options: ReadOptions) -> None:
+        log = source.files.get("bubble_log")
+        if log is not None:
+            from .bubble_log import parse_bubble_log
+            trace.meta.extra["pypto_bubble_log"] = parse_bubble_log(log)
+            trace.meta.source_files.append(str(log))
+        for role in sorted(r for r in source.files if r.startswith("aicpu")):
+            from .aicpu import add_aicpu_trace
+            add_aicpu_trace(trace, source.files[role], options)
+            trace.meta.source_files.append(str(source.files[role]))
+
+
+def _describe_device(trace: Trace) -> None:
+    span = trace.time_span()
+    if span and span[0] > 10**15:          # absolute NPU counter time (ns)
+        trace.meta.device = "Ascend NPU"
+    else:
+        trace.meta.device = "Ascend A2/A3 cost model (PyPTO simulation)"
+
+
+READER = PyptoReader()

@@ -1,0 +1,249 @@
+"""Pieces shared by the PyPTO merged-file and raw-file paths.
+
+Format facts: ../shared/docs/formats/pypto.md (sections 2, 3 and 5).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from fractions import Fraction
+from typing import Any
+
+from ...model import COUNTER, GROUP, LANE, Clock, Trace
+
+# Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
+SIM_CYCLES_PER_US = 1800
+NPU_TICKS_PER_US = {"A2/A3": 50, "950": 1000}
+
+MERGED_US = Clock("pypto-us", "us", Fraction(1000),
+                  "microseconds as written by PyPTO's draw_swim_lane.py (raw count / clock MHz)")
+
+
+def cycles_clock(mhz: Fraction | int, what: str) -> Clock:
+    mhz = Fraction(mhz)
+    return Clock(f"pypto-{what}", "cycle" if what == "sim" else "tick", Fraction(1000) / mhz,
+                 f"{what} counts at {float(mhz):g} per us")
+
+
+# -- lanes --------------------------------------------------------------------------------
+
+_CORE_RE = re.compile(r"^(.*?)[_-]?(\d+)$")
+GROUP_ORDER = {"AIC": 0, "AIV": 1}
+
+
+def core_lane_name(core_type: str, core_idx: int) -> str:
+    """Thread name PyPTO gives a core in merged_swimlane.json (core_idx = blockIdx + 1)."""
+    if "AIC" in core_type and core_type != "AI-CPU":
+        return f"AIC_{core_idx}"
+    if "AIV" in core_type:
+        return f"AIV_{core_idx}"
+    return f"{core_type}_{core_idx}"
+
+
+def lane_sort_key(name: str) -> tuple[int, int, str]:
+    m = _CORE_RE.match(name)
+    kind, num = (m.group(1), int(m.group(2))) if m else (name, -1)
+    return (GROUP_ORDER.get(kind, 2), num, name)
+
+
+class MachineView:
+    """The device group of a PyPTO run: AIC lanes, AIV lanes, the rest, then counters."""
+
+    GROUPS = (("AIC", "AIC cores (cube)"), ("AIV", "AIV cores (vector)"),
+              ("other", "HUB, fake and other cores"))
+
+    def __init__(self, trace: Trace, title: str, description: str, order: int = 0):
+        self.trace = trace
+        self.device = trace.add_track(title, None, GROUP, order, description)
+        self.groups: dict[str, int] = {}
+        self.lanes: dict[str, int] = {}
+        self.counter_group: int | None = None
+
+    def _group(self, key: str) -> int:
+        g = self.groups.get(key)
+        if g is None:
+            title = dict(self.GROUPS)[key]
+            g = self.groups[key] = self.trace.add_track(
+                title, self.device, GROUP, [k for k, _ in self.GROUPS].index(key))
+        return g
+
+    def lane(self, name: str) -> int:
+        lane = self.lanes.get(name)
+        if lane is None:
+            rank = lane_sort_key(name)[0]
+            key = ("AIC", "AIV", "other")[rank]
+            lane = self.lanes[name] = self.trace.add_track(
+                name, self._group(key), LANE, 0, nesting=False)
+        return lane
+
+    def counter(self, name: str, unit: str, description: str = ""):
+        if self.counter_group is None:
+            self.counter_group = self.trace.add_track("Counters", self.device, GROUP, 10)
+        return self.trace.add_counter(name, self.counter_group, unit, description=description)
+
+    def finish(self) -> None:
+        """Number lanes within each group: AIC, AIV, then the rest, by core index."""
+        for group in self.groups.values():
+            children = self.trace.tracks[group].children
+            children.sort(key=lambda i: lane_sort_key(self.trace.tracks[i].name))
+            for rank, i in enumerate(children):
+                self.trace.tracks[i].order = rank
+
+
+# -- task args ----------------------------------------------------------------------------
+
+DTYPES = ["INT4", "INT8", "INT16", "INT32", "INT64", "FP8", "FP16", "FP32", "BF16", "HF4",
+          "HF8", "UINT8", "UINT16", "UINT32", "UINT64", "BOOL", "DOUBLE", "FP8E5M2",
+          "FP8E4M3", "FP8E8M0"]
+DTYPE_BITS = [4, 8, 16, 32, 64, 8, 16, 32, 16, 4, 8, 8, 16, 32, 64, 8, 64, 8, 8, 8]
+
+MAX_HINT_CHARS = 1 << 20
+
+
+class HintParser:
+    """Parses PyPTO's operand and execution hints, caching by the hint text.
+
+    Operand hints are Python literals (single quotes, int keys): they are parsed with
+    ``ast.literal_eval``, never evaluated.  Tasks of the same CALL share one hint string, so
+    the cache makes this cheap and lets tasks share one parsed object.
+    """
+
+    def __init__(self) -> None:
+        self.operands: dict[str, Any] = {"": None}
+        self.exec_stats: dict[str, Any] = {"": None}
+        self.bad: int = 0
+
+    def parse_operands(self, hint: str) -> Any:
+        try:
+            return self.operands[hint]
+        except KeyError:
+            pass
+        value = self.operands[hint] = self._operands(hint)
+        return value
+
+    def _operands(self, hint: str) -> Any:
+        if len(hint) > MAX_HINT_CHARS:
+            self.bad += 1
+            return hint[:200] + "…"
+        try:
+            data = ast.literal_eval(hint)
+            out = []
+            for entry in data:
+                (magic, info), = entry.items()
+                out.append(operand(magic, info.get("shape"), info.get("dtype"),
+                                   info.get("rawmagic")))
+            return out
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError,
+                AttributeError):
+            self.bad += 1
+            return hint
+
+    def parse_exec(self, hint: str) -> Any:
+        try:
+            return self.exec_stats[hint]
+        except KeyError:
+            pass
+        value = self.exec_stats[hint] = parse_exec_hint(hint)
+        return value
+
+
+def operand(magic: Any, shape: Any, dtype: Any, rawmagic: Any) -> dict[str, Any]:
+    """One tensor operand as an args dict: magic, shape, dtype name, raw tensor, bytes."""
+    out: dict[str, Any] = {"tensor": magic}
+    if isinstance(shape, (list, tuple)):
+        out["shape"] = list(shape)
+    if isinstance(dtype, int) and 0 <= dtype < len(DTYPES):
+        out["dtype"] = DTYPES[dtype]
+        if isinstance(shape, (list, tuple)) and all(isinstance(d, int) for d in shape):
+            n = 1
+            for d in shape:
+                n *= d
+            out["bytes"] = n * DTYPE_BITS[dtype] // 8
+    elif dtype is not None:
+        out["dtype"] = dtype
+    if rawmagic is not None:
+        out["raw_tensor"] = rawmagic
+    return out
+
+
+def operand_bytes(operands: Any) -> int | None:
+    if not isinstance(operands, list):
+        return None
+    total = 0
+    for op in operands:
+        b = op.get("bytes")
+        if b is None:
+            return None
+        total += b
+    return total
+
+
+_EXEC_RE = re.compile(
+    r"Average Execution Time:\s*(?P<avg>\S+)\s*"
+    r"Max Execution Time:\s*(?P<max>[^,\s]+),\s*Task:\s*\[(?P<maxt>[^\]]*)\]\s*"
+    r"Min Execution Time:\s*(?P<min>[^,\s]+),\s*Task:\s*\[(?P<mint>[^\]]*)\]")
+
+
+def parse_exec_hint(hint: str) -> Any:
+    if not hint:
+        return None
+    m = _EXEC_RE.search(hint)
+    if not m:
+        return hint
+    try:
+        return {"avg_us": float(m["avg"]), "max_us": float(m["max"]), "max_task": m["maxt"],
+                "min_us": float(m["min"]), "min_task": m["mint"]}
+    except ValueError:
+        return hint
+
+
+_NAME_RE = re.compile(r"^(-?\d+)-(-?\d+)-(-?\d+)-(-?\d+)-(-?\d+)")
+
+
+def split_name(name: str) -> tuple[tuple[int, ...] | None, str]:
+    """``"0-0-67-6-0(mm)"`` -> ((0, 0, 67, 6, 0), "mm"); rootIndex/psgId may be -1."""
+    label = ""
+    p = name.find("(")
+    if p >= 0:
+        label = name[p + 1:-1] if name.endswith(")") else name[p + 1:]
+    m = _NAME_RE.match(name)
+    return (tuple(int(x) for x in m.groups()) if m else None), label
+
+
+def task_args(seq_no: int, task_id: int, root_hash: Any, leaf_hash: Any, op_magic: Any,
+              root_index: Any, psg_id: Any, label: str, fake: bool, inputs: Any,
+              outputs: Any, exec_stats: Any) -> dict[str, Any]:
+    """The args of a PyPTO task slice, the same whichever file it was read from."""
+    args: dict[str, Any] = {
+        "seqNo": seq_no,
+        "taskId": task_id,
+        "rootHash": root_hash,
+        "leafHash": leaf_hash,
+        "callOpMagic": op_magic,
+        "rootIndex": root_index,
+        "psgId": psg_id,
+        "semanticLabel": label,
+        "fake": fake,
+    }
+    if inputs is not None:
+        args["inputs"] = inputs
+        b = operand_bytes(inputs)
+        if b is not None:
+            args["input_bytes"] = b
+    if outputs is not None:
+        args["outputs"] = outputs
+        b = operand_bytes(outputs)
+        if b is not None:
+            args["output_bytes"] = b
+    if exec_stats is not None:
+        args["exec_stats"] = exec_stats
+    return args
+
+
+def task_category(core_name: str, fake: bool) -> str:
+    if fake:
+        return "fake"
+    if core_name.startswith("HUB"):
+        return "hub"
+    return "task"

@@ -1,0 +1,253 @@
+"""``merged_swimlane.json``: PyPTO's Chrome trace of tasks, flows and counters (section 5).
+
+The same loader reads ``machine_runtime_operator_trace*.json`` and the AICPU process that
+``machine_perf_trace.py`` prepends to NPU merged files: any process other than "Machine View"
+becomes a group with one lane per thread.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...model import GROUP, LANE, Trace
+from .common import HintParser, MachineView, split_name, task_args, task_category
+
+_EVENT_HINT_RE = re.compile(
+    r"rootHash:\s*(\d+).*?callOpMagic:\s*(-?\d+).*?leafHash:\s*(\d+)")
+
+MACHINE_VIEW = "Machine View"
+
+
+class ChromeEventLoader:
+    """Turns PyPTO's trace events into model objects on ``trace``."""
+
+    def __init__(self, trace: Trace, path: Path, view: MachineView, group_order: int = 1):
+        self.trace = trace
+        self.path = path
+        self.view = view
+        self.hints = HintParser()
+        self.process_names: dict[Any, str] = {}
+        self.thread_names: dict[tuple[Any, Any], str] = {}
+        self.other_groups: dict[Any, int] = {}
+        self.other_lanes: dict[tuple[Any, str], int] = {}
+        self.group_order = group_order
+        self.counters: dict[tuple[Any, str], Any] = {}
+        self.skipped: dict[str, int] = {}
+        self.tasks = 0
+
+    # -- tracks -----------------------------------------------------------------------
+    def _is_machine(self, pid: Any) -> bool:
+        name = self.process_names.get(pid)
+        return name == MACHINE_VIEW or (name is None and pid == 1)
+
+    def lane(self, pid: Any, tid: Any) -> int:
+        name = self.thread_names.get((pid, tid))
+        if self._is_machine(pid):
+            return self.view.lane(name if name is not None else f"tid_{tid}")
+        key = (pid, name if name is not None else f"tid {tid}")
+        lane = self.other_lanes.get(key)
+        if lane is None:
+            group = self.other_groups.get(pid)
+            if group is None:
+                title = self.process_names.get(pid) or f"process {pid}"
+                group = self.other_groups[pid] = self.trace.add_track(
+                    title, None, GROUP, self.group_order + len(self.other_groups),
+                    f"{title} from {self.path.name}")
+            order = tid if isinstance(tid, int) else len(self.trace.tracks[group].children)
+            lane = self.other_lanes[key] = self.trace.add_track(
+                key[1], group, LANE, order, nesting=True)
+        return lane
+
+    def ensure_thread_lanes(self) -> None:
+        """Idle cores are kept as empty lanes."""
+        for (pid, tid) in list(self.thread_names):
+            self.lane(pid, tid)
+
+    # -- events -----------------------------------------------------------------------
+    def load(self, events: list) -> None:
+        trace = self.trace
+        slices = trace.slices
+        add_slice = trace.add_slice
+        lane_cache: dict[tuple[Any, Any], int] = {}
+        starts: dict[tuple[Any, int], int] = {}
+        ends: dict[tuple[Any, int], int] = {}
+        flow_src: dict[Any, tuple[Any, Any, float]] = {}
+        flow_pairs: list[tuple[tuple[Any, Any, float], tuple[Any, Any, float]]] = []
+        open_b: dict[tuple[Any, Any], list] = {}
+        hints = self.hints
+        parse_ops = hints.parse_operands
+        parse_exec = hints.parse_exec
+        bad_dur = 0
+        n = len(events)
+        # Metadata first: names are needed before lanes are created.
+        for e in events:
+            if isinstance(e, dict) and e.get("ph") == "M":
+                self._metadata(e)
+        self.ensure_thread_lanes()
+        for i in range(n):
+            e = events[i]
+            events[i] = None          # free the parsed event as we go
+            if not isinstance(e, dict):
+                self._skip("not an object")
+                continue
+            ph = e.get("ph")
+            try:
+                if ph == "X":
+                    pid = e.get("pid"); tid = e.get("tid")
+                    key = (pid, tid)
+                    lane = lane_cache.get(key)
+                    if lane is None:
+                        lane = lane_cache[key] = self.lane(pid, tid)
+                    ts_us = e["ts"]
+                    ts = round(ts_us * 1000)
+                    end = round((ts_us + e.get("dur", 0)) * 1000)
+                    if end < ts:
+                        bad_dur += 1
+                        end = ts
+                    name = e.get("name", "")
+                    a = e.get("args")
+                    if a and "event-hint" in a:
+                        args, cat = self._task(name, a, parse_ops, parse_exec,
+                                               trace.tracks[lane].name)
+                        self.tasks += 1
+                    else:
+                        args, cat = (a or None), e.get("cat", "")
+                    idx = add_slice(lane, ts, end - ts, name, cat, args)
+                    starts.setdefault((tid, pid, ts), idx)
+                    ends.setdefault((tid, pid, end), idx)
+                elif ph == "s":
+                    flow_src[e["id"]] = (e.get("pid"), e.get("tid"), e["ts"])
+                elif ph in ("f", "t"):
+                    src = flow_src.pop(e["id"], None)
+                    if src is None:
+                        self._skip("flow end without start")
+                    else:
+                        flow_pairs.append((src, (e.get("pid"), e.get("tid"), e["ts"])))
+                elif ph == "C":
+                    self._counter(e)
+                elif ph == "M":
+                    pass
+                elif ph in ("i", "I", "n"):
+                    lane = self.lane(e.get("pid"), e.get("tid"))
+                    trace.add_instant(lane, round(e["ts"] * 1000), e.get("name", ""),
+                                      e.get("cat", ""), e.get("args") or None)
+                elif ph == "B":
+                    open_b.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+                elif ph == "E":
+                    stack = open_b.get((e.get("pid"), e.get("tid")))
+                    if not stack:
+                        self._skip("E event without B")
+                        continue
+                    b = stack.pop()
+                    lane = self.lane(b.get("pid"), b.get("tid"))
+                    ts = round(b["ts"] * 1000)
+                    end = max(ts, round(e["ts"] * 1000))
+                    add_slice(lane, ts, end - ts, b.get("name", ""), b.get("cat", ""),
+                              b.get("args") or None)
+                else:
+                    self._skip(f"event phase {ph!r}")
+            except (KeyError, TypeError, ValueError, OverflowError):
+                self._skip(f"malformed {ph!r} event")
+        for stack in open_b.values():
+            if stack:
+                self._skip("B event without E", len(stack))
+        if flow_src:
+            self._skip("flow start without end", len(flow_src))
+        if bad_dur:
+            trace.warn(f"{self.path}: {bad_dur} slices with negative duration set to 0")
+        self._bind_flows(flow_pairs, starts, ends)
+        if hints.bad:
+            trace.warn(f"{self.path}: {hints.bad} operand hints could not be parsed "
+                       "(kept as text)")
+        for what, count in self.skipped.items():
+            trace.warn(f"{self.path}: {count} events skipped: {what}")
+
+    def _skip(self, what: str, count: int = 1) -> None:
+        self.skipped[what] = self.skipped.get(what, 0) + count
+
+    def _metadata(self, e: dict) -> None:
+        name = e.get("name")
+        value = (e.get("args") or {}).get("name")
+        if name == "process_name" and value is not None:
+            self.process_names[e.get("pid")] = str(value)
+        elif name == "thread_name" and value is not None:
+            self.thread_names[(e.get("pid"), e.get("tid"))] = str(value)
+
+    @staticmethod
+    def _task(name: str, a: dict, parse_ops, parse_exec, lane_name: str):
+        parts, _ = split_name(name)
+        color = a.get("color") or ""
+        fake = color.startswith("fake") or lane_name.startswith("Fake Core")
+        label = color[4:] if fake and color.startswith("fake") else color
+        m = _EVENT_HINT_RE.search(a.get("event-hint", ""))
+        root_hash = int(m.group(1)) if m else None
+        op_magic = int(m.group(2)) if m else None
+        leaf_hash = int(m.group(3)) if m else None
+        args = task_args(
+            a.get("seqNo"), a.get("taskId"), root_hash, leaf_hash, op_magic,
+            parts[3] if parts else None, parts[4] if parts else None, label, fake,
+            parse_ops(a.get("ioperand-hint", "")), parse_ops(a.get("ooperand-hint", "")),
+            parse_exec(a.get("execution-hint", "")))
+        return args, task_category(lane_name, fake)
+
+    def _counter(self, e: dict) -> None:
+        ts = round(e["ts"] * 1000)
+        pid = e.get("pid")
+        name = e.get("name", "")
+        args = e.get("args") or {}
+        numeric = [(k, v) for k, v in args.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not numeric:
+            self._skip("counter without a numeric value")
+            return
+        for k, v in numeric:
+            series = name if len(numeric) == 1 else f"{name} {k}"
+            counter = self.counters.get((pid, series))
+            if counter is None:
+                unit = "MHz" if "MHz" in series else ("tasks" if "Count" in series else "")
+                if self._is_machine(pid):
+                    counter = self.view.counter(series, unit)
+                else:
+                    counter = self.trace.add_counter(series, self.other_groups.get(pid), unit)
+                self.counters[(pid, series)] = counter
+            counter.add(ts, v)
+
+    def _bind_flows(self, pairs, starts, ends) -> None:
+        """PyPTO puts a flow start 0.0001 us before its source's end, the end at the
+        destination's start; bind both to slices on the same thread."""
+        trace = self.trace
+        unbound = 0
+        for (spid, stid, sts), (dpid, dtid, dts) in pairs:
+            src = _lookup(ends, stid, spid, round(sts * 1000 + 0.1))
+            dst = _lookup(starts, dtid, dpid, round(dts * 1000))
+            if src is None or dst is None:
+                unbound += 1
+                continue
+            trace.add_flow(src, dst)
+        if unbound:
+            trace.warn(f"{self.path}: {unbound} flows could not be bound to a task slice "
+                       "and were dropped")
+
+
+def _lookup(table: dict, tid: Any, pid: Any, ns: int) -> int | None:
+    idx = table.get((tid, pid, ns))
+    if idx is None:
+        idx = table.get((tid, pid, ns - 1))
+        if idx is None:
+            idx = table.get((tid, pid, ns + 1))
+    return idx
+
+
+def events_of(doc: Any, path: Path) -> list:
+    """The event list of a Chrome trace document (object form or bare array)."""
+    if isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if isinstance(events, list):
+            return events
+        raise InputError(path, "JSON object without a 'traceEvents' list")
+    if isinstance(doc, list):
+        return doc
+    raise InputError(path, "not a Chrome trace (expected an object or an array)")

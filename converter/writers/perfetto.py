@@ -1,0 +1,277 @@
+"""Perfetto protobuf writer (TrackEvent).
+
+Layout of the written trace:
+
+* one packet sequence (id 1); the first packet clears incremental state, every packet that
+  defines or uses interned ids carries SEQ_NEEDS_INCREMENTAL_STATE;
+* one TrackDescriptor per model track (uuid = index + 1) under its parent, with explicit
+  child ordering and no merging of same-name siblings (overlap lanes share their core's name);
+* a slice is a BEGIN/END pair on its lane, emitted per lane in nesting order; flows ride on
+  the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination);
+* event names, categories, argument names and repeated string values are interned;
+* counters are TYPE_COUNTER events on counter tracks;
+* output is flushed in chunks, so memory does not grow with the trace.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any, Callable
+
+from ..model import COUNTER, GROUP, Trace
+from .protowire import (_pack_double, _pack_fixed64, key_bytes, key_str, key_varint,
+                        tag, varint)
+
+SEQ_ID = 1
+SEQ_CLEARED = 1
+SEQ_NEEDS = 2
+
+_PACKET = b"\x0a"                 # Trace.packet (1), length-delimited
+_TS = b"\x40"                     # TracePacket.timestamp (8)
+_SEQ = key_varint(10, SEQ_ID)     # TracePacket.trusted_packet_sequence_id (10)
+_FLAGS_NEEDS = key_varint(13, SEQ_NEEDS)
+_INTERNED = tag(12, 2)            # TracePacket.interned_data (12)
+_TRACK_EVENT = tag(11, 2)         # TracePacket.track_event (11)
+_TRACK_DESC = tag(60, 2)          # TracePacket.track_descriptor (60)
+_BEGIN = key_varint(9, 1)         # TrackEvent.type
+_END = key_varint(9, 2)
+_INSTANT = key_varint(9, 3)
+_COUNTER = key_varint(9, 4)
+_TE_TRACK = tag(11, 0)            # TrackEvent.track_uuid
+_TE_NAME_IID = tag(10, 0)         # TrackEvent.name_iid
+_TE_CAT_IID = tag(3, 0)           # TrackEvent.category_iids
+_TE_DEBUG = tag(4, 2)             # TrackEvent.debug_annotations
+_TE_FLOW = tag(47, 1)             # TrackEvent.flow_ids (fixed64)
+_TE_TERM_FLOW = tag(48, 1)        # TrackEvent.terminating_flow_ids (fixed64)
+_TE_INT = tag(30, 0)              # TrackEvent.counter_value
+_TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
+
+# InternedData fields
+_I_CATEGORY, _I_NAME, _I_ARG_NAME, _I_STRING = 1, 2, 3, 29
+
+CHUNK_PACKETS = 20000
+
+
+def _packet(body: bytes) -> bytes:
+    return _PACKET + varint(len(body)) + body
+
+
+class _Interner:
+    """Per-sequence dictionaries; new entries are collected for the next packet."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, dict[Any, int]] = {
+            _I_CATEGORY: {}, _I_NAME: {}, _I_ARG_NAME: {}, _I_STRING: {}}
+        self.pending: list[bytes] = []
+
+    def iid(self, table: int, text: str) -> int:
+        d = self.tables[table]
+        iid = d.get(text)
+        if iid is None:
+            iid = d[text] = len(d) + 1
+            payload = key_varint(1, iid) + key_str(2, text)
+            self.pending.append(key_bytes(table, payload))
+        return iid
+
+    def flush(self) -> bytes:
+        if not self.pending:
+            return b""
+        data = b"".join(self.pending)
+        self.pending.clear()
+        return _INTERNED + varint(len(data)) + data
+
+
+class _ArgEncoder:
+    """Encodes args dicts into DebugAnnotation bytes, caching repeated (name, value) pairs."""
+
+    MIN_INTERNED_STRING = 6
+
+    def __init__(self, interner: _Interner):
+        self.interner = interner
+        self.cache: dict[Any, bytes] = {}
+        self.keep: list[Any] = []   # keeps id()-cached objects alive
+
+    def encode(self, args: dict[str, Any]) -> bytes:
+        cache = self.cache
+        parts = []
+        for name, value in args.items():
+            if value is None:
+                continue
+            try:
+                key = (name, value.__class__, value)
+                hash(key)
+            except TypeError:
+                key = (name, id(value))
+                if key not in cache:
+                    self.keep.append(value)
+            enc = cache.get(key)
+            if enc is None:
+                body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value, True)
+                enc = cache[key] = _TE_DEBUG + varint(len(body)) + body
+            parts.append(enc)
+        return b"".join(parts)
+
+    def _value(self, value: Any, top: bool) -> bytes:
+        if isinstance(value, bool):
+            return key_varint(2, int(value))
+        if isinstance(value, int):
+            if value >= 1 << 63:
+                return key_varint(3, value)            # uint_value
+            return key_varint(4, value)                # int_value (two's complement)
+        if isinstance(value, float):
+            return tag(5, 1) + _pack_double(value)
+        if isinstance(value, str):
+            if top and len(value) >= self.MIN_INTERNED_STRING:
+                return key_varint(17, self.interner.iid(_I_STRING, value))
+            return key_str(6, value)
+        if isinstance(value, dict):
+            entries = []
+            for k, v in value.items():
+                if v is None:
+                    continue
+                entries.append(key_bytes(11, key_str(10, str(k)) + self._value(v, False)))
+            return b"".join(entries) if entries else key_str(6, "{}")
+        if isinstance(value, (list, tuple)):
+            if not value:
+                return key_str(6, "[]")
+            return b"".join(key_bytes(12, self._value(v, False)) for v in value)
+        return key_str(6, str(value))
+
+
+def _track_descriptor(trace: Trace, index: int) -> bytes:
+    t = trace.tracks[index]
+    body = [key_varint(1, index + 1), key_str(2, t.name)]
+    if t.parent is not None:
+        body.append(key_varint(5, t.parent + 1))
+    if t.description:
+        body.append(key_str(14, t.description))
+    if t.kind == COUNTER:
+        counter = b""
+        if t.unit:
+            counter += key_str(6, t.unit)
+        body.append(key_bytes(8, counter))
+    if t.children:
+        body.append(key_varint(11, 3))                  # child_ordering = EXPLICIT
+    body.append(key_varint(12, t.order))                # sibling_order_rank
+    body.append(key_varint(15, 2))                      # sibling_merge_behavior = NONE
+    return _packet(_SEQ + _TRACK_DESC + varint(len(b"".join(body))) + b"".join(body))
+
+
+def write_perfetto(trace: Trace, out: IO[bytes],
+                   progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``."""
+    interner = _Interner()
+    args_enc = _ArgEncoder(interner)
+    chunk: list[bytes] = []
+    counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
+              "counter_samples": 0, "tracks": len(trace.tracks)}
+
+    def flush() -> None:
+        if chunk:
+            out.write(b"".join(chunk))
+            counts["packets"] += len(chunk)
+            chunk.clear()
+
+    # First packet: clears incremental state for the sequence.
+    chunk.append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
+    for index, _depth in trace.walk():
+        chunk.append(_track_descriptor(trace, index))
+
+    # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination BEGIN.
+    out_flows: dict[int, bytearray] = {}
+    in_flows: dict[int, bytearray] = {}
+    for fid, flow in enumerate(trace.flows, 1):
+        b = _pack_fixed64(fid)
+        out_flows.setdefault(flow.src, bytearray()).extend(_TE_FLOW + b)
+        in_flows.setdefault(flow.dst, bytearray()).extend(_TE_TERM_FLOW + b)
+
+    track_bytes = [_TE_TRACK + varint(i + 1) for i in range(len(trace.tracks))]
+    names: dict[str, bytes] = {}
+    cats: dict[str, bytes] = {}
+
+    def name_field(name: str) -> bytes:
+        enc = names.get(name)
+        if enc is None:
+            enc = names[name] = _TE_NAME_IID + varint(interner.iid(_I_NAME, name))
+        return enc
+
+    def cat_field(cat: str) -> bytes:
+        enc = cats.get(cat)
+        if enc is None:
+            enc = cats[cat] = _TE_CAT_IID + varint(interner.iid(_I_CATEGORY, cat)) if cat else b""
+        return enc
+
+    def event_packet(ts: int, event: bytes) -> bytes:
+        interned = interner.flush()
+        body = b"".join((_TS, varint(ts), _SEQ, _FLAGS_NEEDS, interned,
+                         _TRACK_EVENT, varint(len(event)), event))
+        return _PACKET + varint(len(body)) + body
+
+    slices = trace.slices
+    by_track: dict[int, list[int]] = {}
+    for i, s in enumerate(slices):
+        by_track.setdefault(s.track, []).append(i)
+    encode_args = args_enc.encode
+    done = 0
+    for track_id, ids in by_track.items():
+        ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+        tb = track_bytes[track_id]
+        end_event = _END + tb
+        end_prefix = _TRACK_EVENT + varint(len(end_event)) + end_event
+        stack: list[int] = []   # open slice ends, innermost last
+
+        def close_until(ts: int) -> None:
+            while stack and stack[-1] <= ts:
+                end = stack.pop()
+                body = _TS + varint(end) + _SEQ + end_prefix
+                chunk.append(_PACKET + varint(len(body)) + body)
+
+        for i in ids:
+            s = slices[i]
+            if stack and stack[-1] <= s.ts:
+                close_until(s.ts)
+            event = [_BEGIN, tb, name_field(s.name)]
+            if s.cat:
+                event.append(cat_field(s.cat))
+            if s.args:
+                event.append(encode_args(s.args))
+            f = out_flows.get(i)
+            if f:
+                event.append(bytes(f))
+            f = in_flows.get(i)
+            if f:
+                event.append(bytes(f))
+            chunk.append(event_packet(s.ts, b"".join(event)))
+            stack.append(s.ts + s.dur)
+            done += 1
+            if len(chunk) >= CHUNK_PACKETS:
+                flush()
+                if progress:
+                    progress(done)
+        close_until(1 << 64)
+    counts["slices"] = done
+
+    for inst in trace.instants:
+        event = [_INSTANT, track_bytes[inst.track], name_field(inst.name)]
+        if inst.cat:
+            event.append(cat_field(inst.cat))
+        if inst.args:
+            event.append(encode_args(inst.args))
+        chunk.append(event_packet(inst.ts, b"".join(event)))
+        counts["instants"] += 1
+
+    for counter in trace.counters:
+        tb = _COUNTER + track_bytes[counter.track]
+        for ts, value in zip(counter.ts, counter.values):
+            if value.__class__ is int:
+                event = tb + _TE_INT + varint(value)
+            else:
+                event = tb + _TE_DOUBLE + _pack_double(value)
+            body = _TS + varint(ts) + _SEQ + _TRACK_EVENT + varint(len(event)) + event
+            chunk.append(_PACKET + varint(len(body)) + body)
+        counts["counter_samples"] += len(counter.ts)
+        if len(chunk) >= CHUNK_PACKETS:
+            flush()
+            if progress:
+                progress(done)
+    flush()
+    return counts
