@@ -66,18 +66,34 @@ class Track:
 
 
 class Slice:
-    """A timed interval on a lane.  ``args`` maps names to str/int/float/bool, lists or dicts."""
+    """A timed interval on a lane.
 
-    __slots__ = ("track", "ts", "dur", "name", "cat", "args")
+    ``args`` maps names to str/int/float/bool, lists or dicts.  ``shared_args`` is an optional
+    dict that many slices hold by reference (e.g. everything a task inherits from the call it
+    runs); the slice's full args are ``shared_args`` updated with ``args``.  Treat both as
+    read-only: writers cache the encoding of a shared dict by identity.
+    """
+
+    __slots__ = ("track", "ts", "dur", "name", "cat", "args", "shared_args")
 
     def __init__(self, track: int, ts: int, dur: int, name: str, cat: str = "",
-                 args: dict[str, Any] | None = None):
+                 args: dict[str, Any] | None = None,
+                 shared_args: dict[str, Any] | None = None):
         self.track = track
         self.ts = ts
         self.dur = dur
         self.name = name
         self.cat = cat
         self.args = args
+        self.shared_args = shared_args
+
+    @property
+    def all_args(self) -> dict[str, Any]:
+        if self.shared_args is None:
+            return self.args or {}
+        if not self.args:
+            return self.shared_args
+        return {**self.shared_args, **self.args}
 
     @property
     def end(self) -> int:
@@ -172,8 +188,9 @@ class Trace:
         return index
 
     def add_slice(self, track: int, ts: int, dur: int, name: str, cat: str = "",
-                  args: dict[str, Any] | None = None) -> int:
-        self.slices.append(Slice(track, ts, dur, name, cat, args))
+                  args: dict[str, Any] | None = None,
+                  shared_args: dict[str, Any] | None = None) -> int:
+        self.slices.append(Slice(track, ts, dur, name, cat, args, shared_args))
         return len(self.slices) - 1
 
     def add_instant(self, track: int, ts: int, name: str, cat: str = "",

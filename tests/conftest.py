@@ -56,3 +56,85 @@ def samples() -> Path:
     if not SAMPLES.is_dir():
         pytest.fail(f"shared samples not found at {SAMPLES}")
     return SAMPLES
+
+
+def check_pftrace(trace) -> dict:
+    """Structural checks every written trace must pass; returns per-track info.
+
+    * the first packet clears incremental state; every packet defining or using interned ids
+      carries SEQ_NEEDS_INCREMENTAL_STATE, and every iid is defined at or before its use;
+    * every track_uuid used has a descriptor, and every parent exists;
+    * BEGIN/END are balanced per track and END never precedes its BEGIN;
+    * every terminating flow id has a matching outgoing flow id.
+    """
+    tables = {"name": set(), "cat": set(), "arg": set(), "str": set()}
+    descriptors = {}
+    first = trace.packet[0]
+    assert first.sequence_flags & 1, "first packet must clear incremental state"
+    stacks = collections.defaultdict(list)
+    out_ids, in_ids = set(), set()
+    for p in trace.packet:
+        if p.HasField("interned_data"):
+            assert p.sequence_flags & 2
+            d = p.interned_data
+            tables["name"].update(e.iid for e in d.event_names)
+            tables["cat"].update(e.iid for e in d.event_categories)
+            tables["arg"].update(e.iid for e in d.debug_annotation_names)
+            tables["str"].update(e.iid for e in d.debug_annotation_string_values)
+        if p.HasField("track_descriptor"):
+            td = p.track_descriptor
+            assert td.uuid not in descriptors, f"duplicate track uuid {td.uuid}"
+            descriptors[td.uuid] = td
+        if p.HasField("track_event"):
+            te = p.track_event
+            assert te.track_uuid in descriptors, f"event on undeclared track {te.track_uuid}"
+            uses = te.name_iid or te.category_iids or te.debug_annotations
+            if uses:
+                assert p.sequence_flags & 2, "packet uses iids without SEQ_NEEDS_INCREMENTAL_STATE"
+            if te.name_iid:
+                assert te.name_iid in tables["name"], f"unresolved name iid {te.name_iid}"
+            for c in te.category_iids:
+                assert c in tables["cat"]
+            for a in te.debug_annotations:
+                if a.name_iid:
+                    assert a.name_iid in tables["arg"], f"unresolved arg name iid {a.name_iid}"
+                if a.string_value_iid:
+                    assert a.string_value_iid in tables["str"]
+            if te.type == 1:
+                stacks[te.track_uuid].append(p.timestamp)
+            elif te.type == 2:
+                assert stacks[te.track_uuid], f"END without BEGIN on track {te.track_uuid}"
+                begin = stacks[te.track_uuid].pop()
+                assert p.timestamp >= begin
+            out_ids.update(te.flow_ids)
+            in_ids.update(te.terminating_flow_ids)
+    for uuid, td in descriptors.items():
+        if td.parent_uuid:
+            assert td.parent_uuid in descriptors, f"track {td.name} has an unknown parent"
+    assert not any(stacks.values()), "unbalanced BEGIN/END"
+    assert in_ids <= out_ids, "terminating flow ids without a source"
+    return descriptors
+
+
+def lanes_in_display_order(trace, kind="lane"):
+    """Track names depth-first by sibling_order_rank, as the UI shows them."""
+    descriptors = {}
+    for p in trace.packet:
+        if p.HasField("track_descriptor"):
+            descriptors[p.track_descriptor.uuid] = p.track_descriptor
+    children = collections.defaultdict(list)
+    for td in descriptors.values():
+        children[td.parent_uuid].append(td)
+    out = []
+
+    def visit(parent):
+        for td in sorted(children[parent], key=lambda t: t.sibling_order_rank):
+            is_group = bool(children[td.uuid])
+            is_counter = td.HasField("counter")
+            if kind == "all" or (kind == "lane" and not is_group and not is_counter) \
+                    or (kind == "counter" and is_counter):
+                out.append(td.name)
+            visit(td.uuid)
+
+    visit(0)
+    return out

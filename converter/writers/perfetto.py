@@ -156,12 +156,20 @@ def _track_descriptor(trace: Trace, index: int) -> bytes:
     return _packet(_SEQ + _TRACK_DESC + varint(len(b"".join(body))) + b"".join(body))
 
 
+_LEN = [varint(i) for i in range(1 << 14)]
+
+
+def _len(n: int) -> bytes:
+    return _LEN[n] if n < 16384 else varint(n)
+
+
 def write_perfetto(trace: Trace, out: IO[bytes],
                    progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``."""
     interner = _Interner()
     args_enc = _ArgEncoder(interner)
     chunk: list[bytes] = []
+    append = chunk.append
     counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
               "counter_samples": 0, "tracks": len(trace.tracks)}
 
@@ -172,102 +180,123 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             chunk.clear()
 
     # First packet: clears incremental state for the sequence.
-    chunk.append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
+    append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
     for index, _depth in trace.walk():
-        chunk.append(_track_descriptor(trace, index))
+        append(_track_descriptor(trace, index))
 
     # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination BEGIN.
-    out_flows: dict[int, bytearray] = {}
-    in_flows: dict[int, bytearray] = {}
+    flow_bytes: dict[int, bytes] = {}
     for fid, flow in enumerate(trace.flows, 1):
         b = _pack_fixed64(fid)
-        out_flows.setdefault(flow.src, bytearray()).extend(_TE_FLOW + b)
-        in_flows.setdefault(flow.dst, bytearray()).extend(_TE_TERM_FLOW + b)
+        src, dst = flow.src, flow.dst
+        flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
+        flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
 
     track_bytes = [_TE_TRACK + varint(i + 1) for i in range(len(trace.tracks))]
     names: dict[str, bytes] = {}
-    cats: dict[str, bytes] = {}
+    cats: dict[str, bytes] = {"": b""}
+    shared_cache: dict[int, bytes] = {}
+    ts_cache: dict[int, bytes] = {}
+    pending = interner.pending
 
     def name_field(name: str) -> bytes:
-        enc = names.get(name)
-        if enc is None:
-            enc = names[name] = _TE_NAME_IID + varint(interner.iid(_I_NAME, name))
+        enc = names[name] = _TE_NAME_IID + varint(interner.iid(_I_NAME, name))
         return enc
 
     def cat_field(cat: str) -> bytes:
-        enc = cats.get(cat)
-        if enc is None:
-            enc = cats[cat] = _TE_CAT_IID + varint(interner.iid(_I_CATEGORY, cat)) if cat else b""
+        enc = cats[cat] = _TE_CAT_IID + varint(interner.iid(_I_CATEGORY, cat))
         return enc
 
-    def event_packet(ts: int, event: bytes) -> bytes:
-        interned = interner.flush()
-        body = b"".join((_TS, varint(ts), _SEQ, _FLAGS_NEEDS, interned,
-                         _TRACK_EVENT, varint(len(event)), event))
-        return _PACKET + varint(len(body)) + body
+    def ts_field(ts: int) -> bytes:
+        enc = ts_cache[ts] = _TS + varint(ts)
+        return enc
 
+    encode_args = args_enc.encode
     slices = trace.slices
     by_track: dict[int, list[int]] = {}
     for i, s in enumerate(slices):
-        by_track.setdefault(s.track, []).append(i)
-    encode_args = args_enc.encode
+        lst = by_track.get(s.track)
+        if lst is None:
+            by_track[s.track] = [i]
+        else:
+            lst.append(i)
+    head = _SEQ + _FLAGS_NEEDS
     done = 0
     for track_id, ids in by_track.items():
         ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
         tb = track_bytes[track_id]
+        begin_prefix = _BEGIN + tb
         end_event = _END + tb
-        end_prefix = _TRACK_EVENT + varint(len(end_event)) + end_event
+        end_tail = _SEQ + _TRACK_EVENT + _len(len(end_event)) + end_event
         stack: list[int] = []   # open slice ends, innermost last
-
-        def close_until(ts: int) -> None:
-            while stack and stack[-1] <= ts:
-                end = stack.pop()
-                body = _TS + varint(end) + _SEQ + end_prefix
-                chunk.append(_PACKET + varint(len(body)) + body)
-
         for i in ids:
             s = slices[i]
-            if stack and stack[-1] <= s.ts:
-                close_until(s.ts)
-            event = [_BEGIN, tb, name_field(s.name)]
+            ts = s.ts
+            while stack and stack[-1] <= ts:
+                end = stack.pop()
+                body = (ts_cache.get(end) or ts_field(end)) + end_tail
+                append(_PACKET + _len(len(body)) + body)
+            event = begin_prefix + (names.get(s.name) or name_field(s.name))
             if s.cat:
-                event.append(cat_field(s.cat))
+                event += cats.get(s.cat) or cat_field(s.cat)
+            sh = s.shared_args
+            if sh is not None:
+                enc = shared_cache.get(id(sh))
+                if enc is None:
+                    enc = shared_cache[id(sh)] = encode_args(sh)
+                event += enc
             if s.args:
-                event.append(encode_args(s.args))
-            f = out_flows.get(i)
-            if f:
-                event.append(bytes(f))
-            f = in_flows.get(i)
-            if f:
-                event.append(bytes(f))
-            chunk.append(event_packet(s.ts, b"".join(event)))
-            stack.append(s.ts + s.dur)
+                event += encode_args(s.args)
+            fb = flow_bytes.get(i)
+            if fb is not None:
+                event += fb
+            fb = flow_bytes.get(~i)
+            if fb is not None:
+                event += fb
+            if pending:
+                body = b"".join(((ts_cache.get(ts) or ts_field(ts)), head, interner.flush(),
+                                 _TRACK_EVENT, _len(len(event)), event))
+            else:
+                body = b"".join(((ts_cache.get(ts) or ts_field(ts)), head,
+                                 _TRACK_EVENT, _len(len(event)), event))
+            append(_PACKET + _len(len(body)) + body)
+            stack.append(ts + s.dur)
             done += 1
             if len(chunk) >= CHUNK_PACKETS:
                 flush()
                 if progress:
                     progress(done)
-        close_until(1 << 64)
+        while stack:
+            end = stack.pop()
+            body = (ts_cache.get(end) or ts_field(end)) + end_tail
+            append(_PACKET + _len(len(body)) + body)
     counts["slices"] = done
 
     for inst in trace.instants:
-        event = [_INSTANT, track_bytes[inst.track], name_field(inst.name)]
+        event = _INSTANT + track_bytes[inst.track] + (names.get(inst.name)
+                                                       or name_field(inst.name))
         if inst.cat:
-            event.append(cat_field(inst.cat))
+            event += cats.get(inst.cat) or cat_field(inst.cat)
         if inst.args:
-            event.append(encode_args(inst.args))
-        chunk.append(event_packet(inst.ts, b"".join(event)))
+            event += encode_args(inst.args)
+        body = b"".join((_TS, varint(inst.ts), head, interner.flush(),
+                         _TRACK_EVENT, _len(len(event)), event))
+        append(_PACKET + _len(len(body)) + body)
         counts["instants"] += 1
 
+    small = _LEN
     for counter in trace.counters:
         tb = _COUNTER + track_bytes[counter.track]
+        int_prefix = tb + _TE_INT
+        dbl_prefix = tb + _TE_DOUBLE
         for ts, value in zip(counter.ts, counter.values):
             if value.__class__ is int:
-                event = tb + _TE_INT + varint(value)
+                event = int_prefix + (small[value] if 0 <= value < 16384 else varint(value))
             else:
-                event = tb + _TE_DOUBLE + _pack_double(value)
-            body = _TS + varint(ts) + _SEQ + _TRACK_EVENT + varint(len(event)) + event
-            chunk.append(_PACKET + varint(len(body)) + body)
+                event = dbl_prefix + _pack_double(value)
+            body = (ts_cache.get(ts) or ts_field(ts)) + _SEQ + _TRACK_EVENT \
+                + small[len(event)] + event
+            append(_PACKET + small[len(body)] + body)
         counts["counter_samples"] += len(counter.ts)
         if len(chunk) >= CHUNK_PACKETS:
             flush()

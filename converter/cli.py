@@ -1,0 +1,207 @@
+"""Command line: tracecvt to-perfetto | to-chrome | info."""
+
+from __future__ import annotations
+
+import os
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .convert import WRITERS, convert_source, default_output
+from .errors import TracecvtError
+from .progress import Reporter
+from .readers import READERS, ReadOptions, find_runs, format_names
+
+EXIT_ERROR = 2
+
+
+def _formats_help() -> str:
+    lines = [f"  {', '.join(r.formats)}: {r.title}" for r in READERS]
+    return "\b\n" + "\n".join(lines)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"tracecvt: error: {message}", err=True)
+
+
+def _internal(src, e: Exception) -> str:
+    return (f"{src.root}: could not convert ({type(e).__name__}: {e}); this is a tracecvt "
+            "bug, set TRACECVT_DEBUG=1 for a traceback")
+
+
+def _warn(message: str) -> None:
+    click.echo(f"tracecvt: warning: {message}", err=True)
+
+
+def _human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _clock(value: str | None) -> Fraction | None:
+    if value is None:
+        return None
+    try:
+        mhz = Fraction(value)
+    except (ValueError, ZeroDivisionError):
+        raise click.BadParameter(f"{value!r} is not a number", param_hint="--clock-mhz")
+    if mhz <= 0:
+        raise click.BadParameter("must be positive", param_hint="--clock-mhz")
+    return mhz
+
+
+_common = [
+    click.argument("path", type=click.Path(path_type=Path)),
+    click.option("-o", "--output", type=click.Path(path_type=Path),
+                 help="Output file, or a directory for several runs "
+                      "(default: next to each run, named after it)."),
+    click.option("--force", is_flag=True, help="Overwrite existing output files."),
+    click.option("--from", "fmt", metavar="FORMAT",
+                 help="Input format instead of detecting it: " + ", ".join(format_names())
+                      + ". 'pypto-raw' rebuilds from _simulate.swim.json + task graph."),
+    click.option("--clock-mhz", metavar="MHZ",
+                 help="Clock of raw cycle/tick counts (PyPTO SIM 1800, NPU A2/A3 50, "
+                      "Ascend 950 1000)."),
+    click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
+]
+
+
+def _with_common(f):
+    for decorator in reversed(_common):
+        f = decorator(f)
+    return f
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Formats read:\n\n" + _formats_help())
+@click.version_option(__version__, prog_name="tracecvt")
+def main() -> None:
+    """Turn accelerator profiling output into Perfetto traces and Chrome JSON.
+
+    PATH may be one file, one run directory (e.g. PyPTO's output/output_*/) or a folder
+    holding several runs; each run gets its own output, named after the run.
+    """
+
+
+def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
+             clock_mhz: str | None, quiet: bool) -> None:
+    reporter = Reporter(enabled=not quiet)
+    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    try:
+        runs = find_runs(path, fmt)
+    except TracecvtError as e:
+        _fail(str(e))
+        sys.exit(EXIT_ERROR)
+    if not runs:
+        _fail(f"{path}: no supported run found (formats: {', '.join(format_names())})")
+        sys.exit(EXIT_ERROR)
+    failed = 0
+    many = len(runs) > 1
+    for src in runs:
+        target = default_output(src, writer, output, many)
+        reporter.restart()
+        try:
+            result = convert_source(src, writer, target, force, options)
+        except TracecvtError as e:
+            reporter.close()
+            _fail(str(e))
+            failed += 1
+            continue
+        except Exception as e:  # a bug or an input we did not foresee: still one line
+            reporter.close()
+            if os.environ.get("TRACECVT_DEBUG"):
+                raise
+            _fail(_internal(src, e))
+            failed += 1
+            continue
+        except KeyboardInterrupt:
+            reporter.close()
+            _fail("interrupted; no partial output was left behind")
+            sys.exit(130)
+        reporter.close()
+        for w in result.warnings:
+            _warn(w)
+        if not quiet:
+            c = result.counts
+            click.echo(f"wrote {result.output} ({_human_size(result.size)}: "
+                       f"{c.get('slices', 0)} slices, {c.get('flows', 0)} flows, "
+                       f"{c.get('counter_samples', 0)} counter samples)")
+    if not quiet and failed < len(runs):
+        if writer == "perfetto":
+            click.echo("open it at https://ui.perfetto.dev (Open trace file, or drag the file "
+                       "onto the page)")
+        else:
+            click.echo("open it at https://ui.perfetto.dev or chrome://tracing")
+    if failed:
+        if many:
+            _fail(f"{failed} of {len(runs)} runs failed")
+        sys.exit(EXIT_ERROR)
+
+
+@main.command("to-perfetto")
+@_with_common
+def to_perfetto(path, output, force, fmt, clock_mhz, quiet):
+    """Convert PATH to a Perfetto protobuf trace (.pftrace)."""
+    _convert("perfetto", path, output, force, fmt, clock_mhz, quiet)
+
+
+@main.command("to-chrome")
+@_with_common
+def to_chrome(path, output, force, fmt, clock_mhz, quiet):
+    """Convert PATH to Chrome trace JSON (.json; gzip when the name ends in .gz)."""
+    _convert("chrome", path, output, force, fmt, clock_mhz, quiet)
+
+
+@main.command("info")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
+@click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def info(path, fmt, clock_mhz, as_json, quiet):
+    """Show the runs found under PATH: formats, files, tasks, time span, tracks."""
+    from .summary_info import describe, render_text
+    reporter = Reporter(enabled=not quiet and not as_json)
+    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    try:
+        runs = find_runs(path, fmt)
+    except TracecvtError as e:
+        _fail(str(e))
+        sys.exit(EXIT_ERROR)
+    if not runs:
+        _fail(f"{path}: no supported run found (formats: {', '.join(format_names())})")
+        sys.exit(EXIT_ERROR)
+    reports = []
+    failed = 0
+    for src in runs:
+        reporter.restart()
+        try:
+            trace = src.read(options)
+        except Exception as e:
+            reporter.close()
+            if not isinstance(e, TracecvtError) and os.environ.get("TRACECVT_DEBUG"):
+                raise
+            message = str(e) if isinstance(e, TracecvtError) else _internal(src, e)
+            reports.append({"run": src.name, "format": src.format, "root": str(src.root),
+                            "error": message})
+            failed += 1
+            continue
+        reporter.close()
+        reports.append(describe(src, trace))
+    if as_json:
+        import orjson
+        click.echo(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(render_text(reports))
+    if failed:
+        sys.exit(EXIT_ERROR)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,88 @@
+"""The conversion pipeline: find runs, read each into the model, hand it to a writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import OutputError
+from .fileio import atomic_output, check_output
+from .model import Trace
+from .readers import ReadOptions, Source, find_runs
+
+__all__ = ["WRITERS", "Result", "convert_source", "default_output", "find_runs", "read"]
+
+
+def _perfetto(trace, out, progress):
+    from .writers.perfetto import write_perfetto
+    return write_perfetto(trace, out, progress)
+
+
+def _chrome(trace, out, progress):
+    from .writers.chrome import write_chrome
+    return write_chrome(trace, out, progress)
+
+
+@dataclass(frozen=True)
+class WriterSpec:
+    name: str
+    suffix: str
+    write: Callable
+
+
+WRITERS = {
+    "perfetto": WriterSpec("perfetto", ".pftrace", _perfetto),
+    "chrome": WriterSpec("chrome", ".json", _chrome),
+}
+
+
+@dataclass
+class Result:
+    source: Source
+    output: Path
+    counts: dict[str, int]
+    size: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def read(path: str | Path, fmt: str | None = None,
+         options: ReadOptions | None = None) -> list[Trace]:
+    """Read every run under ``path`` into the model (the library entry point)."""
+    return [src.read(options) for src in find_runs(path, fmt)]
+
+
+def default_output(source: Source, writer: str, out: Path | None, many: bool) -> Path:
+    """Where a run's output goes.
+
+    Without ``-o``: next to the run (beside its directory, or beside the file), named after
+    the run.  With ``-o`` naming a directory (existing, or ending in a separator, or several
+    runs): inside it, named after the run.  Otherwise ``-o`` is the file name.
+    """
+    name = source.name + WRITERS[writer].suffix
+    if out is None:
+        return source.root.parent / name
+    if many or out.is_dir() or str(out).endswith(("/", "\\")):
+        return out / name
+    return out
+
+
+def convert_source(source: Source, writer: str, output: Path, force: bool,
+                   options: ReadOptions, gzip_level: int | None = None) -> Result:
+    spec = WRITERS[writer]
+    inputs = [source.root, *source.files.values()]
+    check_output(output, force, inputs)
+    trace = source.read(options)
+
+    def progress(done: int) -> None:
+        options.report(f"writing {output.name}", done, len(trace.slices))
+
+    if gzip_level is None and output.name.endswith(".gz"):
+        gzip_level = 6
+    with atomic_output(output, gzip_level) as f:
+        counts = spec.write(trace, f, progress)
+    try:
+        size = output.stat().st_size
+    except OSError as e:  # pragma: no cover - the rename just succeeded
+        raise OutputError(f"{output}: {e}") from None
+    return Result(source, output, counts, size, list(trace.meta.warnings))

@@ -1,0 +1,81 @@
+"""What `tracecvt info` prints about a run: formats, files, counts, time span, tracks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import COUNTER, GROUP, LANE, Trace
+from .readers import Source
+
+
+def describe(source: Source, trace: Trace) -> dict[str, Any]:
+    span = trace.time_span()
+    per_lane: dict[int, int] = {}
+    for s in trace.slices:
+        per_lane[s.track] = per_lane.get(s.track, 0) + 1
+    samples = {c.track: len(c) for c in trace.counters}
+    tracks = []
+    for index, depth in trace.walk():
+        t = trace.tracks[index]
+        entry: dict[str, Any] = {"name": t.name, "kind": t.kind, "depth": depth}
+        if t.kind == LANE:
+            entry["slices"] = per_lane.get(index, 0)
+        elif t.kind == COUNTER:
+            entry["samples"] = samples.get(index, 0)
+        tracks.append(entry)
+    meta = trace.meta
+    return {
+        "run": source.name,
+        "format": source.format,
+        "variant": source.variant,
+        "root": str(source.root),
+        "files": {role: str(p) for role, p in sorted(source.files.items())},
+        "tool": meta.tool,
+        "tool_version": meta.tool_version,
+        "device": meta.device,
+        "clock": {"name": meta.clock.name, "unit": meta.clock.unit,
+                  "ns_per_unit": str(meta.clock.ns_per_unit)},
+        "tasks": meta.extra.get("tasks", len(trace.slices)),
+        "counts": trace.stats(),
+        "time_span_ns": list(span) if span else None,
+        "duration_us": (span[1] - span[0]) / 1000 if span else 0.0,
+        "tracks": tracks,
+        "warnings": list(meta.warnings),
+    }
+
+
+def render_text(reports: list[dict[str, Any]]) -> str:
+    out: list[str] = [f"{len(reports)} run(s) found"]
+    for r in reports:
+        out.append("")
+        out.append(f"run {r['run']}  [{r['format']}{'/' + r['variant'] if r.get('variant') else ''}]")
+        out.append(f"  root: {r['root']}")
+        if "error" in r:
+            out.append(f"  error: {r['error']}")
+            continue
+        for role, p in r["files"].items():
+            out.append(f"  file {role}: {p}")
+        if r["device"] or r["tool"]:
+            out.append(f"  tool: {r['tool']} {r['tool_version']}".rstrip()
+                       + (f"; device: {r['device']}" if r["device"] else ""))
+        out.append(f"  clock: {r['clock']['name']} ({r['clock']['unit']}, "
+                   f"{r['clock']['ns_per_unit']} ns per unit)")
+        c = r["counts"]
+        out.append(f"  tasks: {r['tasks']}; slices {c['slices']}, flows {c['flows']}, "
+                   f"instants {c['instants']}, counter tracks {c['counter_tracks']} "
+                   f"({c['counter_samples']} samples)")
+        if r["time_span_ns"]:
+            a, b = r["time_span_ns"]
+            out.append(f"  time span: {a} .. {b} ns ({r['duration_us']:.3f} us)")
+        lanes = [t for t in r["tracks"] if t["kind"] == LANE]
+        busy = sum(1 for t in lanes if t.get("slices"))
+        out.append(f"  tracks: {c['tracks']} ({len(lanes)} lanes, {busy} with slices)")
+        for t in r["tracks"]:
+            if t["kind"] == GROUP:
+                out.append("    " + "  " * t["depth"] + f"{t['name']}/")
+            elif t["kind"] == COUNTER:
+                out.append("    " + "  " * t["depth"] + f"{t['name']} (counter, "
+                           f"{t['samples']} samples)")
+        for w in r["warnings"]:
+            out.append(f"  warning: {w}")
+    return "\n".join(out)

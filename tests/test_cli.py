@@ -1,0 +1,196 @@
+"""The command line, through click's test runner."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from converter.cli import main
+
+from conftest import REPO, check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
+
+
+def copy_run(name: str, dest: Path) -> Path:
+    """A writable copy of a shared PyPTO run directory (output_*/)."""
+    src = pypto_run_dir(name)
+    target = dest / src.name
+    shutil.copytree(src, target, ignore=shutil.ignore_patterns("*.pefetto.*", "*.smartperf.*",
+                                                               "pipe_swimlane*", "*.png"))
+    for p in [target, *target.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return target
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return copy_run("tiny_add", tmp_path)
+
+
+def test_help_lists_commands_and_formats():
+    r = run("--help")
+    assert r.exit_code == 0
+    for word in ("to-perfetto", "to-chrome", "info", "pypto-raw"):
+        assert word in r.output
+    r = run("to-perfetto", "--help")
+    assert "--force" in r.output and "--from" in r.output and "--clock-mhz" in r.output
+
+
+def test_to_perfetto_default_name_next_to_run(tiny):
+    r = run("to-perfetto", tiny)
+    assert r.exit_code == 0, r.output
+    out = tiny.parent / (tiny.name + ".pftrace")
+    assert out.is_file()
+    assert str(out) in r.output and "ui.perfetto.dev" in r.output
+    pf = decode_pftrace(out)
+    check_pftrace(pf)
+    assert pftrace_counts(pf)["begin"] == 6
+    # no temporary files left behind
+    assert not list(tiny.parent.glob(".*.part"))
+
+
+def test_existing_output_needs_force(tiny):
+    assert run("to-perfetto", tiny).exit_code == 0
+    out = tiny.parent / (tiny.name + ".pftrace")
+    before = out.read_bytes()
+    r = run("to-perfetto", tiny)
+    assert r.exit_code == 2
+    assert "already exists" in r.output and "--force" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert out.read_bytes() == before
+    r = run("to-perfetto", tiny, "--force")
+    assert r.exit_code == 0
+
+
+def test_sim_dir_and_merged_file_as_path(tiny, tmp_path):
+    r = run("to-perfetto", tiny / "CostModelSimulationOutput", "-o", tmp_path / "a.pftrace")
+    assert r.exit_code == 0, r.output
+    r = run("to-perfetto", tiny / "CostModelSimulationOutput" / "merged_swimlane.json",
+            "-o", tmp_path / "b.pftrace")
+    assert r.exit_code == 0, r.output
+    a = pftrace_counts(decode_pftrace(tmp_path / "a.pftrace"))
+    b = pftrace_counts(decode_pftrace(tmp_path / "b.pftrace"))
+    assert a["begin"] == b["begin"] == 6 and a["flow_ids"] == b["flow_ids"] == 8
+
+
+def test_to_chrome_default_and_gzip(tiny, tmp_path):
+    r = run("to-chrome", tiny)
+    assert r.exit_code == 0, r.output
+    out = tiny.parent / (tiny.name + ".json")
+    doc = json.loads(out.read_bytes())
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == 6
+    r = run("to-chrome", tiny, "-o", tmp_path / "t.json.gz")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == 6
+
+
+def test_folder_with_several_runs_gives_one_output_per_run(tmp_path):
+    runs = tmp_path / "archive"
+    names = [copy_run(n, runs / n).name for n in ("tiny_add", "matmul_add")]
+    out = tmp_path / "out"
+    r = run("to-perfetto", runs, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(n + ".pftrace" for n in names)
+
+
+def test_info_reports_runs_tasks_span_tracks(tiny):
+    r = run("info", tiny.parent)
+    assert r.exit_code == 0, r.output
+    assert tiny.name in r.output
+    assert "tasks: 6" in r.output
+    assert "time span" in r.output and "AIV cores" in r.output
+    r = run("info", tiny, "--json")
+    (report,) = json.loads(r.output)
+    assert report["tasks"] == 6
+    assert report["counts"]["flows"] == 8
+    # time span straight from the input: first task start .. last task end, in ns
+    events = json.loads((tiny / "CostModelSimulationOutput" / "merged_swimlane.json").read_text())
+    xs = [e for e in events["traceEvents"] if e["ph"] == "X"]
+    first = min(round(e["ts"] * 1000) for e in xs)
+    assert report["time_span_ns"][0] == first
+
+
+def test_bundled_samples_are_found():
+    r = run("info", REPO / "samples", "--json")
+    assert r.exit_code == 0, r.output
+    reports = json.loads(r.output)
+    assert {rep["tasks"] for rep in reports} == {6, 34, 704}
+
+
+# -- errors: one line naming the file, exit code 2 ------------------------------------------
+
+def one_line_error(r, *words):
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1, r.output
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_missing_path(tmp_path):
+    one_line_error(run("to-perfetto", tmp_path / "nope"), "nope", "no such file")
+
+
+def test_unknown_format(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("hello\n")
+    one_line_error(run("to-perfetto", f), "notes.txt", "unknown format")
+
+
+def test_unknown_from(tiny):
+    one_line_error(run("to-perfetto", tiny, "--from", "nvprof"), "unknown format", "nvprof")
+
+
+def test_empty_folder(tmp_path):
+    one_line_error(run("to-perfetto", tmp_path), "no supported run")
+
+
+def test_truncated_json(tiny, tmp_path):
+    merged = tiny / "CostModelSimulationOutput" / "merged_swimlane.json"
+    merged.write_bytes(merged.read_bytes()[:15000])
+    r = run("to-perfetto", tiny, "-o", tmp_path / "x.pftrace")
+    one_line_error(r, "merged_swimlane.json", "truncated JSON")
+    assert not (tmp_path / "x.pftrace").exists()
+
+
+def test_malformed_json(tiny, tmp_path):
+    merged = tiny / "CostModelSimulationOutput" / "merged_swimlane.json"
+    data = merged.read_bytes()
+    merged.write_bytes(data[:5000] + b"}}}garbage" + data[5000:])
+    one_line_error(run("to-perfetto", tiny, "-o", tmp_path / "x.pftrace"),
+                   "merged_swimlane.json", "malformed JSON")
+
+
+def test_missing_task_graph_converts_without_flows(tiny, tmp_path):
+    (tiny / "CostModelSimulationOutput" / "merged_swimlane.json").unlink()
+    for name in ("dyn_topo.txt", "tmp_topo_json.json"):
+        (tiny / name).unlink()
+    for p in (tiny / "CostModelSimulationOutput").glob("*_simulate.topo.json"):
+        p.unlink()
+    r = run("to-perfetto", tiny, "-o", tmp_path / "x.pftrace")
+    assert r.exit_code == 0, r.output
+    assert "warning" in r.output and "flow" in r.output
+    counts = pftrace_counts(decode_pftrace(tmp_path / "x.pftrace"))
+    assert counts["begin"] == 6 and counts["flow_ids"] == 0
+
+
+def test_output_onto_input_is_refused(tiny):
+    merged = tiny / "CostModelSimulationOutput" / "merged_swimlane.json"
+    before = merged.read_bytes()
+    r = run("to-chrome", merged, "-o", merged, "--force")
+    one_line_error(r, "overwrite an input")
+    assert merged.read_bytes() == before
+
+
+def test_bad_clock(tiny):
+    r = run("to-perfetto", tiny, "--clock-mhz", "fast")
+    assert r.exit_code == 2
