@@ -49,7 +49,8 @@ class PyptoReader:
             if p is not None and (sniff is None or sniff(read_head(p)) or force):
                 files[role] = p
 
-        pick("merged", MERGED, sniff_merged)
+        # An NPU merged file starts with the AICPU view (5.7): "Machine View" may be far in.
+        pick("merged", MERGED, lambda h: sniff_merged(h) or sniff_aicpu(h))
         pick("swim", RAW_SIM, sniff_raw_swim)
         if "swim" not in files:
             pick("swim", RAW_NPU, sniff_raw_swim)
@@ -74,7 +75,7 @@ class PyptoReader:
 
     def find_file(self, path: Path, force: bool) -> Source | None:
         head = read_head(path)
-        if sniff_merged(head):
+        if sniff_merged(head) or (logical_name(path) == MERGED and sniff_aicpu(head)):
             return self._source(path, {"merged": path})
         if sniff_aicpu(head):
             return self._source(path, {"aicpu0": path})
