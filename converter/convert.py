@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -67,8 +69,27 @@ def default_output(source: Source, writer: str, out: Path | None, many: bool) ->
     return out
 
 
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector: readers build millions of acyclic objects, and
+    every collection would walk all of them (15-30% of a large conversion)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def convert_source(source: Source, writer: str, output: Path, force: bool,
                    options: ReadOptions, gzip_level: int | None = None) -> Result:
+    with gc_paused():
+        return _convert(source, writer, output, force, options, gzip_level)
+
+
+def _convert(source: Source, writer: str, output: Path, force: bool,
+             options: ReadOptions, gzip_level: int | None) -> Result:
     spec = WRITERS[writer]
     inputs = [source.root, *source.files.values()]
     check_output(output, force, inputs)

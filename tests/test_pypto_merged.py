@@ -117,12 +117,15 @@ def test_flows_connect_the_input_tasks(run):
 def test_task_args_come_from_the_hints(run):
     name, events, trace, pf = run
     by_key = {(s.args["seqNo"], s.args["taskId"], s.ts): s for s in trace.slices}
+    names = {k: s.name for k, s in by_key.items()}
+    by_key = {k: s.all_args for k, s in by_key.items()}
     for e in events:
         if e["ph"] != "X":
             continue
         a = e["args"]
         s = by_key[(a["seqNo"], a["taskId"], round(e["ts"] * 1000))]
-        assert s.name == e["name"]
+        s = type("S", (), {"args": s})
+        assert names[(a["seqNo"], a["taskId"], round(e["ts"] * 1000))] == e["name"]
         assert f"rootHash:{s.args['rootHash']}," in a["event-hint"]
         assert f"leafHash:{s.args['leafHash']}," in a["event-hint"]
         assert f"callOpMagic:{s.args['callOpMagic']}," in a["event-hint"]
@@ -142,6 +145,7 @@ def test_task_args_come_from_the_hints(run):
 def test_operand_bytes_from_dtype():
     trace, _ = convert("tiny_add")
     s = next(s for s in trace.slices if s.args["taskId"] == 1)
+    s = type("S", (), {"args": s.all_args})
     # two FP32 64x64 inputs, one FP32 64x64 output
     assert s.args["inputs"][0]["dtype"] == "FP32"
     assert s.args["input_bytes"] == 2 * 64 * 64 * 4
@@ -150,7 +154,7 @@ def test_operand_bytes_from_dtype():
 
 def test_multiseq_fake_tasks_are_kept_and_flagged():
     trace, pf = convert("softmax_multiseq")
-    fake = [s for s in trace.slices if s.args.get("fake")]
+    fake = [s for s in trace.slices if s.all_args.get("fake")]
     assert len(fake) == 24
     assert {trace.tracks[s.track].name for s in fake} == {"Fake Core_0"}
     assert all(s.dur == 1000 for s in fake)      # PyPTO gives fake tasks exactly 1 us

@@ -15,6 +15,7 @@ Layout of the written trace:
 
 from __future__ import annotations
 
+import collections
 from typing import IO, Any, Callable
 
 from ..model import COUNTER, GROUP, Trace
@@ -38,6 +39,7 @@ _INSTANT = key_varint(9, 3)
 _COUNTER = key_varint(9, 4)
 _TE_TRACK = tag(11, 0)            # TrackEvent.track_uuid
 _TE_NAME_IID = tag(10, 0)         # TrackEvent.name_iid
+_TE_NAME = tag(23, 2)             # TrackEvent.name (inline)
 _TE_CAT_IID = tag(3, 0)           # TrackEvent.category_iids
 _TE_DEBUG = tag(4, 2)             # TrackEvent.debug_annotations
 _TE_FLOW = tag(47, 1)             # TrackEvent.flow_ids (fixed64)
@@ -199,9 +201,15 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     ts_cache: dict[int, bytes] = {}
     pending = interner.pending
 
+    # Names used once are written inline: interning them would only add an entry.
+    repeated = collections.Counter(s.name for s in trace.slices)
+    repeated.update(i.name for i in trace.instants)
+
     def name_field(name: str) -> bytes:
-        enc = names[name] = _TE_NAME_IID + varint(interner.iid(_I_NAME, name))
-        return enc
+        if repeated[name] > 1:
+            enc = names[name] = _TE_NAME_IID + varint(interner.iid(_I_NAME, name))
+            return enc
+        return _TE_NAME + _len(len(b := name.encode("utf-8", "surrogatepass"))) + b
 
     def cat_field(cat: str) -> bytes:
         enc = cats[cat] = _TE_CAT_IID + varint(interner.iid(_I_CATEGORY, cat))

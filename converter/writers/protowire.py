@@ -20,6 +20,13 @@ def varint(value: int) -> bytes:
     """Unsigned varint; negative values are encoded as 64-bit two's complement."""
     if 0 <= value < 128:
         return _SMALL[value]
+    if 0 < value < 0x10000000:        # unrolled: most lengths, ids and ns offsets
+        if value < 0x4000:
+            return bytes((value & 0x7F | 0x80, value >> 7))
+        if value < 0x200000:
+            return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80, value >> 14))
+        return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80,
+                      (value >> 14) & 0x7F | 0x80, value >> 21))
     if value < 0:
         value += 1 << 64
     out = bytearray()

@@ -241,6 +241,27 @@ def task_args(seq_no: int, task_id: int, root_hash: Any, leaf_hash: Any, op_magi
     return args
 
 
+class SharedTaskArgs:
+    """Args that every task of one CALL has in common, built once and shared by reference.
+
+    A slice then carries only ``{"seqNo", "taskId"}`` of its own (``Slice.shared_args``).
+    """
+
+    def __init__(self) -> None:
+        self.cache: dict[Any, dict[str, Any]] = {}
+
+    def get(self, key: Any, root_hash: Any, leaf_hash: Any, op_magic: Any, root_index: Any,
+            psg_id: Any, label: str, fake: bool, inputs: Any, outputs: Any,
+            exec_stats: Any) -> dict[str, Any]:
+        shared = self.cache.get(key)
+        if shared is None:
+            shared = task_args(None, None, root_hash, leaf_hash, op_magic, root_index,
+                               psg_id, label, fake, inputs, outputs, exec_stats)
+            del shared["seqNo"], shared["taskId"]
+            self.cache[key] = shared
+        return shared
+
+
 def task_category(core_name: str, fake: bool) -> str:
     if fake:
         return "fake"

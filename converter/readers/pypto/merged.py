@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...model import GROUP, LANE, Trace
-from .common import HintParser, MachineView, split_name, task_args, task_category
+from ...model import GROUP, LANE, Flow, Slice, Trace
+from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
+                     task_category)
 
 _EVENT_HINT_RE = re.compile(
     r"rootHash:\s*(\d+).*?callOpMagic:\s*(-?\d+).*?leafHash:\s*(\d+)")
@@ -37,6 +38,7 @@ class ChromeEventLoader:
         self.counters: dict[tuple[Any, str], Any] = {}
         self.skipped: dict[str, int] = {}
         self.tasks = 0
+        self.categories: dict[int, str] = {}
 
     # -- tracks -----------------------------------------------------------------------
     def _is_machine(self, pid: Any) -> bool:
@@ -70,16 +72,15 @@ class ChromeEventLoader:
     def load(self, events: list) -> None:
         trace = self.trace
         slices = trace.slices
-        add_slice = trace.add_slice
         lane_cache: dict[tuple[Any, Any], int] = {}
-        starts: dict[tuple[Any, int], int] = {}
-        ends: dict[tuple[Any, int], int] = {}
+        starts: dict[tuple[Any, Any, int], int] = {}
+        ends: dict[tuple[Any, Any, int], int] = {}
         flow_src: dict[Any, tuple[Any, Any, float]] = {}
         flow_pairs: list[tuple[tuple[Any, Any, float], tuple[Any, Any, float]]] = []
         open_b: dict[tuple[Any, Any], list] = {}
-        hints = self.hints
-        parse_ops = hints.parse_operands
-        parse_exec = hints.parse_exec
+        counter_add: dict[tuple[Any, Any], tuple[Any, Any]] = {}
+        shared_args = SharedTaskArgs()
+        shared_cache = shared_args.cache
         bad_dur = 0
         n = len(events)
         # Metadata first: names are needed before lanes are created.
@@ -90,17 +91,36 @@ class ChromeEventLoader:
         for i in range(n):
             e = events[i]
             events[i] = None          # free the parsed event as we go
-            if not isinstance(e, dict):
-                self._skip("not an object")
-                continue
-            ph = e.get("ph")
             try:
-                if ph == "X":
-                    pid = e.get("pid"); tid = e.get("tid")
-                    key = (pid, tid)
-                    lane = lane_cache.get(key)
+                ph = e["ph"]
+                if ph == "C":
+                    a = e.get("args")
+                    if a is not None and len(a) == 1:
+                        add = counter_add.get((e.get("pid"), e.get("name")))
+                        if add is not None:
+                            (v,) = a.values()
+                            if v.__class__ is int or v.__class__ is float:
+                                add[0](round(e["ts"] * 1000))
+                                add[1](v)
+                                continue
+                    counter = self._counter(e)
+                    if counter is not None and a is not None and len(a) == 1:
+                        counter_add[(e.get("pid"), e.get("name"))] = (counter.ts.append,
+                                                                      counter.values.append)
+                elif ph == "s":
+                    flow_src[e["id"]] = (e.get("pid"), e.get("tid"), e["ts"])
+                elif ph == "f" or ph == "t":
+                    src = flow_src.pop(e["id"], None)
+                    if src is None:
+                        self._skip("flow end without start")
+                    else:
+                        flow_pairs.append((src, (e.get("pid"), e.get("tid"), e["ts"])))
+                elif ph == "X":
+                    pid = e.get("pid")
+                    tid = e.get("tid")
+                    lane = lane_cache.get((pid, tid))
                     if lane is None:
-                        lane = lane_cache[key] = self.lane(pid, tid)
+                        lane = lane_cache[(pid, tid)] = self.lane(pid, tid)
                     ts_us = e["ts"]
                     ts = round(ts_us * 1000)
                     end = round((ts_us + e.get("dur", 0)) * 1000)
@@ -109,25 +129,26 @@ class ChromeEventLoader:
                         end = ts
                     name = e.get("name", "")
                     a = e.get("args")
-                    if a and "event-hint" in a:
-                        args, cat = self._task(name, a, parse_ops, parse_exec,
-                                               trace.tracks[lane].name)
+                    hint = a.get("event-hint") if a else None
+                    if hint is not None:
+                        key = (a.get("ioperand-hint"), a.get("ooperand-hint"),
+                               a.get("execution-hint"), a.get("color"),
+                               hint[hint.find("rootHash"):hint.rfind(", TaskId")],
+                               name[_after_third_dash(name):], lane)
+                        shared = shared_cache.get(key)
+                        if shared is None:
+                            shared = self._task(key, name, a, shared_args,
+                                                trace.tracks[lane].name)
+                        args = {"seqNo": a.get("seqNo"), "taskId": a.get("taskId")}
                         self.tasks += 1
+                        slices.append(Slice(lane, ts, end - ts, name, self.categories[id(shared)], args,
+                                            shared))
                     else:
-                        args, cat = (a or None), e.get("cat", "")
-                    idx = add_slice(lane, ts, end - ts, name, cat, args)
+                        slices.append(Slice(lane, ts, end - ts, name, e.get("cat", ""),
+                                            a or None))
+                    idx = len(slices) - 1
                     starts.setdefault((tid, pid, ts), idx)
                     ends.setdefault((tid, pid, end), idx)
-                elif ph == "s":
-                    flow_src[e["id"]] = (e.get("pid"), e.get("tid"), e["ts"])
-                elif ph in ("f", "t"):
-                    src = flow_src.pop(e["id"], None)
-                    if src is None:
-                        self._skip("flow end without start")
-                    else:
-                        flow_pairs.append((src, (e.get("pid"), e.get("tid"), e["ts"])))
-                elif ph == "C":
-                    self._counter(e)
                 elif ph == "M":
                     pass
                 elif ph in ("i", "I", "n"):
@@ -145,12 +166,15 @@ class ChromeEventLoader:
                     lane = self.lane(b.get("pid"), b.get("tid"))
                     ts = round(b["ts"] * 1000)
                     end = max(ts, round(e["ts"] * 1000))
-                    add_slice(lane, ts, end - ts, b.get("name", ""), b.get("cat", ""),
-                              b.get("args") or None)
+                    trace.add_slice(lane, ts, end - ts, b.get("name", ""), b.get("cat", ""),
+                                    b.get("args") or None)
                 else:
                     self._skip(f"event phase {ph!r}")
-            except (KeyError, TypeError, ValueError, OverflowError):
-                self._skip(f"malformed {ph!r} event")
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+                if not isinstance(e, dict):
+                    self._skip("not an object")
+                else:
+                    self._skip(f"malformed {e.get('ph')!r} event")
         for stack in open_b.values():
             if stack:
                 self._skip("B event without E", len(stack))
@@ -159,8 +183,8 @@ class ChromeEventLoader:
         if bad_dur:
             trace.warn(f"{self.path}: {bad_dur} slices with negative duration set to 0")
         self._bind_flows(flow_pairs, starts, ends)
-        if hints.bad:
-            trace.warn(f"{self.path}: {hints.bad} operand hints could not be parsed "
+        if self.hints.bad:
+            trace.warn(f"{self.path}: {self.hints.bad} operand hints could not be parsed "
                        "(kept as text)")
         for what, count in self.skipped.items():
             trace.warn(f"{self.path}: {count} events skipped: {what}")
@@ -176,24 +200,24 @@ class ChromeEventLoader:
         elif name == "thread_name" and value is not None:
             self.thread_names[(e.get("pid"), e.get("tid"))] = str(value)
 
-    @staticmethod
-    def _task(name: str, a: dict, parse_ops, parse_exec, lane_name: str):
+    def _task(self, key, name: str, a: dict, shared_args: SharedTaskArgs, lane_name: str):
         parts, _ = split_name(name)
         color = a.get("color") or ""
         fake = color.startswith("fake") or lane_name.startswith("Fake Core")
         label = color[4:] if fake and color.startswith("fake") else color
         m = _EVENT_HINT_RE.search(a.get("event-hint", ""))
-        root_hash = int(m.group(1)) if m else None
-        op_magic = int(m.group(2)) if m else None
-        leaf_hash = int(m.group(3)) if m else None
-        args = task_args(
-            a.get("seqNo"), a.get("taskId"), root_hash, leaf_hash, op_magic,
-            parts[3] if parts else None, parts[4] if parts else None, label, fake,
-            parse_ops(a.get("ioperand-hint", "")), parse_ops(a.get("ooperand-hint", "")),
-            parse_exec(a.get("execution-hint", "")))
-        return args, task_category(lane_name, fake)
+        hints = self.hints
+        shared = shared_args.get(
+            key, int(m.group(1)) if m else None, int(m.group(3)) if m else None,
+            int(m.group(2)) if m else None, parts[3] if parts else None,
+            parts[4] if parts else None, label, fake,
+            hints.parse_operands(a.get("ioperand-hint") or ""),
+            hints.parse_operands(a.get("ooperand-hint") or ""),
+            hints.parse_exec(a.get("execution-hint") or ""))
+        self.categories[id(shared)] = task_category(lane_name, fake)
+        return shared
 
-    def _counter(self, e: dict) -> None:
+    def _counter(self, e: dict):
         ts = round(e["ts"] * 1000)
         pid = e.get("pid")
         name = e.get("name", "")
@@ -202,7 +226,7 @@ class ChromeEventLoader:
                    if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if not numeric:
             self._skip("counter without a numeric value")
-            return
+            return None
         for k, v in numeric:
             series = name if len(numeric) == 1 else f"{name} {k}"
             counter = self.counters.get((pid, series))
@@ -214,22 +238,35 @@ class ChromeEventLoader:
                     counter = self.trace.add_counter(series, self.other_groups.get(pid), unit)
                 self.counters[(pid, series)] = counter
             counter.add(ts, v)
+        return counter
 
     def _bind_flows(self, pairs, starts, ends) -> None:
         """PyPTO puts a flow start 0.0001 us before its source's end, the end at the
         destination's start; bind both to slices on the same thread."""
-        trace = self.trace
+        flows = self.trace.flows
+        get_end = ends.get
+        get_start = starts.get
         unbound = 0
         for (spid, stid, sts), (dpid, dtid, dts) in pairs:
-            src = _lookup(ends, stid, spid, round(sts * 1000 + 0.1))
-            dst = _lookup(starts, dtid, dpid, round(dts * 1000))
+            src = get_end((stid, spid, round(sts * 1000 + 0.1)))
+            if src is None:
+                src = _lookup(ends, stid, spid, round(sts * 1000 + 0.1))
+            dst = get_start((dtid, dpid, round(dts * 1000)))
+            if dst is None:
+                dst = _lookup(starts, dtid, dpid, round(dts * 1000))
             if src is None or dst is None:
                 unbound += 1
                 continue
-            trace.add_flow(src, dst)
+            flows.append(Flow(src, dst))
         if unbound:
-            trace.warn(f"{self.path}: {unbound} flows could not be bound to a task slice "
-                       "and were dropped")
+            self.trace.warn(f"{self.path}: {unbound} flows could not be bound to a task "
+                            "slice and were dropped")
+
+
+def _after_third_dash(name: str) -> int:
+    """Index after ``seq-func-op-`` in a PyPTO task name (the rest: rootIndex-psgId(label))."""
+    p = name.find("-", name.find("-", name.find("-") + 1) + 1)
+    return p + 1 if p >= 0 else 0
 
 
 def _lookup(table: dict, tid: Any, pid: Any, ns: int) -> int | None:
