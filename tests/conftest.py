@@ -95,11 +95,15 @@ def check_pftrace(trace) -> dict:
                 assert te.name_iid in tables["name"], f"unresolved name iid {te.name_iid}"
             for c in te.category_iids:
                 assert c in tables["cat"]
-            for a in te.debug_annotations:
+            todo = list(te.debug_annotations)
+            while todo:            # nested dict entries and array values too
+                a = todo.pop()
                 if a.name_iid:
                     assert a.name_iid in tables["arg"], f"unresolved arg name iid {a.name_iid}"
                 if a.string_value_iid:
                     assert a.string_value_iid in tables["str"]
+                todo.extend(a.dict_entries)
+                todo.extend(a.array_values)
             if te.type == 1:
                 stacks[te.track_uuid].append(p.timestamp)
             elif te.type == 2:

@@ -113,6 +113,9 @@ class _ArgEncoder:
         return b"".join(parts)
 
     def _value(self, value: Any, top: bool) -> bytes:
+        # Trace Processor resolves name_iid and string_value_iid at any depth of nested
+        # dict_entries/array_values (util/debug_annotation_parser.cc), so nested keys and
+        # strings are interned like top-level ones.
         if isinstance(value, bool):
             return key_varint(2, int(value))
         if isinstance(value, int):
@@ -122,7 +125,7 @@ class _ArgEncoder:
         if isinstance(value, float):
             return tag(5, 1) + _pack_double(value)
         if isinstance(value, str):
-            if top and len(value) >= self.MIN_INTERNED_STRING:
+            if len(value) >= self.MIN_INTERNED_STRING:
                 return key_varint(17, self.interner.iid(_I_STRING, value))
             return key_str(6, value)
         if isinstance(value, dict):
@@ -130,7 +133,8 @@ class _ArgEncoder:
             for k, v in value.items():
                 if v is None:
                     continue
-                entries.append(key_bytes(11, key_str(10, str(k)) + self._value(v, False)))
+                name = key_varint(1, self.interner.iid(_I_ARG_NAME, str(k)))
+                entries.append(key_bytes(11, name + self._value(v, False)))
             return b"".join(entries) if entries else key_str(6, "{}")
         if isinstance(value, (list, tuple)):
             if not value:
