@@ -191,12 +191,22 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         append(_track_descriptor(trace, index))
 
     # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination BEGIN.
+    # A flow whose destination starts before its source would reach Trace Processor end
+    # first and be dropped; giving both ends a plain flow id keeps it as an arrow between the
+    # two slices (drawn from the earlier one).
     flow_bytes: dict[int, bytes] = {}
+    slices = trace.slices
+    backward = 0
     for fid, flow in enumerate(trace.flows, 1):
         b = _pack_fixed64(fid)
         src, dst = flow.src, flow.dst
         flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
-        flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
+        if slices[dst].ts < slices[src].ts:
+            backward += 1
+            flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_FLOW + b
+        else:
+            flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
+    counts["flows_backward"] = backward
 
     track_bytes = [_TE_TRACK + varint(i + 1) for i in range(len(trace.tracks))]
     names: dict[str, bytes] = {}

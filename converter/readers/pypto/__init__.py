@@ -140,6 +140,7 @@ class PyptoReader:
             trace = Trace(RunMeta(source.name, "pypto", tool="PyPTO"))
         self._attach_side_files(trace, source, options)
         split_overlaps(trace)
+        _report_backward_flows(trace)
         return trace
 
     def _read_merged(self, source: Source, options: ReadOptions) -> Trace:
@@ -178,6 +179,20 @@ class PyptoReader:
             from .aicpu import add_aicpu_trace
             add_aicpu_trace(trace, source.files[role], options)
             trace.meta.source_files.append(str(source.files[role]))
+
+
+def _report_backward_flows(trace: Trace) -> None:
+    """Dependencies whose source ends after the destination starts cannot be causal: in
+    multi-device-task SIM runs they come from PyPTO's HUB seqNo quirk (duplicate keys)."""
+    slices = trace.slices
+    late = sum(1 for f in trace.flows if slices[f.src].ts + slices[f.src].dur > slices[f.dst].ts)
+    back = sum(1 for f in trace.flows if slices[f.src].ts > slices[f.dst].ts)
+    trace.meta.extra["flows_out_of_order"] = late
+    if late:
+        trace.warn(f"{trace.meta.name}: {late} of {len(trace.flows)} dependencies end after "
+                   f"their successor starts ({back} point backward in time); kept as drawn "
+                   "by PyPTO (its HUB seqNo quirk gives tasks of different device tasks the "
+                   "same key)")
 
 
 def _describe_device(trace: Trace) -> None:
