@@ -173,8 +173,15 @@ class PyptoReader:
         log = source.files.get("bubble_log")
         if log is not None:
             from .bubble_log import parse_bubble_log
-            trace.meta.extra["pypto_bubble_log"] = parse_bubble_log(log)
+            figures = trace.meta.extra["pypto_bubble_log"] = parse_bubble_log(log)
             trace.meta.source_files.append(str(log))
+            negative = sorted(name for name, core in figures["cores"].items()
+                              if min(core["total_wait_us"], core["wait_schedule_us"],
+                                     core["wait_predecessor_us"]) < 0)
+            if negative:
+                trace.warn(f"{log}: PyPTO reports negative wait times on {len(negative)} "
+                           f"cores ({', '.join(negative[:4])}{', …' if len(negative) > 4 else ''}"
+                           "): its HUB seqNo quirk, not real waiting; kept as run metadata only")
         for role in sorted(r for r in source.files if r.startswith("aicpu")):
             from .aicpu import add_aicpu_trace
             add_aicpu_trace(trace, source.files[role], options)
