@@ -89,10 +89,8 @@ def main() -> None:
     """
 
 
-def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
-             clock_mhz: str | None, quiet: bool) -> None:
-    reporter = Reporter(enabled=not quiet)
-    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+def _find(path: Path, fmt: str | None) -> list:
+    """The runs under ``path``, or a one-line error and exit code 2."""
     try:
         runs = find_runs(path, fmt)
     except TracecvtError as e:
@@ -101,6 +99,14 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
     if not runs:
         _fail(f"{path}: no supported run found (formats: {', '.join(format_names())})")
         sys.exit(EXIT_ERROR)
+    return runs
+
+
+def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
+             clock_mhz: str | None, quiet: bool) -> None:
+    reporter = Reporter(enabled=not quiet)
+    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    runs = _find(path, fmt)
     failed = 0
     many = len(runs) > 1
     for src in runs:
@@ -169,14 +175,7 @@ def info(path, fmt, clock_mhz, as_json, quiet):
     from .summary_info import describe, render_text
     reporter = Reporter(enabled=not quiet and not as_json)
     options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
-    try:
-        runs = find_runs(path, fmt)
-    except TracecvtError as e:
-        _fail(str(e))
-        sys.exit(EXIT_ERROR)
-    if not runs:
-        _fail(f"{path}: no supported run found (formats: {', '.join(format_names())})")
-        sys.exit(EXIT_ERROR)
+    runs = _find(path, fmt)
     reports = []
     failed = 0
     for src in runs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
-from ...fileio import find_variant, load_json, logical_name, read_bytes, read_head
+from ...fileio import find_variant, logical_name, read_head
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .common import MERGED_US, MachineView
@@ -144,17 +144,13 @@ class PyptoReader:
         return trace
 
     def _read_merged(self, source: Source, options: ReadOptions) -> Trace:
-        from .merged import ChromeEventLoader, events_of
+        from .merged import ChromeEventLoader, load_events
         path = source.files["merged"]
         meta = RunMeta(source.name, "pypto", tool="PyPTO", clock=MERGED_US,
                        source_files=[str(path)])
         trace = Trace(meta)
         options.report(f"reading {path.name}", 0, 1)
-        data = read_bytes(path)
-        doc = load_json(path, data)
-        del data
-        events = events_of(doc, path)
-        del doc
+        events = load_events(path)
         view = MachineView(trace, "PyPTO Machine View",
                            f"tasks per core from {path.name}; times in ns "
                            "(PyPTO's microseconds x 1000)")

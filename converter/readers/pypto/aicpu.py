@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...fileio import load_json, read_bytes
 from ...model import COUNTER, GROUP, Clock, RunMeta, Trace
 from ..base import ReadOptions
 from .common import MachineView
-from .merged import MACHINE_VIEW, ChromeEventLoader, events_of
+from .merged import MACHINE_VIEW, ChromeEventLoader, load_events
 
 AICPU_VIEW = "AICPU View"
 
@@ -45,11 +44,7 @@ def add_aicpu_trace(trace: Trace, path: Path, options: ReadOptions) -> None:
     """Add the slices of the AICPU trace ``path`` to ``trace`` on an "AICPU View" group."""
     path = Path(path)
     options.report(f"reading {path.name}", 0, 1)
-    data = read_bytes(path)
-    doc = load_json(path, data)
-    del data
-    events = events_of(doc, path)
-    del doc
+    events = load_events(path)
     freqs = _exact_times(events)
     if any(isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
            and (e.get("args") or {}).get("name") == MACHINE_VIEW for e in events):

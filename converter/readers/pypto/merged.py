@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...fileio import load_json, read_bytes
 from ...model import GROUP, LANE, Flow, Slice, Trace
 from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
                      task_category)
@@ -276,6 +277,14 @@ def _lookup(table: dict, tid: Any, pid: Any, ns: int) -> int | None:
         if idx is None:
             idx = table.get((tid, pid, ns + 1))
     return idx
+
+
+def load_events(path: Path) -> list:
+    """Parse a Chrome trace file and return its event list, dropping the raw bytes early."""
+    data = read_bytes(path)
+    doc = load_json(path, data)
+    del data
+    return events_of(doc, path)
 
 
 def events_of(doc: Any, path: Path) -> list:
