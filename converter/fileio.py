@@ -82,10 +82,8 @@ def load_json(path: Path, data: bytes | None = None):
 def check_output(path: Path, force: bool, inputs: list[Path] = ()) -> None:
     """Refuse to overwrite without ``force`` and never write over an input."""
     resolved = path.resolve()
-    for src in inputs:
-        src = Path(src).resolve()
-        if resolved == src or (src.is_dir() and resolved == src):
-            raise OutputError(f"{path}: output would overwrite an input file")
+    if any(resolved == Path(src).resolve() for src in inputs):
+        raise OutputError(f"{path}: output would overwrite an input file")
     if path.exists() and not force:
         raise OutputError(f"{path}: already exists (use --force to overwrite)")
     if path.is_dir():
