@@ -302,7 +302,6 @@ def split_overlaps(trace: Trace) -> int:
                 lane_id = trace.add_track(track.name, track.parent, LANE,
                                           track.order, f"overlap lane {extra} of {track.name}",
                                           nesting=track.nesting, derived=track.derived)
-                trace.tracks[lane_id].order = track.order   # fixed up below
                 stack = []
                 lanes.append((lane_id, stack))
             stack.append(end)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Protocol
@@ -30,7 +30,6 @@ class Source:
     files: dict[str, Path]      # role -> path
     reader: "Reader"
     variant: str = ""           # reader-specific flavour, e.g. "merged" / "raw"
-    notes: list[str] = field(default_factory=list)
 
     def read(self, options: ReadOptions | None = None) -> Trace:
         return self.reader.read(self, options or ReadOptions())

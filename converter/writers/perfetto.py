@@ -159,7 +159,8 @@ def _track_descriptor(trace: Trace, index: int) -> bytes:
         body.append(key_varint(11, 3))                  # child_ordering = EXPLICIT
     body.append(key_varint(12, t.order))                # sibling_order_rank
     body.append(key_varint(15, 2))                      # sibling_merge_behavior = NONE
-    return _packet(_SEQ + _TRACK_DESC + varint(len(b"".join(body))) + b"".join(body))
+    data = b"".join(body)
+    return _packet(_SEQ + _TRACK_DESC + varint(len(data)) + data)
 
 
 _LEN = [varint(i) for i in range(1 << 14)]

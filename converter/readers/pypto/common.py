@@ -211,40 +211,11 @@ def split_name(name: str) -> tuple[tuple[int, ...] | None, str]:
     return (tuple(int(x) for x in m.groups()) if m else None), label
 
 
-def task_args(seq_no: int, task_id: int, root_hash: Any, leaf_hash: Any, op_magic: Any,
-              root_index: Any, psg_id: Any, label: str, fake: bool, inputs: Any,
-              outputs: Any, exec_stats: Any) -> dict[str, Any]:
-    """The args of a PyPTO task slice, the same whichever file it was read from."""
-    args: dict[str, Any] = {
-        "seqNo": seq_no,
-        "taskId": task_id,
-        "rootHash": root_hash,
-        "leafHash": leaf_hash,
-        "callOpMagic": op_magic,
-        "rootIndex": root_index,
-        "psgId": psg_id,
-        "semanticLabel": label,
-        "fake": fake,
-    }
-    if inputs is not None:
-        args["inputs"] = inputs
-        b = operand_bytes(inputs)
-        if b is not None:
-            args["input_bytes"] = b
-    if outputs is not None:
-        args["outputs"] = outputs
-        b = operand_bytes(outputs)
-        if b is not None:
-            args["output_bytes"] = b
-    if exec_stats is not None:
-        args["exec_stats"] = exec_stats
-    return args
-
-
 class SharedTaskArgs:
     """Args that every task of one CALL has in common, built once and shared by reference.
 
-    A slice then carries only ``{"seqNo", "taskId"}`` of its own (``Slice.shared_args``).
+    A slice then carries only ``{"seqNo", "taskId"}`` of its own (``Slice.shared_args``);
+    the dict is the same whichever file the task was read from.
     """
 
     def __init__(self) -> None:
@@ -255,10 +226,23 @@ class SharedTaskArgs:
             exec_stats: Any) -> dict[str, Any]:
         shared = self.cache.get(key)
         if shared is None:
-            shared = task_args(None, None, root_hash, leaf_hash, op_magic, root_index,
-                               psg_id, label, fake, inputs, outputs, exec_stats)
-            del shared["seqNo"], shared["taskId"]
-            self.cache[key] = shared
+            shared = self.cache[key] = {
+                "rootHash": root_hash,
+                "leafHash": leaf_hash,
+                "callOpMagic": op_magic,
+                "rootIndex": root_index,
+                "psgId": psg_id,
+                "semanticLabel": label,
+                "fake": fake,
+            }
+            for name, operands in (("inputs", inputs), ("outputs", outputs)):
+                if operands is not None:
+                    shared[name] = operands
+                    total = operand_bytes(operands)
+                    if total is not None:
+                        shared[name[:-1] + "_bytes"] = total
+            if exec_stats is not None:
+                shared["exec_stats"] = exec_stats
         return shared
 
 

@@ -39,7 +39,6 @@ class ChromeEventLoader:
         self.counters: dict[tuple[Any, str], Any] = {}
         self.skipped: dict[str, int] = {}
         self.tasks = 0
-        self.categories: dict[int, str] = {}
 
     # -- tracks -----------------------------------------------------------------------
     def _is_machine(self, pid: Any) -> bool:
@@ -81,7 +80,7 @@ class ChromeEventLoader:
         open_b: dict[tuple[Any, Any], list] = {}
         counter_add: dict[tuple[Any, Any], tuple[Any, Any]] = {}
         shared_args = SharedTaskArgs()
-        shared_cache = shared_args.cache
+        task_cache: dict[Any, tuple[dict, str]] = {}   # per CALL: (shared args, category)
         bad_dur = 0
         n = len(events)
         # Metadata first: names are needed before lanes are created.
@@ -136,14 +135,14 @@ class ChromeEventLoader:
                                a.get("execution-hint"), a.get("color"),
                                hint[hint.find("rootHash"):hint.rfind(", TaskId")],
                                name[_after_third_dash(name):], lane)
-                        shared = shared_cache.get(key)
-                        if shared is None:
-                            shared = self._task(key, name, a, shared_args,
-                                                trace.tracks[lane].name)
+                        cached = task_cache.get(key)
+                        if cached is None:
+                            cached = task_cache[key] = self._task(
+                                key, name, a, shared_args, trace.tracks[lane].name)
+                        shared, cat = cached
                         args = {"seqNo": a.get("seqNo"), "taskId": a.get("taskId")}
                         self.tasks += 1
-                        slices.append(Slice(lane, ts, end - ts, name, self.categories[id(shared)], args,
-                                            shared))
+                        slices.append(Slice(lane, ts, end - ts, name, cat, args, shared))
                     else:
                         slices.append(Slice(lane, ts, end - ts, name, e.get("cat", ""),
                                             a or None))
@@ -215,8 +214,7 @@ class ChromeEventLoader:
             hints.parse_operands(a.get("ioperand-hint") or ""),
             hints.parse_operands(a.get("ooperand-hint") or ""),
             hints.parse_exec(a.get("execution-hint") or ""))
-        self.categories[id(shared)] = task_category(lane_name, fake)
-        return shared
+        return shared, task_category(lane_name, fake)
 
     def _counter(self, e: dict):
         ts = round(e["ts"] * 1000)
