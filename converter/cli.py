@@ -68,6 +68,8 @@ _common = [
     click.option("--clock-mhz", metavar="MHZ",
                  help="Clock of raw cycle/tick counts (PyPTO SIM 1800, NPU A2/A3 50, "
                       "Ascend 950 1000)."),
+    click.option("--all-metrics", is_flag=True,
+                 help="Keep every metric of the source as slice args (Nsight Compute)."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
 ]
 
@@ -103,9 +105,10 @@ def _find(path: Path, fmt: str | None) -> list:
 
 
 def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
-             clock_mhz: str | None, quiet: bool) -> None:
+             clock_mhz: str | None, quiet: bool, all_metrics: bool = False) -> None:
     reporter = Reporter(enabled=not quiet)
-    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter,
+                          all_metrics=all_metrics)
     runs = _find(path, fmt)
     failed = 0
     many = len(runs) > 1
@@ -152,16 +155,16 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
 
 @main.command("to-perfetto")
 @_with_common
-def to_perfetto(path, output, force, fmt, clock_mhz, quiet):
+def to_perfetto(path, output, force, fmt, clock_mhz, all_metrics, quiet):
     """Convert PATH to a Perfetto protobuf trace (.pftrace)."""
-    _convert("perfetto", path, output, force, fmt, clock_mhz, quiet)
+    _convert("perfetto", path, output, force, fmt, clock_mhz, quiet, all_metrics)
 
 
 @main.command("to-chrome")
 @_with_common
-def to_chrome(path, output, force, fmt, clock_mhz, quiet):
+def to_chrome(path, output, force, fmt, clock_mhz, all_metrics, quiet):
     """Convert PATH to Chrome trace JSON (.json; gzip when the name ends in .gz)."""
-    _convert("chrome", path, output, force, fmt, clock_mhz, quiet)
+    _convert("chrome", path, output, force, fmt, clock_mhz, quiet, all_metrics)
 
 
 @main.command("info")

@@ -14,6 +14,7 @@ from ..model import Trace
 class ReadOptions:
     clock_mhz: Fraction | None = None          # override the source's tick/cycle rate
     progress: Callable[[str, int, int], None] | None = None   # (stage, done, total)
+    all_metrics: bool = False                  # keep every metric a source has (NCU)
 
     def report(self, stage: str, done: int, total: int) -> None:
         if self.progress:
