@@ -63,7 +63,8 @@ def default_output(source: Source, writer: str, out: Path | None, many: bool) ->
     """
     name = source.name + WRITERS[writer].suffix
     if out is None:
-        return source.root.parent / name
+        # A run read from an archive gets its output next to the archive.
+        return (source.archive or source.root).parent / name
     if many or out.is_dir() or str(out).endswith(("/", "\\")):
         return out / name
     return out
@@ -92,6 +93,8 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
              options: ReadOptions, gzip_level: int | None) -> Result:
     spec = WRITERS[writer]
     inputs = [source.root, *source.files.values()]
+    if source.archive is not None:
+        inputs.append(source.archive)
     check_output(output, force, inputs)
     trace = source.read(options)
 

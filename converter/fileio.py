@@ -1,7 +1,14 @@
-"""Reading inputs (transparently gzipped) and writing outputs atomically."""
+"""Reading inputs (transparently gzipped, on disk or inside a mounted archive) and writing
+outputs atomically.
+
+Readers go through the functions here for every read, listing and test of an input path
+(never ``open()``, ``Path.is_file()`` or ``Path.glob()`` directly), so that a run inside a
+.zip or .tar archive reads exactly like one on disk (see ``converter.archive``).
+"""
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import os
 import tempfile
@@ -12,15 +19,109 @@ from typing import IO, Iterator
 
 import orjson
 
+from . import archive
 from .errors import InputError, OutputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+# -- the input tree (disk or mounted archive) ------------------------------------------
+def is_file(path: Path) -> bool:
+    hit = archive.locate(path)
+    return hit[0].is_file(hit[1]) if hit else Path(path).is_file()
+
+
+def is_dir(path: Path) -> bool:
+    hit = archive.locate(path)
+    return hit[0].is_dir(hit[1]) if hit else Path(path).is_dir()
+
+
+def exists(path: Path) -> bool:
+    return is_file(path) or is_dir(path) or (archive.locate(path) is None and Path(path).exists())
+
+
+def listdir(path: Path) -> list[str]:
+    """Names in a directory, sorted; empty when it cannot be listed."""
+    hit = archive.locate(path)
+    if hit:
+        return hit[0].listdir(hit[1])
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def glob(directory: Path, pattern: str) -> list[Path]:
+    """Files directly in ``directory`` whose name matches ``pattern`` (fnmatch), sorted."""
+    return [Path(directory) / n for n in listdir(directory)
+            if fnmatch.fnmatchcase(n, pattern) and is_file(Path(directory) / n)]
+
+
+def walk(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """Like os.walk (top-down, ``dirnames`` may be pruned in place) on disk or in an archive."""
+    hit = archive.locate(root)
+    if hit is None:
+        for dirpath, dirnames, filenames in os.walk(root):
+            yield Path(dirpath), dirnames, filenames
+        return
+    a, rel = hit
+    base = a.path
+    for d, dirnames, filenames in a.walk(rel):
+        yield (base / d if d else base), dirnames, filenames
+
+
+def file_size(path: Path) -> int:
+    hit = archive.locate(path)
+    if hit:
+        return hit[0].size(hit[1])
+    return Path(path).stat().st_size
+
+
+def _raw_bytes(path: Path, limit: int | None = None) -> bytes:
+    hit = archive.locate(path)
+    if hit:
+        return hit[0].read(hit[1], limit)
+    with open(path, "rb") as f:
+        return f.read() if limit is None else f.read(limit)
+
+
+def _gunzip(path: Path, data: bytes, limit: int | None = None) -> bytes:
+    """Decompress, refusing to expand beyond the one-entry cap (a gzip bomb)."""
+    cap = archive.DEFAULT_MAX_ENTRY if limit is None else limit
+    hit = archive.locate(path)
+    if hit and limit is None:
+        cap = hit[0].max_entry
+    d = zlib.decompressobj(wbits=31)
+    out = []
+    total = 0
+    buf = data
+    while buf:
+        chunk = d.decompress(buf, max(1, cap + 1 - total))
+        out.append(chunk)
+        total += len(chunk)
+        if total > cap:
+            if limit is not None:
+                return b"".join(out)[:limit]
+            raise InputError(path, f"gzip data expands beyond {cap} bytes; refused")
+        buf = d.unconsumed_tail
+        if d.eof:
+            rest = d.unused_data
+            if rest.startswith(GZIP_MAGIC):        # a multi-member gzip file
+                d = zlib.decompressobj(wbits=31)
+                buf = rest
+            elif rest.strip(b"\0"):
+                raise zlib.error("trailing garbage after gzip data")
+            else:
+                break
+    if not d.eof and limit is None:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+    return b"".join(out)
+
+
 def find_variant(directory: Path, name: str) -> Path | None:
     """``directory/name`` or its gzipped copy ``name.gz``, whichever exists."""
     for candidate in (directory / name, directory / (name + ".gz")):
-        if candidate.is_file():
+        if is_file(candidate):
             return candidate
     return None
 
@@ -32,13 +133,12 @@ def logical_name(path: Path) -> str:
 
 def read_bytes(path: Path) -> bytes:
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = _raw_bytes(path)
     except OSError as e:
         raise InputError(path, f"cannot read: {e.strerror or e}") from None
     if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
+            data = _gunzip(path, data)
         except (OSError, EOFError, zlib.error) as e:
             raise InputError(path, f"corrupt gzip data ({e})") from None
     return data
@@ -47,14 +147,14 @@ def read_bytes(path: Path) -> bytes:
 def read_head(path: Path, size: int = 4096) -> bytes:
     """The first ``size`` bytes of the (decompressed) content, for format sniffing."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(size)
-            if head[:2] == GZIP_MAGIC:
-                f.seek(0)
-                with gzip.GzipFile(fileobj=f) as g:
+        head = _raw_bytes(path, size)
+        if head[:2] == GZIP_MAGIC:
+            if archive.locate(path) is None:
+                with open(path, "rb") as f, gzip.GzipFile(fileobj=f) as g:
                     return g.read(size)
-            return head
-    except (OSError, EOFError, zlib.error):
+            return _gunzip(path, _raw_bytes(path, 1 << 20), size)
+        return head
+    except (OSError, EOFError, zlib.error, InputError):
         return b""
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
 from . import pypto
@@ -30,14 +30,18 @@ def _readers_for(fmt: str | None) -> list[Reader]:
     raise InputError(None, f"unknown format {fmt!r} (known: {', '.join(format_names())})")
 
 
-def find_runs(path: str | Path, fmt: str | None = None) -> list[Source]:
-    """Every run under ``path`` (a file, a run directory or a tree of runs)."""
+def find_runs(path: str | Path, fmt: str | None = None,
+              max_entry: int = archive.DEFAULT_MAX_ENTRY) -> list[Source]:
+    """Every run under ``path``: a file, a run directory, a tree of runs, or an archive
+    (.zip, .tar, .tar.gz …) of any of these, read in place."""
     path = Path(path)
     readers = _readers_for(fmt)
     force = fmt is not None
-    if not path.exists():
+    if not fileio.exists(path):
         raise InputError(path, "no such file or directory")
-    if path.is_file():
+    if fileio.is_file(path):
+        if archive.locate(path) is None and archive.sniff(path):
+            return _find_in_archive(path, fmt, readers, max_entry)
         for r in readers:
             src = r.find_file(path, force)
             if src is not None:
@@ -46,11 +50,41 @@ def find_runs(path: str | Path, fmt: str | None = None) -> list[Source]:
                 return [src]
         raise InputError(path, "unknown format (use --from FORMAT; known: "
                          + ", ".join(format_names()) + ")")
+    runs = _walk(path, fmt, readers, max_entry)
+    _unique_names(runs)
+    return runs
+
+
+def _find_in_archive(path: Path, fmt: str | None, readers: list[Reader],
+                     max_entry: int) -> list[Source]:
+    mounted = archive.mount(path, max_entry)
+    runs = _walk(path, fmt, readers, max_entry)
+    if not runs:
+        # An archive holding a single file: let the readers sniff it.
+        files = [(d / n) for d, _, names in fileio.walk(path) for n in names]
+        if len(files) == 1:
+            runs = find_runs(files[0], fmt, max_entry)
+    for src in runs:
+        src.archive, src.max_entry = path, max_entry
+        src.refused = list(mounted.refused)
+    _unique_names(runs)
+    return runs
+
+
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
+
+
+def _walk(path: Path, fmt: str | None, readers: list[Reader], max_entry: int) -> list[Source]:
     runs: list[Source] = []
     claimed: set[Path] = set()
-    for dirpath, dirnames, filenames in os.walk(path):
+    force = fmt is not None
+    on_disk = archive.locate(path) is None
+    for directory, dirnames, filenames in fileio.walk(path):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        directory = Path(dirpath)
+        if on_disk:     # archives in a folder of runs are read too (not archives in archives)
+            for n in sorted(filenames):
+                if n.lower().endswith(_ARCHIVE_SUFFIXES) and archive.sniff(directory / n):
+                    runs.extend(_find_in_archive(directory / n, fmt, readers, max_entry))
         for r in readers:
             for src in r.find(directory, sorted(filenames), force):
                 if src.root in claimed:
@@ -59,7 +93,6 @@ def find_runs(path: str | Path, fmt: str | None = None) -> list[Source]:
                 if fmt and fmt != r.formats[0]:
                     src.variant = fmt
                 runs.append(src)
-    _unique_names(runs)
     return runs
 
 

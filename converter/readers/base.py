@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Protocol
@@ -31,9 +31,18 @@ class Source:
     files: dict[str, Path]      # role -> path
     reader: "Reader"
     variant: str = ""           # reader-specific flavour, e.g. "merged" / "raw"
+    archive: Path | None = None                 # the .zip/.tar the run is read from, if any
+    max_entry: int = 0                          # that archive's per-entry size cap
+    refused: list[str] = field(default_factory=list)   # archive entries refused, one line each
 
     def read(self, options: ReadOptions | None = None) -> Trace:
-        return self.reader.read(self, options or ReadOptions())
+        if self.archive is not None:            # e.g. in a batch worker process
+            from ..archive import mount
+            mount(self.archive, self.max_entry)
+        trace = self.reader.read(self, options or ReadOptions())
+        for line in self.refused:
+            trace.warn(f"{self.archive}: refused archive entry {line}")
+        return trace
 
 
 class Reader(Protocol):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
-from ...fileio import find_variant, logical_name, read_head
+from ...fileio import find_variant, glob, is_dir, is_file, logical_name, read_head
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .common import MERGED_US, MachineView
@@ -86,7 +86,7 @@ class PyptoReader:
         return None
 
     def _source(self, where: Path, files: dict[str, Path]) -> Source:
-        if where.is_file():
+        if is_file(where):
             run_dir = where.parent
             root = where
         else:
@@ -94,9 +94,9 @@ class PyptoReader:
             root = where
         if run_dir.name == SIM_DIR:
             run_dir = run_dir.parent
-            if not where.is_file():
+            if not is_file(where):
                 root = run_dir
-        if where.is_file() and logical_name(where) not in (MERGED, RAW_SIM, RAW_NPU):
+        if is_file(where) and logical_name(where) not in (MERGED, RAW_SIM, RAW_NPU):
             name = logical_name(where).rsplit(".", 1)[0]
         else:
             name = run_dir.name
@@ -109,14 +109,14 @@ class PyptoReader:
                 p = find_variant(d, name_)
                 if p is not None:
                     files.setdefault(role, p)
-        topo_dir = sim_dir if sim_dir.is_dir() else run_dir
-        static = sorted(p for p in topo_dir.glob("*_simulate.topo.json*")) if topo_dir.is_dir() \
+        topo_dir = sim_dir if is_dir(sim_dir) else run_dir
+        static = glob(topo_dir, "*_simulate.topo.json*") if is_dir(topo_dir) \
             else []
         if static:
             files.setdefault("static_topo", static[0])
         if "bubble_log" not in files:
             for d in (sim_dir, run_dir):
-                p = find_variant(d, BUBBLE_LOG) if d.is_dir() else None
+                p = find_variant(d, BUBBLE_LOG) if is_dir(d) else None
                 if p is not None:
                     files["bubble_log"] = p
                     break

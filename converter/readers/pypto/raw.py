@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...fileio import load_json, logical_name, read_text
+from ...fileio import glob, is_file, load_json, logical_name, read_text
 from ...model import RunMeta, Trace
 from ..base import ReadOptions, Source
 from .common import (NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView, SharedTaskArgs,
@@ -145,9 +145,9 @@ def _load_tmp_topo(path: Path) -> list[tuple]:
 def _static_topo_files(path: Path) -> dict[int, Path]:
     """``<N>_simulate.topo.json`` files next to ``path``, by device task N."""
     files: dict[int, Path] = {}
-    for p in sorted(path.parent.glob("*_simulate.topo.json*")):
+    for p in glob(path.parent, "*_simulate.topo.json*"):
         m = _STATIC_TOPO_RE.match(logical_name(p))
-        if m and p.is_file():
+        if m and is_file(p):
             files.setdefault(int(m.group(1)), p)
     if not files:
         m = _STATIC_TOPO_RE.match(logical_name(path))
@@ -281,7 +281,7 @@ def _operands(magics: Any, tensors: dict, raws: dict) -> list:
 
 def _npu_clock_mhz(swim: Path, trace: Trace) -> tuple[Fraction, Path | None]:
     """The counter frequency from a machine_trace_perf_data_*.json next to the swim file."""
-    for p in sorted(swim.parent.glob(PERF_DATA_PREFIX + "*.json*")):
+    for p in glob(swim.parent, PERF_DATA_PREFIX + "*.json*"):
         if not logical_name(p).endswith(".json"):
             continue
         try:

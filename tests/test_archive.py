@@ -1,0 +1,170 @@
+"""Archives as input: runs inside .zip / .tar / .tar.gz read in place, unsafe entries refused."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from converter import archive, fileio
+from converter.cli import main
+from converter.errors import InputError
+from converter.readers import find_runs
+
+from conftest import check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
+
+RUNS = ("tiny_add", "matmul_add")
+
+
+def _members() -> dict[str, bytes]:
+    """Archive member name -> bytes: two PyPTO runs under runs/<sample>/output_*/."""
+    out = {}
+    for sample in RUNS:
+        run = pypto_run_dir(sample)
+        for p in sorted(run.rglob("*")):
+            if p.is_file():
+                out[f"runs/{sample}/{run.name}/{p.relative_to(run).as_posix()}"] = p.read_bytes()
+    return out
+
+
+def _make(kind: str, path: Path, members: dict[str, bytes], extra=()) -> Path:
+    if kind == "zip":
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, data in members.items():
+                z.writestr(name, data)
+            for name, data in extra:
+                z.writestr(name, data)
+        return path
+    mode = {"tar": "w", "tar.gz": "w:gz", "tar.xz": "w:xz"}[kind]
+    with tarfile.open(path, mode) as t:
+        for name, data in list(members.items()) + list(extra):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _clean_mounts():
+    yield
+    archive.unmount_all()
+
+
+@pytest.fixture(scope="module")
+def members():
+    return _members()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar", "tar.gz", "tar.xz"])
+def test_runs_in_archive_convert_like_on_disk(tmp_path, members, kind):
+    arc = _make(kind, tmp_path / f"runs.{kind}", members)
+    before = sorted(os.listdir(tmp_path))
+    runs = find_runs(arc)
+    assert sorted(r.name for r in runs) == sorted(pypto_run_dir(s).name for s in RUNS)
+    for src in runs:
+        assert src.archive == arc
+        on_disk = next(r for r in find_runs(pypto_run_dir(src.root.parent.name)))
+        a, b = src.read(), on_disk.read()
+        assert len(a.slices) == len(b.slices) > 0
+        assert [(s.ts, s.dur, s.name) for s in a.slices] == \
+               [(s.ts, s.dur, s.name) for s in b.slices]
+        assert len(a.flows) == len(b.flows)
+        assert a.meta.extra.get("pypto_bubble_log") == b.meta.extra.get("pypto_bubble_log")
+    # Nothing was unpacked next to the archive.
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_cli_converts_an_archive_next_to_it(tmp_path, members):
+    arc = _make("tar.gz", tmp_path / "old_runs.tar.gz", members)
+    r = CliRunner().invoke(main, ["to-perfetto", str(arc), "-q"])
+    assert r.exit_code == 0, r.output
+    outs = sorted(tmp_path.glob("*.pftrace"))
+    assert len(outs) == 2
+    for out in outs:
+        trace = decode_pftrace(out)
+        check_pftrace(trace)
+        direct = find_runs(pypto_run_dir(next(s for s in RUNS if
+                                              pypto_run_dir(s).name == out.stem)))[0].read()
+        assert pftrace_counts(trace)["begin"] == len(direct.slices)
+
+
+def test_unsafe_entries_are_refused_and_reported(tmp_path, members):
+    evil = b'{"traceEvents": []}'
+    arc = _make("tar", tmp_path / "evil.tar", members,
+                extra=[("../escape/merged_swimlane.json", evil),
+                       ("/abs/merged_swimlane.json", evil)])
+    with tarfile.open(arc, "a") as t:
+        link = tarfile.TarInfo("runs/link.json")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/passwd"
+        t.addfile(link)
+    runs = find_runs(arc)
+    assert len(runs) == 2
+    mounted = archive.mount(arc)
+    assert len(mounted.refused) == 3
+    assert all(".." not in m.split("/") and not m.startswith("/") for m in mounted.members)
+    assert not fileio.is_file(arc / "runs" / "link.json")
+    warnings = runs[0].read().meta.warnings
+    refused = [w for w in warnings if "refused archive entry" in w]
+    assert len(refused) == 3 and any("../escape" in w for w in refused)
+    assert not (tmp_path.parent / "escape").exists()
+
+
+def test_zip_entries_climbing_out_are_refused(tmp_path, members):
+    arc = _make("zip", tmp_path / "evil.zip", members, extra=[("a/../../x.json", b"{}")])
+    find_runs(arc)
+    assert any("a/../../x.json" in line for line in archive.mount(arc).refused)
+
+
+def test_entry_over_the_size_limit_is_refused(tmp_path, members):
+    arc = _make("zip", tmp_path / "runs.zip", members)
+    runs = find_runs(arc, max_entry=10_000)
+    with pytest.raises(InputError) as e:
+        for src in runs:
+            src.read()
+    assert "limit for one archive entry" in str(e.value)
+    assert "--max-entry-size" in str(e.value)
+
+
+def test_member_lying_about_its_size_stops_at_the_limit(tmp_path):
+    # A gzip member that expands far beyond the cap (a small "bomb").
+    bomb = gzip.compress(b"\0" * 5_000_000)
+    arc = _make("zip", tmp_path / "bomb.zip", {"d/merged_swimlane.json.gz": bomb})
+    archive.mount(arc, max_entry=1_000_000)
+    with pytest.raises(InputError) as e:
+        fileio.read_bytes(arc / "d" / "merged_swimlane.json.gz")
+    assert "expands beyond" in str(e.value)
+
+
+def test_corrupt_archive_is_one_line_error(tmp_path, members):
+    arc = _make("zip", tmp_path / "runs.zip", members)
+    data = bytearray(arc.read_bytes())
+    arc.write_bytes(bytes(data[: len(data) // 2]))      # central directory lost
+    r = CliRunner().invoke(main, ["info", str(arc)])
+    assert r.exit_code == 2
+    lines = [l for l in r.output.splitlines() if l.strip()]
+    assert len(lines) == 1 and str(arc) in lines[0]
+
+
+def test_safe_name_rules():
+    assert archive._safe_name("a/b/../c") is None
+    assert archive._safe_name("/etc/passwd") is None
+    assert archive._safe_name("C:\\x") is None
+    assert archive._safe_name("./a//b/") == "a/b"
+
+
+def test_archives_inside_a_folder_of_runs_are_found(tmp_path, members):
+    _make("zip", tmp_path / "a.zip", members)
+    sub = tmp_path / "older"
+    sub.mkdir()
+    _make("tar.gz", sub / "b.tar.gz", {k: v for k, v in members.items() if "tiny_add" in k})
+    runs = find_runs(tmp_path)
+    assert len(runs) == 3
+    assert len({r.name for r in runs}) == 3           # names made unique
+    assert sorted(r.archive.name for r in runs) == ["a.zip", "a.zip", "b.tar.gz"]
