@@ -7,10 +7,11 @@ from pathlib import Path
 from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
-from . import pypto
+from . import ncu, pypto
 
 READERS: list[Reader] = [
     pypto.READER,
+    ncu.READER,
 ]
 
 # Directories that never hold runs but can be huge.

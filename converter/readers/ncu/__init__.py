@@ -1,0 +1,137 @@
+"""Nsight Compute: ``.ncu-rep`` reports (also ``.xz``/``.gz``) and their CSV exports.
+
+Format reference: ../shared/docs/formats/ncu.md; mapping: docs/formats/ncu.md.  Reports are
+read through NVIDIA's optional ``ncu_report`` module (``tracecvt[ncu]``), imported only when a
+report is read; CSV exports (``--page raw``, with or without ``--print-units base``, and
+``--page details``) need nothing extra.  Nsight Compute records no launch times, so every path
+ends in ``layout.build``, which lays the kernels end to end and says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import InputError
+from ...fileio import read_head as read_head_gz
+from ...model import Trace
+from ..base import ReadOptions, Source
+from . import container, csv_page
+from .layout import RunInfo, build
+
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
+COMPRESSED = (".xz", ".gz")
+
+
+def _logical(name: str) -> str:
+    for suffix in COMPRESSED:
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def _is_report_name(name: str) -> bool:
+    return _logical(name).endswith(REPORT_SUFFIXES)
+
+
+def _is_csv_name(name: str) -> bool:
+    return name.endswith(".csv") or name.endswith(".csv.gz")
+
+
+def _run_name(path: Path) -> str:
+    name = _logical(path.name)
+    for suffix in (*REPORT_SUFFIXES, ".csv"):
+        if name.endswith(suffix):
+            return name[:-len(suffix)] or name
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+class NcuReader:
+    formats = ("ncu", "ncu-rep", "ncu-csv")
+    title = ("Nsight Compute: .ncu-rep (also .xz/.gz; needs tracecvt[ncu]) or its CSV export "
+             "(--page raw, --page details)")
+
+    def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
+        runs = []
+        for name in filenames:
+            path = directory / name
+            if _is_report_name(name):
+                runs.append(self._source(path, "report"))
+            elif _is_csv_name(name):
+                if csv_page.sniff(read_head_gz(path)):
+                    runs.append(self._source(path, "csv"))
+            elif force and container.read_head(path, 4) == container.NVR_MAGIC:
+                runs.append(self._source(path, "report"))
+        return runs
+
+    def find_file(self, path: Path, force: bool) -> Source | None:
+        head = container.read_head(path)
+        if head.startswith(container.NVR_MAGIC) or _is_report_name(path.name):
+            return self._source(path, "report")
+        if csv_page.sniff(head):
+            return self._source(path, "csv")
+        if force:
+            return self._source(path, "csv" if _is_csv_name(path.name) else "report")
+        return None
+
+    def _source(self, path: Path, role: str) -> Source:
+        return Source("ncu", _run_name(path), path, {role: path}, self,
+                      "ncu-rep" if role == "report" else "csv")
+
+    def read(self, source: Source, options: ReadOptions) -> Trace:
+        if "report" in source.files:
+            if source.variant == "ncu-csv":
+                raise InputError(source.root, "--from ncu-csv, but this is a .ncu-rep report")
+            return self._read_report(source, source.files["report"], options)
+        path = source.files["csv"]
+        if source.variant == "ncu-rep":
+            raise InputError(path, "--from ncu-rep, but this is a CSV file")
+        return self._read_csv(source, path, options)
+
+    def _read_report(self, source: Source, path: Path, options: ReadOptions) -> Trace:
+        from .report import read_report
+        kernels, info = read_report(path, options)
+        run = RunInfo(source.name, "ncu-rep", str(path), tool_version=info.producer_version,
+                      library_version=info.library_version, metric_units=info.metric_units)
+        if info.truncated_bytes:
+            run.warnings.append(
+                f"{path}: the file ends inside a record ({info.truncated_bytes} bytes "
+                "missing): the report was cut short; the complete results it holds are shown")
+        if info.incomplete:
+            run.warnings.append(
+                f"{path}: {len(info.incomplete)} results have neither a kernel name nor "
+                f"metrics (result {', '.join(map(str, info.incomplete[:5]))}"
+                f"{', …' if len(info.incomplete) > 5 else ''}): skipped")
+        if info.ranges > 1:
+            run.notes.append(f"The report holds {info.ranges} result ranges, laid out one "
+                             "after the other.")
+        return build(kernels, run)
+
+    def _read_csv(self, source: Source, path: Path, options: ReadOptions) -> Trace:
+        rows = csv_page.load(path)
+        header = rows[0]
+        page = csv_page.page_of(header)
+        units: dict[str, str] = {}
+        if page == csv_page.RAW:
+            from .csv_raw import read_raw
+            kernels = read_raw(path, rows, options, units)
+            note = ("Values come from a raw-page CSV export and keep only its printed "
+                    "precision (6 decimals of an auto-scaled unit, or 2 decimals with "
+                    "--print-units base); PM-sampling timelines and rule results are not in "
+                    "this export.")
+        elif page == csv_page.DETAILS:
+            from .csv_details import read_details
+            kernels = read_details(path, rows, options, units)
+            note = ("Values come from a details-page CSV export, printed with 2 decimals of "
+                    "an auto-scaled unit: durations have 10 ns resolution, so the serialized "
+                    "timeline is approximate; PM-sampling timelines and NVTX ranges are not in "
+                    "this export.")
+        else:
+            raise csv_page.wrong_page(path, header)
+        if not kernels:
+            raise InputError(path, "Nsight Compute CSV export without kernel rows")
+        run = RunInfo(source.name, f"csv-{page}", str(path), metric_units=units)
+        run.notes.append(note)
+        return build(kernels, run)
+
+
+READER = NcuReader()

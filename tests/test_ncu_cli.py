@@ -1,0 +1,218 @@
+"""Nsight Compute inputs through the command line: every sample converts with both writers;
+a missing ncu_report, corrupt or truncated reports and CSVs of other pages are one-line
+errors with exit code 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import lzma
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from converter.cli import main
+
+from conftest import FIXTURES, SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
+
+NCU = SAMPLES / "ncu"
+TRITON_DIR = NCU / "h200-triton-full"
+TRITON = TRITON_DIR / "triton_full.ncu-rep"
+MANY = NCU / "h200-nvtx-many" / "many_nvtx.ncu-rep.xz"
+MANY_CSV = NCU / "h200-nvtx-many" / "many_nvtx_raw.csv"
+WRONG_PAGE = FIXTURES / "ncu_wrong_page" / "summary_per_kernel.csv"
+CORRUPT = FIXTURES / "ncu_corrupt" / "not_a_report.ncu-rep"
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_line_error(r, *words):
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1, r.output
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def leftovers():
+    return sorted(Path(tempfile.gettempdir()).glob("tracecvt-ncu-*"))
+
+
+def test_help_lists_ncu_formats():
+    r = run("--help")
+    assert r.exit_code == 0
+    for word in ("ncu-rep", "ncu-csv", "Nsight Compute"):
+        assert word in r.output
+
+
+def test_sample_directory_converts_every_file(tmp_path):
+    pytest.importorskip("ncu_report")
+    r = run("to-perfetto", TRITON_DIR, "-o", tmp_path, "-q")
+    assert r.exit_code == 0, r.output
+    outs = sorted(p.name for p in tmp_path.glob("*.pftrace"))
+    assert outs == ["triton_full.pftrace", "triton_full_details.pftrace",
+                    "triton_full_raw.pftrace", "triton_full_raw_base.pftrace"]
+    counts = {}
+    for name in outs:
+        pf = decode_pftrace(tmp_path / name)
+        check_pftrace(pf)
+        counts[name] = pftrace_counts(pf)
+    # two kernels in each; the report adds its 32 PM-sampling timelines
+    assert all(c["begin"] == c["end"] == 2 for c in counts.values())
+    assert counts["triton_full.pftrace"]["counter"] > counts["triton_full_raw.pftrace"]["counter"]
+    assert counts["triton_full_raw.pftrace"] == counts["triton_full_raw_base.pftrace"]
+
+
+def test_many_report_both_writers_and_no_temporary_files_left(tmp_path, monkeypatch):
+    pytest.importorskip("ncu_report")
+    # A private temp dir: other processes may be decompressing reports in the shared one.
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    before = leftovers()
+    r = run("to-perfetto", MANY, "-o", tmp_path / "many.pftrace")
+    assert r.exit_code == 0, r.output
+    assert "warning" in r.output and "cut short" in r.output
+    pf = decode_pftrace(tmp_path / "many.pftrace")
+    check_pftrace(pf)
+    c = pftrace_counts(pf)
+    assert c["begin"] == 1867 + 801
+    r = run("to-chrome", MANY, "-o", tmp_path / "many.json", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "many.json").read_bytes())
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(kernels) == 1867
+    assert doc["metadata"]["extra"]["ncu_kernels"] == 1867
+    assert leftovers() == before          # the decompressed copy is gone
+
+
+def test_csv_both_writers(tmp_path):
+    r = run("to-chrome", MANY_CSV, "-o", tmp_path / "m.json", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "m.json").read_bytes())
+    assert sum(1 for e in doc["traceEvents"] if e.get("cat") == "kernel") == 1867
+    r = run("to-perfetto", MANY_CSV, "-o", tmp_path / "m.pftrace", "-q")
+    assert r.exit_code == 0
+    check_pftrace(decode_pftrace(tmp_path / "m.pftrace"))
+
+
+def test_all_metrics_flag(tmp_path):
+    r = run("to-chrome", TRITON_DIR / "triton_full_raw_base.csv", "-o", tmp_path / "a.json",
+            "--all-metrics", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "a.json").read_bytes())
+    (k, _) = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(k["args"]["metrics"]) > 1500
+    assert k["args"]["metrics"]["gpu__time_duration.sum"] == 7712
+
+
+def test_info(tmp_path):
+    r = run("info", MANY_CSV, "-q")
+    assert r.exit_code == 0, r.output
+    assert "Nsight Compute" in r.output and "tasks: 1867" in r.output
+    assert "cut short" in r.output
+
+
+# -- one-line errors -------------------------------------------------------------------------
+
+def test_missing_ncu_report_module(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ncu_report", None)       # import fails
+    r = run("to-perfetto", TRITON, "-o", tmp_path / "x.pftrace")
+    line = one_line_error(r, str(TRITON), "ncu_report", "pip install 'tracecvt[ncu]'")
+    assert "Traceback" not in line
+    assert not (tmp_path / "x.pftrace").exists()
+    # everything else keeps working without it
+    r = run("to-perfetto", TRITON_DIR / "triton_full_raw.csv", "-o", tmp_path / "y.pftrace",
+            "-q")
+    assert r.exit_code == 0, r.output
+    r = run("info", MANY, "-q")
+    assert r.exit_code == 2 and "tracecvt[ncu]" in r.output
+
+
+def test_corrupt_report():
+    one_line_error(run("to-perfetto", CORRUPT), "not a Nsight Compute report")
+
+
+def test_truncated_report_without_results(tmp_path):
+    pytest.importorskip("ncu_report")
+    p = tmp_path / "cut.ncu-rep"
+    p.write_bytes(TRITON.read_bytes()[:100_000])
+    one_line_error(run("to-perfetto", p), "corrupt or truncated", "ends inside a record")
+
+
+def test_truncated_report_keeps_complete_results(tmp_path):
+    pytest.importorskip("ncu_report")
+    p = tmp_path / "cut.ncu-rep"
+    p.write_bytes(TRITON.read_bytes()[:2_000_000])          # inside the second kernel
+    r = run("to-perfetto", p, "-o", tmp_path / "cut.pftrace")
+    assert r.exit_code == 0, r.output
+    assert "ends inside a record" in r.output and "skipped" in r.output
+    assert pftrace_counts(decode_pftrace(tmp_path / "cut.pftrace"))["begin"] == 1
+
+
+def test_truncated_xz(tmp_path):
+    p = tmp_path / "cut.ncu-rep.xz"
+    p.write_bytes(MANY.read_bytes()[:200_000])
+    before = leftovers()
+    one_line_error(run("to-perfetto", p), "truncated xz data")
+    assert leftovers() == before
+
+
+def test_corrupt_xz(tmp_path):
+    p = tmp_path / "bad.ncu-rep.xz"
+    data = bytearray(lzma.compress(b"NVR\x00" + bytes(1000)))
+    data[30:40] = b"\xff" * 10
+    p.write_bytes(bytes(data))
+    one_line_error(run("to-perfetto", p), str(p))
+
+
+def test_gzip_report_and_zip_archive(tmp_path):
+    pytest.importorskip("ncu_report")
+    gz = tmp_path / "t.ncu-rep.gz"
+    gz.write_bytes(gzip.compress(TRITON.read_bytes()))
+    r = run("to-perfetto", gz, "-o", tmp_path / "gz.pftrace", "-q")
+    assert r.exit_code == 0, r.output
+    z = tmp_path / "t.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        f.write(TRITON, "run/triton_full.ncu-rep")
+    r = run("to-perfetto", z, "-o", tmp_path / "zip.pftrace", "-q")
+    assert r.exit_code == 0, r.output
+    plain = run("to-perfetto", TRITON, "-o", tmp_path / "plain.pftrace", "-q")
+    assert plain.exit_code == 0
+    want = pftrace_counts(decode_pftrace(tmp_path / "plain.pftrace"))
+    assert pftrace_counts(decode_pftrace(tmp_path / "gz.pftrace")) == want
+    assert pftrace_counts(decode_pftrace(tmp_path / "zip.pftrace")) == want
+
+
+def test_csv_of_another_page():
+    one_line_error(run("to-perfetto", WRONG_PAGE), str(WRONG_PAGE), "--page raw",
+                   "page tracecvt does not read")
+
+
+def test_csv_that_is_not_ncu(tmp_path):
+    p = tmp_path / "other.csv"
+    p.write_text("a,b,c\n1,2,3\n")
+    one_line_error(run("to-perfetto", p), "unknown format")
+
+
+def test_forced_format_mismatch(tmp_path):
+    one_line_error(run("to-perfetto", TRITON, "--from", "ncu-csv", "-o", tmp_path / "x"),
+                   "--from ncu-csv")
+    one_line_error(run("to-perfetto", MANY_CSV, "--from", "ncu-rep", "-o", tmp_path / "y"),
+                   "--from ncu-rep")
+
+
+def test_empty_and_ragged_csv(tmp_path):
+    header = (TRITON_DIR / "triton_full_raw.csv").read_text().splitlines()
+    p = tmp_path / "cut_raw.csv"
+    p.write_text("\n".join(header[:3] + [header[3][:500]]) + "\n")       # last row cut
+    one_line_error(run("to-perfetto", p), "line 4", "cut short")
+    q = tmp_path / "empty.ncu-rep"
+    q.write_bytes(b"")
+    one_line_error(run("to-perfetto", q), "empty file")
