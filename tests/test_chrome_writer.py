@@ -742,14 +742,16 @@ def test_sample_counts_and_exact_times(sample):
     assert ph["i"] == len(tr.instants), name
     ml, fl = ModelLayout(tr), FileLayout(events)
     assert slice_keys_file(events, fl, base) == slice_keys_model(tr, ml)
-    # Every X's ts is exact, and its args survive (uint64 hashes included).
+    # Every X's ts is exact, and its args survive, shared ones included (uint64 hashes too).
     by_key = collections.defaultdict(list)
     for s in tr.slices:
-        by_key[(ml.where[s.track], s.ts, s.name)].append(s.args)
+        by_key[(ml.where[s.track], s.ts, s.name)].append(s.all_args or None)
     for e in events:
         if e["ph"] == "X":
             k = (fl.where[(e["pid"], e["tid"])], to_ns(e["ts"], base), e["name"])
             assert e.get("args") in by_key[k]
+    tasks = [e for e in events if e["ph"] == "X" and e.get("cat") in ("task", "hub", "fake")]
+    assert tasks and all("rootHash" in e["args"] and "seqNo" in e["args"] for e in tasks), name
 
 
 def test_sample_threads_in_display_order(sample):

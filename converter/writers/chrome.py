@@ -343,8 +343,8 @@ def write_chrome(trace: Trace, out: IO[bytes],
             ev["dur"] = s.dur / 1000
             ev["pid"] = pid
             ev["tid"] = tid
-            if s.args:
-                ev["args"] = s.args
+            if s.shared_args is not None or s.args:
+                ev["args"] = s.all_args
             batch.append(ev)
             lo, hi = in_start[i], in_start[i + 1]
             if lo != hi:
