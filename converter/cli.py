@@ -1,4 +1,4 @@
-"""Command line: tracecvt to-perfetto | to-chrome | info."""
+"""Command line: tracecvt to-perfetto | to-chrome | info | summary | compare."""
 
 from __future__ import annotations
 
@@ -70,6 +70,9 @@ _common = [
                       "Ascend 950 1000)."),
     click.option("--all-metrics", is_flag=True,
                  help="Keep every metric of the source as slice args (Nsight Compute)."),
+    click.option("--no-derived", is_flag=True,
+                 help="Leave out the derived tracks (bubble lanes under each lane, busy and "
+                      "ready counters, critical path)."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
 ]
 
@@ -105,7 +108,8 @@ def _find(path: Path, fmt: str | None) -> list:
 
 
 def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
-             clock_mhz: str | None, quiet: bool, all_metrics: bool = False) -> None:
+             clock_mhz: str | None, quiet: bool, all_metrics: bool = False,
+             derived: bool = True) -> None:
     reporter = Reporter(enabled=not quiet)
     options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter,
                           all_metrics=all_metrics)
@@ -116,7 +120,7 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
         target = default_output(src, writer, output, many)
         reporter.restart()
         try:
-            result = convert_source(src, writer, target, force, options)
+            result = convert_source(src, writer, target, force, options, derived=derived)
         except TracecvtError as e:
             reporter.close()
             _fail(str(e))
@@ -155,16 +159,18 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
 
 @main.command("to-perfetto")
 @_with_common
-def to_perfetto(path, output, force, fmt, clock_mhz, all_metrics, quiet):
+def to_perfetto(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quiet):
     """Convert PATH to a Perfetto protobuf trace (.pftrace)."""
-    _convert("perfetto", path, output, force, fmt, clock_mhz, quiet, all_metrics)
+    _convert("perfetto", path, output, force, fmt, clock_mhz, quiet, all_metrics,
+             not no_derived)
 
 
 @main.command("to-chrome")
 @_with_common
-def to_chrome(path, output, force, fmt, clock_mhz, all_metrics, quiet):
+def to_chrome(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quiet):
     """Convert PATH to Chrome trace JSON (.json; gzip when the name ends in .gz)."""
-    _convert("chrome", path, output, force, fmt, clock_mhz, quiet, all_metrics)
+    _convert("chrome", path, output, force, fmt, clock_mhz, quiet, all_metrics,
+             not no_derived)
 
 
 @main.command("info")
@@ -202,6 +208,173 @@ def info(path, fmt, clock_mhz, as_json, quiet):
     else:
         click.echo(render_text(reports))
     if failed:
+        sys.exit(EXIT_ERROR)
+
+
+# -- summaries -------------------------------------------------------------------------------
+
+_FORMAT_OPTION = click.option("--format", "out_format", type=click.Choice(["md", "json", "html"]),
+                              default="md", show_default=True,
+                              help="Markdown report, JSON for scripts, or one self-contained "
+                                   "HTML page with pictures.")
+
+
+def _analysed(src, options):
+    """(trace, analysis, summary data) of one run; errors propagate."""
+    from .analyses import analyze
+    from .convert import gc_paused
+    from .summary import summary_data
+    with gc_paused():
+        trace = src.read(options)
+        analysis = analyze(trace)
+    return trace, analysis, summary_data(trace, analysis)
+
+
+def _one_run_data(path: Path, fmt: str | None, options, what: str) -> dict:
+    """Summary data of the single run at ``path``, or of a JSON summary written before."""
+    if path.is_file() and path.name.endswith(".json"):
+        from .fileio import read_head
+        if b"tracecvt-summary/" in read_head(path, 256):
+            from .fileio import load_json
+            data = load_json(path)
+            if isinstance(data, dict) and "key_figures" in data:
+                return data
+    runs = _find(path, fmt)
+    if len(runs) != 1:
+        _fail(f"{path}: {len(runs)} runs found for {what}; name one run directory or file")
+        sys.exit(EXIT_ERROR)
+    return _guard(runs[0], lambda: _analysed(runs[0], options)[2])
+
+
+def _guard(src, fn):
+    """Run ``fn`` for ``src``; any failure is one error line and exit code 2."""
+    try:
+        return fn()
+    except TracecvtError as e:
+        _fail(str(e))
+    except Exception as e:
+        if os.environ.get("TRACECVT_DEBUG"):
+            raise
+        _fail(_internal(src, e))
+    sys.exit(EXIT_ERROR)
+
+
+def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bool) -> None:
+    """Write to ``target`` atomically (never over an input, never over a file without
+    --force), or to stdout when ``target`` is None."""
+    if target is None:
+        click.echo(data.decode("utf-8"), nl=False)
+        return
+    from .fileio import atomic_output, check_output
+    check_output(target, force, inputs)
+    with atomic_output(target) as f:
+        f.write(data)
+    if not quiet:
+        click.echo(f"wrote {target}")
+
+
+def _inputs(src) -> list:
+    archive = getattr(src, "archive", None)
+    return [src.root, *src.files.values(), *([archive] if archive is not None else [])]
+
+
+def _summary_target(src, out_format: str, output: Path | None, many: bool) -> Path | None:
+    from .summary import SUFFIXES
+    if output is not None and str(output) == "-":
+        return None
+    name = src.name + SUFFIXES[out_format]
+    if output is None:              # next to the run (or to the archive it was read from)
+        return (getattr(src, "archive", None) or src.root).parent / name
+    if many or output.is_dir() or str(output).endswith(("/", "\\")):
+        return output / name
+    return output
+
+
+@main.command("summary")
+@click.argument("path", type=click.Path(path_type=Path))
+@_FORMAT_OPTION
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Output file ('-' for stdout), or a directory for several runs "
+                   "(default: next to each run, <run>.summary.<format>).")
+@click.option("--baseline", type=click.Path(path_type=Path),
+              help="Another run (or its JSON summary) to compare with: adds a "
+                   "'vs baseline' table.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
+@click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines.")
+def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
+    """Write a profile report of each run under PATH: bottleneck, top opportunities,
+    ratings, lanes and bubbles, critical path, time by label."""
+    from .summary import render, summary_data
+    reporter = Reporter(enabled=not quiet and output is not None and str(output) != "-")
+    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    runs = _find(path, fmt)
+    base = _one_run_data(baseline, None, options, "--baseline") if baseline else None
+    many = len(runs) > 1
+    failed = 0
+    for src in runs:
+        target = _summary_target(src, out_format, output, many)
+        reporter.restart()
+
+        def make(src=src, target=target):
+            if target is not None:
+                from .fileio import check_output
+                check_output(target, force, _inputs(src))
+            trace, analysis, data = _analysed(src, options)
+            if base is not None:
+                data = summary_data(trace, analysis, base)
+            return render(out_format, data, trace, analysis)
+
+        try:
+            data = make()
+            reporter.close()
+            _emit(data, target, force, _inputs(src), quiet)
+        except TracecvtError as e:
+            reporter.close()
+            _fail(str(e))
+            failed += 1
+        except Exception as e:
+            reporter.close()
+            if os.environ.get("TRACECVT_DEBUG"):
+                raise
+            _fail(_internal(src, e))
+            failed += 1
+    if failed:
+        sys.exit(EXIT_ERROR)
+
+
+@main.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@_FORMAT_OPTION
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Output file (default: print to stdout).")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
+@click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
+def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
+    """Compare two runs: BASELINE (previous) and CURRENT, each a run directory, a file or a
+    JSON summary written by 'tracecvt summary --format json'."""
+    from .summary.compare import comparison_data
+    options = ReadOptions(clock_mhz=_clock(clock_mhz))
+    a = _one_run_data(baseline, fmt, options, "BASELINE")
+    b = _one_run_data(current, fmt, options, "CURRENT")
+    c = comparison_data(a, b)
+    if out_format == "json":
+        from .summary.json_out import render_json
+        data = render_json(c)
+    elif out_format == "html":
+        from .summary.html import render_compare_html
+        data = render_compare_html(c).encode("utf-8")
+    else:
+        from .summary.markdown import render_compare_markdown
+        data = render_compare_markdown(c).encode("utf-8")
+    target = None if output is None or str(output) == "-" else output
+    try:
+        _emit(data, target, force, [baseline, current], quiet=False)
+    except TracecvtError as e:
+        _fail(str(e))
         sys.exit(EXIT_ERROR)
 
 

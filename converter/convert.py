@@ -13,7 +13,8 @@ from .fileio import atomic_output, check_output
 from .model import Trace
 from .readers import ReadOptions, Source, find_runs
 
-__all__ = ["WRITERS", "Result", "convert_source", "default_output", "find_runs", "read"]
+__all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
+           "find_runs", "read"]
 
 
 def _perfetto(trace, out, progress):
@@ -26,6 +27,11 @@ def _chrome(trace, out, progress):
     return write_chrome(trace, out, progress)
 
 
+def _model(trace, out, progress):
+    from .writers.model import write_model
+    return write_model(trace, out, progress)
+
+
 @dataclass(frozen=True)
 class WriterSpec:
     name: str
@@ -36,6 +42,7 @@ class WriterSpec:
 WRITERS = {
     "perfetto": WriterSpec("perfetto", ".pftrace", _perfetto),
     "chrome": WriterSpec("chrome", ".json", _chrome),
+    "model": WriterSpec("model", ".tcmodel", _model),
 }
 
 
@@ -84,19 +91,35 @@ def gc_paused():
 
 
 def convert_source(source: Source, writer: str, output: Path, force: bool,
-                   options: ReadOptions, gzip_level: int | None = None) -> Result:
+                   options: ReadOptions, gzip_level: int | None = None,
+                   derived: bool = True) -> Result:
+    """Read ``source``, add the derived tracks (unless ``derived`` is False, or the writer
+    is "model", which keeps the source data only) and write it."""
     with gc_paused():
-        return _convert(source, writer, output, force, options, gzip_level)
+        return _convert(source, writer, output, force, options, gzip_level, derived)
+
+
+def add_derived_tracks(trace: Trace) -> dict[str, int]:
+    """Run the analyses once and put bubble lanes, counters and the critical path into
+    ``trace`` (docs/analyses.md).  A trace that already has derived tracks is left alone."""
+    if any(t.derived for t in trace.tracks):
+        return {}
+    from .analyses import add_derived, analyze
+    return add_derived(trace, analyze(trace))
 
 
 def _convert(source: Source, writer: str, output: Path, force: bool,
-             options: ReadOptions, gzip_level: int | None) -> Result:
+             options: ReadOptions, gzip_level: int | None, derived: bool = True) -> Result:
     spec = WRITERS[writer]
     inputs = [source.root, *source.files.values()]
     if source.archive is not None:
         inputs.append(source.archive)
     check_output(output, force, inputs)
     trace = source.read(options)
+    if derived and writer != "model":
+        options.report("analysing", 0, 1)
+        add_derived_tracks(trace)
+        options.report("analysing", 1, 1)
 
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from converter import archive, fileio
 from converter.cli import main
+from converter.convert import add_derived_tracks
 from converter.errors import InputError
 from converter.readers import find_runs
 
@@ -91,6 +92,7 @@ def test_cli_converts_an_archive_next_to_it(tmp_path, members):
         check_pftrace(trace)
         direct = find_runs(pypto_run_dir(next(s for s in RUNS if
                                               pypto_run_dir(s).name == out.stem)))[0].read()
+        add_derived_tracks(direct)          # on by default in to-perfetto
         assert pftrace_counts(trace)["begin"] == len(direct.slices)
 
 

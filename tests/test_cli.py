@@ -45,7 +45,7 @@ def test_help_lists_commands_and_formats():
 
 
 def test_to_perfetto_default_name_next_to_run(tiny):
-    r = run("to-perfetto", tiny)
+    r = run("to-perfetto", tiny, "--no-derived")      # derived tracks: test_summary_cli.py
     assert r.exit_code == 0, r.output
     out = tiny.parent / (tiny.name + ".pftrace")
     assert out.is_file()
@@ -71,10 +71,11 @@ def test_existing_output_needs_force(tiny):
 
 
 def test_sim_dir_and_merged_file_as_path(tiny, tmp_path):
-    r = run("to-perfetto", tiny / "CostModelSimulationOutput", "-o", tmp_path / "a.pftrace")
+    r = run("to-perfetto", tiny / "CostModelSimulationOutput", "-o", tmp_path / "a.pftrace",
+            "--no-derived")
     assert r.exit_code == 0, r.output
     r = run("to-perfetto", tiny / "CostModelSimulationOutput" / "merged_swimlane.json",
-            "-o", tmp_path / "b.pftrace")
+            "-o", tmp_path / "b.pftrace", "--no-derived")
     assert r.exit_code == 0, r.output
     a = pftrace_counts(decode_pftrace(tmp_path / "a.pftrace"))
     b = pftrace_counts(decode_pftrace(tmp_path / "b.pftrace"))
@@ -82,12 +83,12 @@ def test_sim_dir_and_merged_file_as_path(tiny, tmp_path):
 
 
 def test_to_chrome_default_and_gzip(tiny, tmp_path):
-    r = run("to-chrome", tiny)
+    r = run("to-chrome", tiny, "--no-derived")
     assert r.exit_code == 0, r.output
     out = tiny.parent / (tiny.name + ".json")
     doc = json.loads(out.read_bytes())
     assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == 6
-    r = run("to-chrome", tiny, "-o", tmp_path / "t.json.gz")
+    r = run("to-chrome", tiny, "-o", tmp_path / "t.json.gz", "--no-derived")
     assert r.exit_code == 0, r.output
     doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
     assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == 6
@@ -176,7 +177,7 @@ def test_missing_task_graph_converts_without_flows(tiny, tmp_path):
         (tiny / name).unlink()
     for p in (tiny / "CostModelSimulationOutput").glob("*_simulate.topo.json"):
         p.unlink()
-    r = run("to-perfetto", tiny, "-o", tmp_path / "x.pftrace")
+    r = run("to-perfetto", tiny, "-o", tmp_path / "x.pftrace", "--no-derived")
     assert r.exit_code == 0, r.output
     assert "warning" in r.output and "flow" in r.output
     counts = pftrace_counts(decode_pftrace(tmp_path / "x.pftrace"))

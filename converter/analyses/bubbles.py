@@ -1,0 +1,325 @@
+"""Bubbles: the idle gaps of every lane, by cause, with per-lane and per-run figures.
+
+Definitions (docs/analyses.md):
+
+* the run start ``T0`` is the first start over the analysed slices (slices with invented
+  times, PyPTO's fake tasks, are left out);
+* a lane's busy time is the union of its slices; its bubbles are the gaps in that union from
+  ``T0`` to the lane's last end (nothing after the last end: that is the lane's tail);
+* with a task graph, a task's *ready time* is the latest end of its predecessors, and at
+  least ``T0``.  A gap ``[a, b)`` before task ``t`` splits at ``r = max(a, ready(t))``:
+  ``[a, r)`` is **wait predecessor** (inputs not ready), ``[r, b)`` **wait schedule** (ready,
+  not yet dispatched).  Without a graph every gap is **idle**;
+* a dependency whose source ends after its destination starts cannot have held the
+  destination back (PyPTO's duplicate-key quirk makes such edges); it is left out of the ready
+  time and counted, so no wait is ever negative.
+
+These are PyPTO's own ``bubble_analysis.log`` definitions (format reference 7.2) with that
+one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Trace
+from .timeline import FAKE, Timeline
+
+WAIT_PREDECESSOR = "wait predecessor"
+WAIT_SCHEDULE = "wait schedule"
+IDLE = "idle"
+CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)
+_CAUSE = {0: WAIT_PREDECESSOR, 1: WAIT_SCHEDULE, 2: IDLE}
+NOT_QUEUED = ("hub", FAKE)        # PyPTO's ReadyCount leaves HUB tasks out
+
+
+def us(ns: int | float | None) -> float | None:
+    return None if ns is None else round(ns / 1000, 3)
+
+
+def pct(num: float, den: float) -> float | None:
+    return None if not den else round(100.0 * num / den, 3)
+
+
+@dataclass
+class LaneFigures:
+    name: str
+    path: str
+    kind: str
+    tasks: int
+    first_start: int
+    last_end: int
+    busy: int = 0
+    wait: int = 0                 # every gap from T0 to the last end
+    wait_schedule: int = 0
+    wait_predecessor: int = 0
+    idle: int = 0                 # gaps of lanes without a task graph
+    gaps: int = 0
+    ignored_dependencies: int = 0  # tasks with a dependency ending after they start
+    makespan: int = 0             # the run's, for utilization
+    virtual: bool = False         # a pseudo-core of markers (PyPTO HUB): not in run totals
+
+    @property
+    def span(self) -> int:        # PyPTO's "Core Total Work Time"
+        return self.busy + self.wait
+
+    @property
+    def utilization_pct(self) -> float | None:
+        return pct(self.busy, self.makespan)
+
+    @property
+    def bubble_rate_pct(self) -> float | None:
+        return pct(self.wait, self.span)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "path": self.path, "kind": self.kind, "tasks": self.tasks,
+            "first_start_ns": self.first_start, "last_end_ns": self.last_end,
+            "span_us": us(self.span), "busy_us": us(self.busy), "total_wait_us": us(self.wait),
+            "wait_schedule_us": us(self.wait_schedule),
+            "wait_predecessor_us": us(self.wait_predecessor), "idle_us": us(self.idle),
+            "tail_us": us(self.makespan - self.span), "gaps": self.gaps,
+            "utilization_pct": self.utilization_pct, "bubble_rate_pct": self.bubble_rate_pct,
+            "ignored_dependencies": self.ignored_dependencies, "pseudo_core": self.virtual,
+        }
+
+
+@dataclass
+class Totals:
+    """Figures summed over a set of lanes (a kind, or the whole run)."""
+
+    name: str
+    lanes: int                    # lanes of this kind in the trace, idle ones included
+    lanes_used: int = 0
+    tasks: int = 0
+    busy: int = 0
+    wait: int = 0
+    wait_schedule: int = 0
+    wait_predecessor: int = 0
+    idle: int = 0
+    span: int = 0                 # Σ lane spans
+    makespan: int = 0
+    first_start: int | None = None
+    last_end: int | None = None
+    virtual: bool = False
+
+    def add(self, f: LaneFigures) -> None:
+        self.lanes_used += 1
+        self.tasks += f.tasks
+        self.busy += f.busy
+        self.wait += f.wait
+        self.wait_schedule += f.wait_schedule
+        self.wait_predecessor += f.wait_predecessor
+        self.idle += f.idle
+        self.span += f.span
+        if self.first_start is None or f.first_start < self.first_start:
+            self.first_start = f.first_start
+        if self.last_end is None or f.last_end > self.last_end:
+            self.last_end = f.last_end
+
+    @property
+    def utilization_pct(self) -> float | None:
+        """Busy time over (lanes that ran tasks x run makespan)."""
+        return pct(self.busy, self.lanes_used * self.makespan)
+
+    @property
+    def utilization_all_lanes_pct(self) -> float | None:
+        """Busy time over (every lane of the kind, idle ones too, x run makespan)."""
+        return pct(self.busy, self.lanes * self.makespan)
+
+    @property
+    def bubble_rate_pct(self) -> float | None:
+        return pct(self.wait, self.span)
+
+    @property
+    def duration(self) -> int:
+        return 0 if self.first_start is None else self.last_end - self.first_start
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "lanes": self.lanes, "lanes_used": self.lanes_used,
+            "tasks": self.tasks, "duration_us": us(self.duration),
+            "busy_us": us(self.busy), "total_wait_us": us(self.wait),
+            "wait_schedule_us": us(self.wait_schedule),
+            "wait_predecessor_us": us(self.wait_predecessor), "idle_us": us(self.idle),
+            "utilization_pct": self.utilization_pct,
+            "utilization_all_lanes_pct": self.utilization_all_lanes_pct,
+            "bubble_rate_pct": self.bubble_rate_pct,
+            "wait_schedule_share_pct": pct(self.wait_schedule, self.wait),
+            "wait_predecessor_share_pct": pct(self.wait_predecessor, self.wait),
+            "pseudo_core": self.virtual,
+        }
+
+
+@dataclass
+class Bubbles:
+    """Everything the bubble analysis found; ``gaps`` and the series feed the derived tracks."""
+
+    computed: bool
+    reason: str | None
+    cause_model: str              # "task graph" or "idle"
+    lanes: list[LaneFigures] = field(default_factory=list)
+    kinds: list[Totals] = field(default_factory=list)
+    run: Totals | None = None
+    ignored_dependencies: int = 0
+    # (lane index, start, end, cause code 0/1/2, next slice, waited-for slice or -1)
+    gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
+    busy_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    ready_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    # slice -> (ready time, the predecessor that set it or -1, latest predecessor end or None);
+    # kept only when PyPTO's own figures are there to compare with
+    ready_at: dict[int, tuple[int, int, int | None]] = field(default_factory=dict)
+    lane_prev: dict[int, int] = field(default_factory=dict)   # slice -> previous on its lane
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "computed": self.computed, "reason": self.reason, "cause_model": self.cause_model,
+            "run": self.run.to_dict() if self.run else None,
+            "kinds": [k.to_dict() for k in self.kinds],
+            "lanes": [lane.to_dict() for lane in self.lanes],
+            "ignored_dependencies": self.ignored_dependencies,
+        }
+
+
+def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
+    if tl.skipped is not None:
+        return Bubbles(False, tl.skipped, "none")
+    if not tl.lanes:
+        return Bubbles(False, "no slices on any lane", "none")
+    slices = trace.slices
+    t0 = tl.start
+    makespan = tl.makespan
+    preds = tl.preds
+    result = Bubbles(True, None, "task graph" if tl.has_graph else IDLE)
+    gaps = result.gaps
+    keep_ready = "pypto_bubble_log" in trace.meta.extra
+    ready_at = result.ready_at
+    lane_prev = result.lane_prev
+    busy_delta: dict[str, dict[int, int]] = {}     # kind -> ts -> change of busy lanes
+    ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
+    ignored_total = 0
+    ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
+    for li, lane in enumerate(tl.lanes):
+        ids = lane.slices
+        first = slices[ids[0]].ts
+        fig = LaneFigures(lane.name, lane.path, lane.kind, len(ids), first, first,
+                          makespan=makespan, virtual=lane.virtual)
+        graph = lane.graph
+        bd = busy_delta.setdefault(lane.kind, {})
+        bget = bd.get
+        rd = ready_delta.setdefault(lane.kind, {}) if graph else {}
+        rget = rd.get
+        cur = t0                  # end of the busy union so far
+        cur_slice = -1            # the slice that ends there
+        block = -1                # start of the current busy block
+        busy = wait = wp = ws = idle = ngaps = ignored = 0
+        ready = t0
+        by = -1
+        for i in ids:
+            s = slices[i]
+            ts = s.ts
+            end = ts + s.dur
+            if graph:
+                ready = t0
+                by = -1
+                plist = preds.get(i)
+                if plist:
+                    latest = None     # PyPTO's ready time: every predecessor counts
+                    bad = 0
+                    for p in plist:
+                        pe = ends[p]
+                        if latest is None or pe > latest:
+                            latest = pe
+                        if pe > ts:
+                            bad += 1
+                        elif pe > ready:
+                            ready = pe
+                            by = p
+                    if bad:
+                        ignored += 1
+                    if keep_ready:
+                        ready_at[i] = (ready, by, latest)
+                elif keep_ready:
+                    ready_at[i] = (ready, -1, None)
+                if cur <= ts and cur_slice >= 0:
+                    lane_prev[i] = cur_slice
+                if ready < ts and s.cat not in NOT_QUEUED:
+                    rd[ready] = rget(ready, 0) + 1
+                    rd[ts] = rget(ts, 0) - 1
+            if ts > cur:
+                if block >= 0:
+                    bd[block] = bget(block, 0) + 1
+                    bd[cur] = bget(cur, 0) - 1
+                block = ts
+                ngaps += 1
+                if graph:
+                    r = ready if ready > cur else cur
+                    if r > cur:
+                        gaps.append((li, cur, r, 0, i, by))
+                        wp += r - cur
+                    if ts > r:
+                        gaps.append((li, r, ts, 1, i, -1))
+                        ws += ts - r
+                else:
+                    gaps.append((li, cur, ts, 2, i, -1))
+                    idle += ts - cur
+                wait += ts - cur
+            elif block < 0:
+                block = ts        # the lane starts at T0 exactly
+            if end > cur:
+                busy += end - (ts if ts > cur else cur)
+                cur = end
+                cur_slice = i
+        bd[block] = bget(block, 0) + 1
+        bd[cur] = bget(cur, 0) - 1
+        fig.busy = busy
+        fig.wait = wait
+        fig.wait_predecessor = wp
+        fig.wait_schedule = ws
+        fig.idle = idle
+        fig.gaps = ngaps
+        fig.ignored_dependencies = ignored
+        fig.last_end = cur
+        ignored_total += fig.ignored_dependencies
+        result.lanes.append(fig)
+    result.ignored_dependencies = ignored_total
+    kinds: dict[str, Totals] = {}
+    for fig in result.lanes:
+        k = kinds.get(fig.kind)
+        if k is None:
+            k = kinds[fig.kind] = Totals(fig.kind, tl.lane_counts.get(fig.kind, 0),
+                                         makespan=makespan)
+        k.virtual = k.virtual and fig.virtual if k.tasks else fig.virtual
+        k.add(fig)
+    # Run totals leave pseudo-cores out (as PyPTO's AICore Utilization leaves HUB out).
+    real = [k for k in kinds.values() if not k.virtual] or list(kinds.values())
+    run = Totals("all lanes", sum(k.lanes for k in real), makespan=makespan)
+    counted = {k.name for k in real}
+    for fig in result.lanes:
+        if fig.kind in counted:
+            run.add(fig)
+    result.kinds = list(kinds.values())
+    result.run = run
+    for kind, delta in busy_delta.items():
+        result.busy_series[kind] = step_series(delta, t0)
+    for kind, delta in ready_delta.items():
+        if delta:
+            result.ready_series[kind] = step_series(delta, t0)
+    return result
+
+
+def step_series(delta: dict[int, int], t0: int) -> list[tuple[int, int]]:
+    """Samples (ts, value) of a step function from its changes ``delta`` (ts -> change),
+    starting at ``t0`` with 0; one sample per timestamp where the value changes."""
+    out: list[tuple[int, int]] = [(t0, 0)]
+    value = 0
+    last = 0
+    for t in sorted(delta):
+        value += delta[t]
+        if t == t0:
+            out[0] = (t0, value)
+        elif value != last:
+            out.append((t, value))
+        last = value
+    return out

@@ -1,0 +1,172 @@
+"""The critical path: the chain of tasks and waits that explains the run's length.
+
+Walk back from the task that ends last.  At each task, what let it start is whichever ended
+later: its latest-ending predecessor in the task graph (a *dependency*) or the task before it
+on its lane (the lane was busy: *lane order*).  The time between that end and the task's start
+is a wait (the task was ready and its lane free, yet it had not started: PyPTO's wait
+schedule).  The walk stops at a task with neither, whose wait is measured from the run start.
+The segments therefore tile [run start, last end] exactly: their total is the makespan.
+
+Dependencies that end after their destination starts (PyPTO's duplicate-key quirk) and
+predecessors with invented times (fake tasks) are not followed, and lane order is not
+followed between PyPTO's HUB tasks (1-cycle markers on a pseudo-core, not a resource).
+
+``graph_bound`` is the longest chain of task durations through the dependencies alone (no
+lanes, no waits): no schedule of the same tasks can be shorter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Trace
+from .bubbles import WAIT_SCHEDULE, Bubbles, us
+from .timeline import FAKE, Timeline
+
+DEPENDENCY = "dependency"
+LANE_ORDER = "lane order"
+RUN_START = "run start"
+VIRTUAL = ("hub",)                # PyPTO's HUB pseudo-core: 1-cycle markers, not a resource
+
+
+@dataclass
+class Segment:
+    kind: str                     # "task" or "wait"
+    ts: int
+    dur: int
+    slice: int                    # the task (for a wait: the task it precedes)
+    via: str = ""                 # tasks: how the next task depends on this one
+    lane: str = ""
+
+    def to_dict(self, trace: Trace) -> dict[str, Any]:
+        s = trace.slices[self.slice]
+        return {"kind": self.kind, "name": s.name if self.kind == "task" else WAIT_SCHEDULE,
+                "task": s.name, "lane": self.lane, "start_ns": self.ts,
+                "duration_us": us(self.dur), "via": self.via}
+
+
+@dataclass
+class CriticalPath:
+    computed: bool
+    reason: str | None
+    segments: list[Segment] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+    task_time: int = 0
+    wait_time: int = 0
+    edges: list[tuple[int, int]] = field(default_factory=list)   # (src, dst) dependencies
+    graph_bound: int = 0          # longest chain of task durations through dependencies only
+    lane_order_time: int = 0      # task time on the path whose successor waited for the lane
+    caveat: str | None = None     # why the path may be incomplete
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+    @property
+    def tasks(self) -> list[int]:
+        return [seg.slice for seg in self.segments if seg.kind == "task"]
+
+
+def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> CriticalPath:
+    if not bubbles.computed:
+        return CriticalPath(False, bubbles.reason)
+    if not tl.has_graph:
+        return CriticalPath(False, "no task graph (no dependencies between tasks)")
+    slices = trace.slices
+    lanes = tl.lanes
+    lane_of = tl.lane_of
+    last = -1
+    last_key = None
+    for lane in lanes:
+        if not lane.graph:
+            continue
+        for i in lane.slices:
+            s = slices[i]
+            key = (s.ts + s.dur, s.ts)
+            if last_key is None or key > last_key:
+                last_key, last = key, i
+    if last < 0:
+        return CriticalPath(False, "no task graph lanes")
+    preds = tl.preds
+    lane_prev = bubbles.lane_prev
+    t0 = tl.start
+    out: list[Segment] = []
+    edges: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    i = last
+    via = ""
+    while True:
+        seen.add(i)
+        s = slices[i]
+        ts = s.ts
+        lane_name = lanes[lane_of[i]].name
+        out.append(Segment("task", ts, s.dur, i, via, lane_name))
+        best = -1
+        best_end = None
+        for p in preds.get(i, ()):
+            ps = slices[p]
+            pe = ps.ts + ps.dur
+            if pe <= ts and ps.cat != FAKE and p not in seen and p in lane_of \
+                    and (best_end is None or pe > best_end):
+                best, best_end = p, pe
+        how = DEPENDENCY
+        q = lane_prev.get(i, -1) if s.cat not in VIRTUAL else -1
+        if q >= 0 and q not in seen:
+            qs = slices[q]
+            qe = qs.ts + qs.dur
+            if best_end is None or qe > best_end:
+                best, best_end, how = q, qe, LANE_ORDER
+        if best < 0:
+            if ts > t0:
+                out.append(Segment("wait", t0, ts - t0, i, RUN_START, lane_name))
+            break
+        if best_end < ts:
+            out.append(Segment("wait", best_end, ts - best_end, i, how, lane_name))
+        if how == DEPENDENCY:
+            edges.append((best, i))
+        via = how
+        i = best
+    out.reverse()             # "via" on a task: how the next task on the path depends on it
+    cp = CriticalPath(True, None, out, t0, slices[last].ts + slices[last].dur)
+    cp.task_time = sum(seg.dur for seg in out if seg.kind == "task")
+    cp.wait_time = sum(seg.dur for seg in out if seg.kind == "wait")
+    cp.lane_order_time = sum(seg.dur for seg in out
+                             if seg.kind == "task" and seg.via == LANE_ORDER)
+    cp.edges = edges[::-1]
+    cp.graph_bound = graph_bound(trace, tl)
+    fake = tl.fake_slices
+    if bubbles.ignored_dependencies or fake:
+        cp.caveat = (f"this run's task graph is incomplete: {bubbles.ignored_dependencies} "
+                     "tasks have a dependency that ends after they start"
+                     + (f" and {fake} tasks have invented times (fake)" if fake else "")
+                     + " (PyPTO's HUB seqNo quirk), so a long wait on the path may be a "
+                     "dependency PyPTO did not record")
+    return cp
+
+
+def graph_bound(trace: Trace, tl: Timeline) -> int:
+    """Longest path through the dependencies weighted by task durations (O(n log n + e)):
+    causal edges only, so start order is a topological order."""
+    slices = trace.slices
+    ids = [i for lane in tl.lanes if lane.graph for i in lane.slices]
+    ids.sort(key=lambda i: slices[i].ts)
+    preds = tl.preds
+    longest: dict[int, int] = {}
+    best = 0
+    for i in ids:
+        s = slices[i]
+        ts = s.ts
+        chain = 0
+        for p in preds.get(i, ()):
+            c = longest.get(p)
+            if c is not None and c > chain:
+                ps = slices[p]
+                if ps.ts + ps.dur <= ts:
+                    chain = c
+        chain += s.dur
+        longest[i] = chain
+        if chain > best:
+            best = chain
+    return best

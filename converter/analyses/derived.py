@@ -1,0 +1,142 @@
+"""Derived tracks: what the analyses found, put into the trace next to the data.
+
+* under every lane with idle gaps, a lane "<lane> · bubbles" holding one slice per gap part,
+  named by cause (wait predecessor / wait schedule / idle), placed right after the lane (and
+  after its overlap lanes);
+* a group "tracecvt analysis" first among the top-level tracks, holding the critical-path
+  lane, the "busy lanes · <kind>" counters and, with a task graph, the "ready but waiting ·
+  <kind>" counters;
+* the tasks on the critical path get ``critical_path_step`` in their args, the dependencies
+  between them ``critical_path: true`` in the flow's args and the flow name "critical path".
+
+Every track made here has ``derived=True``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model import GROUP, LANE, Slice, Trace
+from .bubbles import _CAUSE
+from .critical_path import RUN_START
+
+if TYPE_CHECKING:
+    from . import Analysis
+
+GROUP_NAME = "tracecvt analysis"
+BUBBLE_CAT = "bubble"
+CP_CAT = "critical path"
+SEP = " · "
+
+
+def add_derived_tracks(trace: Trace, a: "Analysis") -> dict[str, int]:
+    counts = {"bubble_lanes": 0, "bubble_slices": 0, "counter_tracks": 0,
+              "counter_samples": 0, "critical_path_segments": 0}
+    b = a.bubbles
+    tl = a.timeline
+    if not b.computed:
+        return counts
+    slices = trace.slices
+    tracks = trace.tracks
+    # -- bubble lanes ------------------------------------------------------------------
+    with_gaps = sorted({g[0] for g in b.gaps})
+    lane_track: dict[int, int] = {}
+    after: dict[int, int] = {}            # last track of a logical lane -> its bubble lane
+    cause_model = b.cause_model
+    for li in with_gaps:
+        lane = tl.lanes[li]
+        main = tracks[lane.track]
+        what = ("wait predecessor / wait schedule" if lane.graph else "idle")
+        t = trace.add_track(f"{main.name}{SEP}bubbles", main.parent, LANE, 0,
+                            f"idle gaps of {main.name} by cause ({what}), from the run start "
+                            "to its last task; made by tracecvt", nesting=False, derived=True)
+        lane_track[li] = t
+        last = max(lane.tracks, key=lambda x: tracks[x].order)
+        after[last] = t
+    _place_after(trace, after)
+    counts["bubble_lanes"] = len(lane_track)
+    names = _CAUSE
+    new = []
+    # Only "wait predecessor" parts carry an arg (the predecessor they wait for): the task a
+    # bubble precedes is the next slice on the lane above, and per-slice args would cost
+    # about a quarter of the writing time on the largest runs.
+    for li, start, end, cause, nxt, by in b.gaps:
+        args = {"waiting_for": slices[by].name} if by >= 0 else None
+        new.append(Slice(lane_track[li], start, end - start, names[cause], BUBBLE_CAT, args))
+    # -- analysis group: critical path and counters -------------------------------------
+    for r in trace.roots:
+        tracks[r].order += 1
+    group = trace.add_track(GROUP_NAME, None, GROUP, 0,
+                            "derived by tracecvt: critical path, busy lanes, ready tasks "
+                            f"(bubble causes: {cause_model})", derived=True)
+    cp = a.critical_path
+    if cp.computed and cp.segments:
+        lane = trace.add_track("critical path", group, LANE, 0,
+                               "the chain of tasks and waits that sets the run's length: "
+                               "tasks are copies of the originals (see args.lane)",
+                               nesting=False, derived=True)
+        step = 0
+        marked: dict[int, int] = {}
+        for seg in cp.segments:
+            s = slices[seg.slice]
+            if seg.kind == "task":
+                step += 1
+                marked[seg.slice] = step
+                args = {"lane": seg.lane, "step": step}
+                if seg.via:
+                    args["next_depends_via"] = seg.via
+                new.append(Slice(lane, seg.ts, seg.dur, s.name, CP_CAT, args, s.shared_args))
+            else:
+                args = {"before_task": s.name, "lane": seg.lane,
+                        "since": "run start" if seg.via == RUN_START else
+                        f"end of the previous task ({seg.via})"}
+                new.append(Slice(lane, seg.ts, seg.dur, "wait schedule", CP_CAT, args))
+        counts["critical_path_segments"] = len(cp.segments)
+        for i, k in marked.items():
+            s = slices[i]
+            s.args = {**s.args, "critical_path_step": k} if s.args else \
+                {"critical_path_step": k}
+        edges = set(cp.edges)
+        for f in trace.flows:
+            if (f.src, f.dst) in edges:
+                f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
+                f.name = "critical path"
+    order = 1
+    for kind, series in b.busy_series.items():
+        c = trace.add_counter(f"busy lanes{SEP}{kind}", group, "lanes", order,
+                              f"how many {kind} lanes are running a task", derived=True)
+        c.ts = [t for t, _ in series]
+        c.values = [v for _, v in series]
+        order += 1
+        counts["counter_tracks"] += 1
+        counts["counter_samples"] += len(series)
+    for kind, series in b.ready_series.items():
+        c = trace.add_counter(f"ready but waiting{SEP}{kind}", group, "tasks", order,
+                              f"{kind} tasks whose predecessors have all ended but that have "
+                              "not started", derived=True)
+        c.ts = [t for t, _ in series]
+        c.values = [v for _, v in series]
+        order += 1
+        counts["counter_tracks"] += 1
+        counts["counter_samples"] += len(series)
+    counts["bubble_slices"] = len(b.gaps)
+    trace.slices.extend(new)
+    return counts
+
+
+def _place_after(trace: Trace, after: dict[int, int]) -> None:
+    """Renumber siblings so each new lane follows the track it belongs to."""
+    if not after:
+        return
+    placed = set(after.values())
+    parents = {trace.tracks[t].parent for t in placed}
+    for parent in parents:
+        siblings = [c for c in trace.children(parent) if c not in placed]
+        ordered = []
+        for c in siblings:
+            ordered.append(c)
+            t = after.get(c)
+            if t is not None:
+                ordered.append(t)
+        for rank, c in enumerate(ordered):
+            trace.tracks[c].order = rank

@@ -1,0 +1,164 @@
+"""Time by label: count, total, mean, max and share of slice time per semantic label, leaf
+function or kernel name.
+
+Slices are first grouped by their shared args dict (PyPTO: one per CALL, shared by all its
+tasks), so the per-slice work is one dictionary lookup; labels are then read once per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import LANE, Trace
+from .bubbles import pct, us
+from .timeline import FAKE
+
+MAX_ROWS = 200                    # per table; the rest is summed into one "(other)" row
+
+# (table key, title, arg holding the label)
+_ARG_TABLES = (
+    ("semantic_label", "semantic label", "semanticLabel"),
+    ("leaf_function", "leaf function", "leafHash"),
+)
+_NO_LABEL = ("(none)", "(hub)")
+
+
+@dataclass
+class LabelRow:
+    label: str
+    count: int = 0
+    total: int = 0
+    max: int = 0
+    critical: int = 0             # time on the critical path
+    example: str = ""             # one slice name with this label
+
+    def to_dict(self, grand_total: int) -> dict[str, Any]:
+        return {"label": self.label, "count": self.count, "total_us": us(self.total),
+                "mean_us": us(self.total / self.count) if self.count else None,
+                "max_us": us(self.max), "share_pct": pct(self.total, grand_total),
+                "critical_path_us": us(self.critical), "example": self.example}
+
+
+@dataclass
+class LabelTable:
+    key: str
+    title: str
+    rows: list[LabelRow] = field(default_factory=list)
+    total: int = 0
+    truncated: int = 0            # rows folded into "(other)"
+
+    @property
+    def labelled(self) -> bool:
+        return any(r.label not in _NO_LABEL for r in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "title": self.title, "total_us": us(self.total),
+                "rows_folded": self.truncated,
+                "rows": [r.to_dict(self.total) for r in self.rows]}
+
+
+class _Group:
+    """Slices with the same shared args dict (and category, and own label args)."""
+
+    __slots__ = ("args", "cat", "name", "count", "total", "max", "critical")
+
+    def __init__(self, args: dict, cat: str, name: str):
+        self.args = args
+        self.cat = cat
+        self.name = name
+        self.count = 0
+        self.total = 0
+        self.max = 0
+        self.critical = 0
+
+
+def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
+    """One pass over the slices of source lanes (fake ones out)."""
+    tracks = trace.tracks
+    ok = bytearray(len(tracks))
+    for t in tracks:
+        if t.kind == LANE and not t.derived:
+            ok[t.index] = 1
+    groups: dict[Any, _Group] = {}
+    keys = {a for _, _, a in _ARG_TABLES} | {"short_name"}
+    for i, s in enumerate(trace.slices):
+        if not ok[s.track] or s.cat == FAKE:
+            continue
+        sh = s.shared_args
+        own = s.args
+        cat = s.cat
+        labels = tuple((k, own[k]) for k in keys if k in own) \
+            if own and not keys.isdisjoint(own) else None
+        key = (id(sh) if sh is not None else None, cat, labels,
+               s.name if sh is None or cat == "kernel" else None)
+        g = groups.get(key)
+        if g is None:
+            args = sh if sh is not None else {}
+            if labels:
+                args = {**args, **dict(labels)}
+            g = groups[key] = _Group(args, s.cat, s.name)
+        d = s.dur
+        g.count += 1
+        g.total += d
+        if d > g.max:
+            g.max = d
+        if critical and i in critical:
+            g.critical += d
+    return list(groups.values())
+
+
+def time_by_label(trace: Trace, critical: set[int] | None = None,
+                  groups: list[_Group] | None = None) -> list[LabelTable]:
+    """Tables for the labels this trace has: PyPTO semantic labels and leaf functions,
+    kernel names (Nsight Compute, msprof), else slice names when they repeat."""
+    if groups is None:
+        groups = slice_groups(trace, critical or set())
+    tables: list[LabelTable] = []
+    for key, title, arg in _ARG_TABLES:
+        if not any(arg in g.args for g in groups):
+            continue
+        table = _table(key, title, groups, lambda g, a=arg: _label(g.args.get(a), g.cat))
+        if table.labelled:
+            tables.append(table)
+    kernels = [g for g in groups if g.cat == "kernel"]
+    if kernels:
+        tables.append(_table("kernel", "kernel", kernels,
+                             lambda g: str(g.args.get("short_name") or g.name)))
+    elif not tables and groups:
+        named = [g for g in groups if not g.args]     # slices without shared args
+        table = _table("name", "name", named, lambda g: g.name)
+        if named and len(table.rows) < sum(g.count for g in named):
+            tables.append(table)
+    return tables
+
+
+def _label(value: Any, cat: str) -> str:
+    if value is None or value == "":
+        return "(hub)" if cat == "hub" else "(none)"
+    return str(value)
+
+
+def _table(key: str, title: str, groups: list[_Group], label_of) -> LabelTable:
+    rows: dict[str, LabelRow] = {}
+    total = 0
+    for g in groups:
+        label = label_of(g)
+        row = rows.get(label)
+        if row is None:
+            row = rows[label] = LabelRow(label, example=g.name)
+        row.count += g.count
+        row.total += g.total
+        if g.max > row.max:
+            row.max = g.max
+        row.critical += g.critical
+        total += g.total
+    ordered = sorted(rows.values(), key=lambda r: (-r.total, r.label))
+    table = LabelTable(key, title, ordered, total)
+    if len(ordered) > MAX_ROWS:
+        rest = ordered[MAX_ROWS - 1:]
+        other = LabelRow("(other)", sum(r.count for r in rest), sum(r.total for r in rest),
+                         max(r.max for r in rest), sum(r.critical for r in rest))
+        table.rows = ordered[:MAX_ROWS - 1] + [other]
+        table.truncated = len(rest)
+    return table

@@ -1,0 +1,357 @@
+"""Markdown summary, shaped as a profile report: configuration, bottleneck and root cause,
+top opportunities, ratings, lanes, critical path, time by label, tool-specific sections,
+PyPTO's own figures, the comparison with a baseline, warnings."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+def num(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.1f}"
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def us_(v: Any) -> str:
+    return "n/a" if v is None else f"{num(v)} µs"
+
+
+def pct_(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.1f} %"
+
+
+def esc(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(head: Iterable[str], rows: Iterable[Iterable[Any]]) -> list[str]:
+    head = list(head)
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(esc(c) for c in r) + " |")
+    return out
+
+
+def change_cell(row: dict[str, Any]) -> str:
+    if row["change"] is None:
+        return "—" if row["previous"] is None or row["current"] is None else "n/a"
+    sign = "+" if row["change"] > 0 else ""
+    rel = f" ({sign}{row['change_pct']:.1f} %)" if row["change_pct"] is not None \
+        and row["unit"] != "%" else ""
+    mark = {True: " ✔", False: " ✘", None: ""}[row["improved"]]
+    unit = f" {row['unit']}" if row["unit"] and row["unit"] != "%" else (
+        " pp" if row["unit"] == "%" else "")
+    return f"{sign}{num(row['change'])}{unit}{rel}{mark}"
+
+
+def figure_cell(v: Any, unit: str) -> str:
+    if v is None:
+        return "—"
+    return f"{num(v)} {unit}".rstrip() if unit != "%" else f"{num(v, 1)} %"
+
+
+def vs_baseline(rows: list[dict[str, Any]]) -> list[str]:
+    return table(("figure", "previous", "current", "change"),
+                 ((r["figure"], figure_cell(r["previous"], r["unit"]),
+                   figure_cell(r["current"], r["unit"]), change_cell(r)) for r in rows))
+
+
+def render_markdown(d: dict[str, Any]) -> str:
+    out: list[str] = []
+    conf = d.get("configuration") or {}
+    out.append(f"# Profile report: {d['run']}")
+    out.append("")
+    tool = " ".join(x for x in (conf.get("tool"), conf.get("tool_version")) if x)
+    out.append(f"{tool or conf.get('format', '')} · {conf.get('device') or 'device unknown'}"
+               f" · made by tracecvt {d.get('tracecvt_version', '')}")
+    out.append("")
+    # -- configuration ------------------------------------------------------------------
+    out.append("## Configuration")
+    out.append("")
+    rows = [("device", conf.get("device") or "unknown"),
+            ("tool", tool or "unknown"),
+            ("format", conf.get("format", "")),
+            ("tasks", num(conf.get("tasks"))),
+            ("time span", us_((d.get("time_span") or {}).get("makespan_us")))]
+    lanes = conf.get("lanes") or {}
+    if lanes:
+        rows.append(("lanes", ", ".join(f"{k}: {v['used']} of {v['lanes']} used"
+                                        for k, v in lanes.items())))
+    for key in ("op_name", "block_dim", "core_count", "device_name", "compute_capability",
+                "chip", "soc"):
+        if conf.get(key) not in (None, ""):
+            rows.append((key.replace("_", " "), num(conf[key])))
+    for sh in conf.get("shapes") or []:
+        ins = ", ".join(sh.get("inputs") or [])
+        outs = ", ".join(sh.get("outputs") or [])
+        rows.append((f"shapes '{sh['label']}'", f"{ins} → {outs}"))
+    files = conf.get("source_files") or []
+    if files:
+        rows.append(("source", "; ".join(f"`{f}`" for f in files[:4])
+                     + (f" (+{len(files) - 4})" if len(files) > 4 else "")))
+    out += table(("", ""), rows)
+    out.append("")
+    # -- bottleneck -----------------------------------------------------------------------
+    b = d.get("bottleneck") or {}
+    out.append("## Bottleneck and root cause")
+    out.append("")
+    out.append(f"**{b.get('summary', '')}** {b.get('root_cause', '')}".strip())
+    out.append("")
+    # -- opportunities --------------------------------------------------------------------
+    out.append("## Top 3 opportunities")
+    out.append("")
+    opps = d.get("opportunities") or []
+    if opps:
+        out += table(("#", "opportunity", "estimated gain", "triggered by"),
+                     ((k, o["title"], us_(o["estimated_gain_us"])
+                       if o["estimated_gain_us"] is not None else "not estimated",
+                       o["metric"]) for k, o in enumerate(opps, 1)))
+        out.append("")
+        out.append("Gains: " + "; ".join(f"({k}) {o['estimate']}"
+                                         for k, o in enumerate(opps, 1)) + ".")
+    else:
+        out.append("None found.")
+    out.append("")
+    # -- vs baseline ----------------------------------------------------------------------
+    if d.get("vs_baseline") is not None:
+        base = d.get("baseline") or {}
+        out.append(f"## vs baseline ({base.get('run')})")
+        out.append("")
+        out += vs_baseline(d["vs_baseline"])
+        out.append("")
+        out.append("✔ better, ✘ worse; pp = percentage points.")
+        out.append("")
+    # -- ratings --------------------------------------------------------------------------
+    out.append("## Ratings")
+    out.append("")
+    out += table(("rating", "level", "value", "levels (excellent / good / fair / poor)",
+                  "figure"),
+                 ((r["title"], r["level"] or "—",
+                   pct_(r["value_pct"]) if r["value_pct"] is not None
+                   else f"not computable: {r['reason']}", r["thresholds"], r["figure"])
+                  for r in d.get("ratings") or []))
+    out.append("")
+    # -- lanes ----------------------------------------------------------------------------
+    bub = d.get("bubbles") or {}
+    out.append("## Lanes")
+    out.append("")
+    if not bub.get("computed"):
+        out.append(f"No bubble figures: {bub.get('reason')}.")
+        out.append("")
+    else:
+        graph = bub.get("cause_model") == "task graph"
+        head = ["lanes", "used", "duration", "utilization", "bubble rate"]
+        head += ["wait predecessor", "wait schedule"] if graph else ["idle"]
+        head += ["bottleneck", "key issue"]
+        rows = []
+        for k in bub.get("kinds") or []:
+            r = [k["name"] + (" (pseudo-core)" if k.get("pseudo_core") else ""),
+                 f"{k['lanes_used']} of {k['lanes']}", us_(k["duration_us"]),
+                 pct_(k["utilization_pct"]), pct_(k["bubble_rate_pct"])]
+            r += [us_(k["wait_predecessor_us"]), us_(k["wait_schedule_us"])] if graph \
+                else [us_(k["idle_us"])]
+            r += [k["bottleneck"], k["key_issue"]]
+            rows.append(r)
+        run = bub.get("run") or {}
+        r = ["**all (run)**", f"{run.get('lanes_used')} of {run.get('lanes')}",
+             us_(run.get("duration_us")), pct_(run.get("utilization_pct")),
+             pct_(run.get("bubble_rate_pct"))]
+        r += [us_(run.get("wait_predecessor_us")), us_(run.get("wait_schedule_us"))] if graph \
+            else [us_(run.get("idle_us"))]
+        r += ["", ""]
+        rows.append(r)
+        out += table(head, rows)
+        out.append("")
+        out.append("Utilization = busy time / (lanes used × run makespan); bubble rate = "
+                   "total wait / Σ lane spans (run start to each lane's last task). "
+                   + ("Wait predecessor: inputs not ready; wait schedule: ready but not "
+                      "dispatched." if graph else "Every gap is idle (no task graph)."))
+        out.append("")
+        worst = sorted((l for l in bub.get("lanes") or [] if l.get("total_wait_us")),
+                       key=lambda l: -(l["total_wait_us"] or 0))[:10]
+        if worst:
+            out.append("Lanes with the most bubble time:")
+            out.append("")
+            hd = ["lane", "tasks", "busy", "total wait"]
+            hd += ["wait predecessor", "wait schedule"] if graph else []
+            hd += ["utilization", "bubble rate"]
+            rows = []
+            for l in worst:
+                r = [l["name"], num(l["tasks"]), us_(l["busy_us"]), us_(l["total_wait_us"])]
+                r += [us_(l["wait_predecessor_us"]), us_(l["wait_schedule_us"])] if graph \
+                    else []
+                r += [pct_(l["utilization_pct"]), pct_(l["bubble_rate_pct"])]
+                rows.append(r)
+            out += table(hd, rows)
+            out.append("")
+    # -- critical path --------------------------------------------------------------------
+    cp = d.get("critical_path") or {}
+    out.append("## Critical path")
+    out.append("")
+    if not cp.get("computed"):
+        out.append(f"Not computed: {cp.get('reason')}.")
+    else:
+        out.append(f"{us_(cp['length_us'])} from the run start to the last task's end: "
+                   f"{num(cp['tasks'])} tasks ({us_(cp['task_time_us'])}) and waits "
+                   f"({us_(cp['wait_time_us'])}). Tasks that waited for their lane: "
+                   f"{us_(cp.get('lane_order_us'))}. Longest dependency chain on its own "
+                   f"(unlimited lanes, no waits): {us_(cp.get('graph_bound_us'))}.")
+        if cp.get("caveat"):
+            out.append("")
+            out.append(f"Caveat: {cp['caveat']}.")
+        out.append("")
+        out += table(("lane", "tasks on the path", "task time", "waits"),
+                     ((r["lane"], num(r["tasks"]), us_(r["task_time_us"]),
+                       us_(r["wait_time_us"])) for r in cp.get("by_lane") or []))
+        out.append("")
+        out.append("Longest segments:")
+        out.append("")
+        out += table(("segment", "lane", "duration", "next depends via"),
+                     ((s["name"], s["lane"], us_(s["duration_us"]), s["via"] or "")
+                      for s in cp.get("longest_segments") or []))
+    out.append("")
+    # -- labels ---------------------------------------------------------------------------
+    for t in d.get("time_by_label") or []:
+        out.append(f"## Time by {t['title']}")
+        out.append("")
+        out += table((t["title"], "count", "total", "mean", "max", "share",
+                      "on critical path"),
+                     ((r["label"], num(r["count"]), us_(r["total_us"]), us_(r["mean_us"]),
+                       us_(r["max_us"]), pct_(r["share_pct"]),
+                       us_(r["critical_path_us"]) if r["critical_path_us"] else "—")
+                      for r in t["rows"][:15]))
+        if len(t["rows"]) > 15:
+            out.append("")
+            out.append(f"{len(t['rows']) - 15} more rows in the JSON summary.")
+        out.append("")
+    tops = d.get("top_tasks") or []
+    if tops:
+        out.append("## Top tasks")
+        out.append("")
+        out += table(("task", "lane", "label", "duration", "on critical path"),
+                     ((t["name"], t["lane"], t["label"], us_(t["duration_us"]),
+                       "yes" if t["on_critical_path"] else "") for t in tops))
+        out.append("")
+    # -- NCU / msprof op ------------------------------------------------------------------
+    ncu = d.get("ncu")
+    if ncu:
+        out.append("## Nsight Compute kernels")
+        out.append("")
+        if ncu.get("serialized"):
+            out.append("Nsight Compute replays kernels one at a time and lays them end to "
+                       "end: the timeline has no idle time by construction, so no bubbles are "
+                       "reported.")
+            out.append("")
+        out += table(("kernel", "duration", "bound", "compute", "memory", "failed checks"),
+                     ((k["name"], us_(k["duration_us"]), k["bound"],
+                       pct_(k["compute_throughput_pct"]), pct_(k["memory_throughput_pct"]),
+                       ", ".join(k["failed_checks"]) or "—") for k in ncu["kernels"][:30]))
+        out.append("")
+        if ncu.get("advice"):
+            out.append("NCU advice, by estimated speedup:")
+            out.append("")
+            out += table(("kernel", "rule", "speedup", "advice"),
+                         ((a["kernel"], a["rule"], pct_(a["estimated_speedup_pct"]),
+                           (a["message"] or "")[:200]) for a in ncu["advice"][:15]))
+            out.append("")
+    mop = d.get("msprof_op")
+    if mop:
+        out.append("## msprof op: blocks and pipes")
+        out.append("")
+        if mop.get("fill_note"):
+            out.append(f"Cores: {mop['fill_note']}.")
+            out.append("")
+        counts = ", ".join(f"{p}: {n}" for p, n in (mop.get("bound_counts") or {}).items())
+        out.append(f"Bound pipe per block: {counts or 'n/a'}.")
+        out.append("")
+        out += table(("block", "duration", "bound pipe", "ratio"),
+                     ((b_["block"], us_(b_["duration_us"]), b_["bound_pipe"] or "n/a",
+                       num(b_["bound_ratio"])) for b_ in mop["blocks"][:24]))
+        out.append("")
+        for r in mop.get("roofline") or []:
+            out.append(f"- roofline {r.get('name', '')}: {r.get('bound', '')}")
+        for a in mop.get("advice") or []:
+            out.append(f"- advice: {a}")
+        out.append("")
+    # -- PyPTO check ----------------------------------------------------------------------
+    pc = d.get("pypto_check")
+    if pc:
+        out.append("## PyPTO's own figures (bubble_analysis.log)")
+        out.append("")
+        out.append(f"{pc['cores_matching']} of {pc['cores_checked']} cores match PyPTO's "
+                   f"Work / Total Wait / Wait Schedule / Wait Predecessor Times within "
+                   f"{pc['tolerance_us']} µs (or the integer-ns rounding bound).")
+        out.append("")
+        for a in pc.get("anomalies") or []:
+            out.append(f"- {a}")
+        odd = [c for c in pc["cores"] if c["status"] != "match" or c["reasons"]][:12]
+        if odd:
+            out.append("")
+            out += table(("core", "status", "PyPTO total / schedule / predecessor",
+                          "tracecvt total / schedule / predecessor", "why"),
+                         ((c["core"], c["status"],
+                           " / ".join(num(c["log"][k]) for k in
+                                      ("total_wait_us", "wait_schedule_us",
+                                       "wait_predecessor_us")),
+                           " / ".join(num(c["tracecvt"][k]) for k in
+                                      ("total_wait_us", "wait_schedule_us",
+                                       "wait_predecessor_us")) if c["tracecvt"] else "—",
+                           "; ".join(c["reasons"]) or "rounding")
+                          for c in odd))
+        out.append("")
+    warnings = d.get("warnings") or []
+    if warnings:
+        out.append("## Warnings")
+        out.append("")
+        for w in warnings[:30]:
+            out.append(f"- {w}")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_compare_markdown(c: dict[str, Any]) -> str:
+    base, cur = c["baseline"], c["current"]
+    out = [f"# Comparison: {cur['run']} vs {base['run']}", "",
+           f"Baseline (previous): {base['run']}; current: {cur['run']}; made by tracecvt "
+           f"{c.get('tracecvt_version', '')}", "", "## Key figures", ""]
+    out += vs_baseline(c["rows"])
+    out.append("")
+    out.append("✔ better, ✘ worse; pp = percentage points.")
+    out.append("")
+    out.append("## Bottleneck")
+    out.append("")
+    for who, d in (("previous", base), ("current", cur)):
+        b = d.get("bottleneck") or {}
+        out.append(f"- {who}: {b.get('summary', '')} {b.get('root_cause', '')}".rstrip())
+    out.append("")
+    ra = {r["key"]: r for r in base.get("ratings") or []}
+    rows = []
+    for r in cur.get("ratings") or []:
+        p = ra.get(r["key"], {})
+        rows.append((r["title"], f"{p.get('level') or '—'} ({pct_(p.get('value_pct'))})",
+                     f"{r['level'] or '—'} ({pct_(r['value_pct'])})"))
+    if rows:
+        out.append("## Ratings")
+        out.append("")
+        out += table(("rating", "previous", "current"), rows)
+        out.append("")
+    if c.get("labels"):
+        out.append(f"## Time by {c['labels'][0]['table']}")
+        out.append("")
+        out += table(("label", "previous", "current", "change", "tasks"),
+                     ((r["label"], us_(r["previous_total_us"]), us_(r["current_total_us"]),
+                       (("+" if (r["change_us"] or 0) > 0 else "") + us_(r["change_us"]))
+                       if r["change_us"] is not None else "—",
+                       f"{num(r['previous_count'])} → {num(r['current_count'])}")
+                      for r in c["labels"]))
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

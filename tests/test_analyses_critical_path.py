@@ -1,0 +1,91 @@
+"""Critical path: a valid chain through the task graph whose segments add up to the makespan."""
+
+from __future__ import annotations
+
+import pytest
+
+from converter.analyses import add_derived, analyze
+from converter.analyses.critical_path import DEPENDENCY, LANE_ORDER, RUN_START
+from converter.convert import read
+
+from conftest import PYPTO_MERGED_RUNS, pypto_run_dir
+from test_analyses_bubbles import graph_trace
+
+
+def check_chain(trace, a):
+    cp = a.critical_path
+    tl = a.timeline
+    segs = cp.segments
+    assert cp.computed and segs
+    slices = trace.slices
+    flows = {(f.src, f.dst) for f in trace.flows}
+    # contiguous from the run start to the last end: total = makespan
+    assert segs[0].ts == tl.start == cp.start
+    for x, y in zip(segs, segs[1:]):
+        assert x.ts + x.dur == y.ts
+    assert segs[-1].ts + segs[-1].dur == cp.end
+    assert sum(s.dur for s in segs) == cp.length == cp.task_time + cp.wait_time
+    last = max(slices[i].ts + slices[i].dur for lane in tl.lanes if lane.graph
+               for i in lane.slices)
+    assert cp.end == last
+    # every link between consecutive tasks exists: a flow, or the lane's previous task
+    tasks = [s for s in segs if s.kind == "task"]
+    for x, y in zip(tasks, tasks[1:]):
+        assert x.via in (DEPENDENCY, LANE_ORDER)
+        if x.via == DEPENDENCY:
+            assert (x.slice, y.slice) in flows
+        else:
+            assert tl.lane_of[x.slice] == tl.lane_of[y.slice]
+            assert a.bubbles.lane_prev[y.slice] == x.slice
+        assert slices[x.slice].ts + slices[x.slice].dur <= slices[y.slice].ts
+    waits = [s for s in segs if s.kind == "wait"]
+    assert all(w.dur > 0 for w in waits)
+    assert segs[0].kind == "task" or segs[0].via == RUN_START
+    # no schedule of these tasks beats the dependency chain alone
+    assert 0 < cp.graph_bound <= cp.length
+    return cp
+
+
+@pytest.mark.parametrize("name", PYPTO_MERGED_RUNS)
+def test_critical_path_is_a_valid_chain(name):
+    (trace,) = read(pypto_run_dir(name))
+    a = analyze(trace)
+    cp = check_chain(trace, a)
+    assert cp.length == a.timeline.makespan
+    d = a.to_dict()["critical_path"]
+    assert d["length_us"] == pytest.approx(cp.length / 1000)
+    assert d["tasks"] == len(cp.tasks)
+    if any(s.cat == "fake" for s in trace.slices):
+        assert cp.caveat and "incomplete" in cp.caveat
+
+
+def test_critical_path_in_the_trace(tmp_path):
+    (trace,) = read(pypto_run_dir("matmul_add"))
+    a = analyze(trace)
+    add_derived(trace, a)
+    lane = next(t for t in trace.tracks if t.name == "critical path")
+    assert lane.derived and trace.tracks[lane.parent].name == "tracecvt analysis"
+    segs = sorted((s for s in trace.slices if s.track == lane.index), key=lambda s: s.ts)
+    assert len(segs) == len(a.critical_path.segments)
+    assert sum(s.dur for s in segs) == a.critical_path.length
+    steps = sorted((s.args["critical_path_step"], i) for i, s in enumerate(trace.slices)
+                   if s.args and "critical_path_step" in s.args)
+    assert [k for k, _ in steps] == list(range(1, len(a.critical_path.tasks) + 1))
+    assert [i for _, i in steps] == a.critical_path.tasks
+    marked = [f for f in trace.flows if f.args and f.args.get("critical_path")]
+    assert {(f.src, f.dst) for f in marked} == set(a.critical_path.edges)
+    assert all(f.name == "critical path" for f in marked)
+
+
+def test_critical_path_on_a_small_graph():
+    tr, ids = graph_trace()
+    a = analyze(tr)
+    cp = check_chain(tr, a)
+    names = [(s.kind, tr.slices[s.slice].name if s.kind == "task" else s.dur)
+             for s in cp.segments]
+    # last end: x (380..440), which has no predecessor; on AIC_1 it follows e (130..150),
+    # which follows a (0..100): lane order both times
+    assert names == [("task", "a"), ("wait", 30), ("task", "e"), ("wait", 230), ("task", "x")]
+    assert cp.length == 440 and cp.wait_time == 260
+    # the dependency chain a -> b -> d is the longest: 100 + 50 + 40
+    assert cp.graph_bound == 190

@@ -1,0 +1,188 @@
+"""Ratings, time by label, Nsight Compute bounds, msprof op pipes, opportunities."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from converter.analyses import analyze
+from converter.analyses.ncu_bounds import classify
+from converter.analyses.ratings import level, rate
+from converter.convert import read
+from converter.model import GROUP, RunMeta, Trace
+
+from conftest import pypto_run_dir
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("lane_utilization", 98.5, "excellent"), ("lane_utilization", 98.0, "good"),
+    ("lane_utilization", 91, "fair"), ("lane_utilization", 85, "poor"),
+    ("lane_utilization", 80, "critical"),
+    ("bubble_rate", 1.9, "excellent"), ("bubble_rate", 2.0, "good"),
+    ("bubble_rate", 19.9, "poor"), ("bubble_rate", 20, "critical"),
+    ("memory_efficiency", 71, "excellent"), ("memory_efficiency", 25, "poor"),
+    ("control_overhead", 29, "excellent"), ("control_overhead", 75, "poor"),
+    ("control_overhead", 85, "critical"),
+])
+def test_rating_levels(key, value, expected):
+    assert level(key, value) == expected
+    r = rate(key, value, "figure")
+    assert r.level == expected and r.value_pct == value and 1 <= r.score <= 5
+
+
+def test_ratings_show_figure_or_reason():
+    (trace,) = read(pypto_run_dir("softmax_loop"))
+    ratings = {r.key: r for r in analyze(trace).ratings}
+    assert set(ratings) == {"lane_utilization", "bubble_rate", "memory_efficiency",
+                            "control_overhead"}
+    for key in ("lane_utilization", "bubble_rate", "control_overhead"):
+        assert ratings[key].level is not None and ratings[key].figure
+    mem = ratings["memory_efficiency"]
+    assert mem.level is None and mem.value_pct is None and "no memory" in mem.reason
+
+
+def test_time_by_label_on_pypto():
+    (trace,) = read(pypto_run_dir("ffn_medium"))
+    a = analyze(trace)
+    table = next(t for t in a.labels if t.key == "semantic_label")
+    rows = {r.label: r for r in table.rows}
+    assert set(rows) == {"gate_mm", "down_mm", "gelu", "(hub)"}
+    for label, row in rows.items():
+        durs = [s.dur for s in trace.slices if s.cat != "fake"
+                and (s.shared_args or {}).get("semanticLabel", "") == ("" if label == "(hub)"
+                                                                       else label)]
+        assert row.count == len(durs) and row.total == sum(durs) and row.max == max(durs)
+    d = table.to_dict()
+    assert sum(r["share_pct"] for r in d["rows"]) == pytest.approx(100, abs=0.01)
+    assert d["rows"][0]["mean_us"] == pytest.approx(d["rows"][0]["total_us"]
+                                                    / d["rows"][0]["count"], abs=0.001)
+    crit = sum(r.critical for r in table.rows)
+    assert crit == a.critical_path.task_time
+
+
+def ncu_trace(rules=True) -> Trace:
+    tr = Trace(RunMeta("ncu-mem", "ncu", tool="Nsight Compute"))
+    tr.meta.extra["ncu_serialized"] = True
+    lane = tr.add_track("kernels", tr.add_track("GPU 0", None, GROUP), nesting=False)
+    kernels = [
+        ("copy_kernel", 4000, {"sm_throughput_pct": 20.0, "memory_throughput_pct": 88.0,
+                               "dram_throughput_pct": 88.0, "achieved_occupancy_pct": 80.0,
+                               "l2_hit_rate_pct": 40.0, "local_spill_requests": 0,
+                               "waves_per_sm": 4.0}),
+        ("gemm_kernel", 10000, {"sm_throughput_pct": 45.0, "tensor_throughput_pct": 91.0,
+                                "memory_throughput_pct": 35.0, "dram_throughput_pct": 20.0,
+                                "achieved_occupancy_pct": 30.0, "l2_hit_rate_pct": 90.0,
+                                "local_spill_requests": 0, "waves_per_sm": 2.5}),
+        ("tiny_kernel", 1000, {"sm_throughput_pct": 5.0, "memory_throughput_pct": 3.0,
+                               "dram_throughput_pct": 1.0, "achieved_occupancy_pct": 10.0,
+                               "l2_hit_rate_pct": 95.0, "local_spill_requests": 12,
+                               "waves_per_sm": 0.1}),
+    ]
+    ts = 0
+    for k, (name, dur, args) in enumerate(kernels):
+        tr.add_slice(lane, ts, dur, name, "kernel",
+                     {**args, "duration_ns": dur, "short_name": name, "rules": []})
+        ts += dur
+    if rules:
+        tr.meta.extra["ncu_rules"] = [
+            {"kernel_index": 2, "kernel": "tiny_kernel", "rule": "LaunchConfiguration",
+             "message": "The grid is too small to fill the GPU.",
+             "estimated_speedup_pct": 90.0, "speedup_type": "global"},
+            {"kernel_index": 0, "kernel": "copy_kernel", "rule": "MemoryL2Compression",
+             "message": "Uncoalesced accesses.", "estimated_speedup_pct": 30.0,
+             "speedup_type": "local"},
+            {"kernel_index": 1, "kernel": "gemm_kernel", "rule": "SOLBottleneck",
+             "message": "Compute bound.", "estimated_speedup_pct": None,
+             "speedup_type": None},
+        ]
+    return tr
+
+
+def test_ncu_bounds_checks_and_advice():
+    a = analyze(ncu_trace())
+    ncu = a.ncu
+    bounds = {k.name: k.bound for k in ncu.kernels}
+    assert bounds == {"copy_kernel": "memory-bound", "gemm_kernel": "compute-bound",
+                      "tiny_kernel": "latency-bound"}
+    tiny = next(k for k in ncu.kernels if k.name == "tiny_kernel")
+    failed = {c["check"] for c in tiny.failed}
+    assert failed == {"compute throughput", "DRAM throughput", "achieved occupancy",
+                      "local spilling", "waves per SM"}
+    gemm = next(k for k in ncu.kernels if k.name == "gemm_kernel")
+    assert {c["check"] for c in gemm.failed} == {"DRAM throughput"}
+    assert [x["rule"] for x in ncu.advice] == ["LaunchConfiguration", "MemoryL2Compression",
+                                               "SOLBottleneck"]
+    assert ncu.advice[0]["estimated_gain_us"] == pytest.approx(0.9)
+    assert ncu.advice[1]["estimated_gain_us"] == pytest.approx(1.2)
+    # serialized timeline: no bubbles, and the summary says why
+    assert not a.bubbles.computed and "end to end" in a.bubbles.reason
+    mem = next(r for r in a.ratings if r.key == "memory_efficiency")
+    assert mem.value_pct == pytest.approx((88 * 4000 + 20 * 10000 + 1 * 1000) / 15000, abs=1e-3)
+    assert "compute-bound" in a.bottleneck["summary"]
+    assert a.opportunities[0].title.startswith("copy_kernel")      # 1.2 µs > 0.9 µs
+    d = a.to_dict()
+    assert d["ncu"]["bound_counts"] == {"memory-bound": 1, "compute-bound": 1,
+                                        "latency-bound": 1}
+
+
+def test_ncu_without_rules_uses_kernel_rule_lists_and_unknown_metrics():
+    assert classify({}) == ("unknown", None, None)
+    tr = ncu_trace(rules=False)
+    tr.slices[0].args["rules"] = [{"rule": "X", "message": "m", "estimated_speedup_pct": 5}]
+    a = analyze(tr)
+    assert [x["rule"] for x in a.ncu.advice] == ["X"]
+    assert a.ncu.advice[0]["kernel"] == "copy_kernel"
+
+
+def msprof_op_trace(block_dim=20, core_count=24) -> Trace:
+    tr = Trace(RunMeta("op", "msprof", tool="msprof op"))
+    tr.meta.extra["timeline"] = False
+    blocks = []
+    for k in range(block_dim):
+        blocks.append({"block": f"cube{k}", "duration_us": 10.0 + k,
+                       "pipes": {"cube": 0.3, "mte2": 0.8 if k % 4 else 0.2, "scalar": 0.1,
+                                 "fixpipe": 0.05, "mte1": 0.4 if k % 4 == 0 else 0.1},
+                       "pipe_time_us": {"scalar": 1.0}})
+    tr.meta.extra["msprof_op"] = {
+        "blocks": blocks, "block_dim": block_dim, "core_count": core_count,
+        "op_name": "main_kernel",
+        "roofline": [{"name": "GM", "bound": "memory bound", "ratio": 0.7}],
+        "advice": ["Increase the tile size to cut MTE2 traffic."]}
+    lane = tr.add_track("cube0", tr.add_track("blocks", None, GROUP))
+    tr.add_slice(lane, 0, 10000, "block")
+    return tr
+
+
+def test_msprof_op_bound_pipes_fill_and_advice():
+    a = analyze(msprof_op_trace())
+    m = a.msprof_op
+    assert m.bound_counts == {"mte2": 15, "mte1": 5} and m.dominant_bound == "mte2"
+    assert m.blocks[0]["bound_pipe"] == "mte1" and m.blocks[1]["bound_pipe"] == "mte2"
+    assert "20 of 24 cores" in m.fill_note
+    assert m.advice == ["Increase the tile size to cut MTE2 traffic."]
+    ctrl = next(r for r in a.ratings if r.key == "control_overhead")
+    total = sum(10.0 + k for k in range(20))
+    assert ctrl.value_pct == pytest.approx(100 * 20 / total, abs=1e-3)
+    assert not a.bubbles.computed and "not a timeline" in a.bubbles.reason
+    assert "mte2" in a.bottleneck["summary"] and "memory bound" in a.bottleneck["summary"]
+    titles = [o.title for o in a.opportunities]
+    assert titles[0] == "Fill every core: change the block count"
+    assert a.opportunities[0].gain_ns == pytest.approx(29.0 * 1000 * (1 - 20 / 24))
+    tail = analyze(msprof_op_trace(block_dim=30)).msprof_op
+    assert "1.25 waves" in tail.fill_note
+
+
+def test_pypto_opportunities_carry_metric_and_gain():
+    (trace,) = read(pypto_run_dir("ffn_large"))
+    a = analyze(trace)
+    top = a.opportunities[:3]
+    assert len(top) == 3
+    gains = [o.gain_ns for o in top]
+    assert gains == sorted(gains, reverse=True) and all(g > 0 for g in gains)
+    assert top[0].gain_ns == a.critical_path.wait_time
+    assert all(o.metric and o.how for o in top)
+    s = a.bottleneck
+    assert "critical path" in s["summary"] and "AIC lanes are saturated" in s["root_cause"]
+    sentences = re.split(r"\.\s+", (s["summary"] + " " + s["root_cause"]).strip(" ."))
+    assert len(sentences) == 2          # at most two sentences
