@@ -1,4 +1,5 @@
-"""Command line: tracecvt to-perfetto | to-chrome | info | summary | compare."""
+"""Command line: tracecvt to-perfetto | to-chrome | to-model | info | summary | compare |
+batch."""
 
 from __future__ import annotations
 
@@ -149,6 +150,8 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
         if writer == "perfetto":
             click.echo("open it at https://ui.perfetto.dev (Open trace file, or drag the file "
                        "onto the page)")
+        elif writer == "model":
+            click.echo("every tracecvt command reads it, e.g. tracecvt to-perfetto FILE.tcmodel")
         else:
             click.echo("open it at https://ui.perfetto.dev or chrome://tracing")
     if failed:
@@ -171,6 +174,17 @@ def to_chrome(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quie
     """Convert PATH to Chrome trace JSON (.json; gzip when the name ends in .gz)."""
     _convert("chrome", path, output, force, fmt, clock_mhz, quiet, all_metrics,
              not no_derived)
+
+
+@main.command("to-model")
+@_with_common
+def to_model(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quiet):
+    """Save PATH as a compact, lossless model file (.tcmodel) that every command reads.
+
+    Parse an archive of runs once; re-export, summarize or compare later without the
+    source files (derived tracks are recomputed when a model file is converted).
+    """
+    _convert("model", path, output, force, fmt, clock_mhz, quiet, all_metrics, False)
 
 
 @main.command("info")
@@ -376,6 +390,12 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
     except TracecvtError as e:
         _fail(str(e))
         sys.exit(EXIT_ERROR)
+
+
+# Commands defined in their own packages.
+from .batch import batch  # noqa: E402
+
+main.add_command(batch)
 
 
 if __name__ == "__main__":  # pragma: no cover

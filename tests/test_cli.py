@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from converter.cli import main
+from converter.readers import find_runs
 
 from conftest import REPO, check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
 
@@ -195,3 +196,10 @@ def test_output_onto_input_is_refused(tiny):
 def test_bad_clock(tiny):
     r = run("to-perfetto", tiny, "--clock-mhz", "fast")
     assert r.exit_code == 2
+
+
+def test_own_chrome_output_is_not_taken_for_a_run(tiny, tmp_path):
+    """to-chrome writes next to the run; converting the folder again must not pick it up."""
+    assert run("to-chrome", tiny, "-q").exit_code == 0
+    runs = find_runs(tiny.parent)
+    assert [r.name for r in runs] == [tiny.name]

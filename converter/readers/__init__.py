@@ -7,11 +7,12 @@ from pathlib import Path
 from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
-from . import ncu, pypto
+from . import model, ncu, pypto
 
 READERS: list[Reader] = [
     pypto.READER,
     ncu.READER,
+    model.READER,
 ]
 
 # Directories that never hold runs but can be huge.

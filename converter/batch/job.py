@@ -1,0 +1,266 @@
+"""The per-run job of a batch: a plain function of a plain dict, so any process pool or
+cluster can run it (it is pickled by reference: workers need tracecvt installed).
+
+The run is read once; every requested output is written from that same model.  The result is
+a plain dict row (see ``converter.batch.index`` for its keys); nothing raises out of
+``run_job`` except KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import OutputError, TracecvtError
+
+# Figures every row carries, null when unknown; the units are in the key names.
+FIGURE_KEYS = ("tasks", "makespan_ns", "utilization_pct", "bubble_rate_pct", "bottleneck")
+
+
+class RunContext:
+    """One run being converted: its source, its model, and (computed once, on first use)
+    its analysis, shared by the summary outputs and the index figures."""
+
+    def __init__(self, source, trace):
+        self.source = source
+        self.trace = trace
+        self._analysis = None
+        self._analysis_error: Exception | None = None
+        self._derived_done = False
+
+    def analysis(self):
+        """``converter.analyses.analyze(trace)``, or None if that package is missing; an
+        exception of the analysis is raised again on every call."""
+        if self._analysis is None and self._analysis_error is None:
+            try:
+                from ..analyses import analyze
+            except ImportError:
+                return None
+            try:
+                self._analysis = analyze(self.trace)
+            except Exception as e:
+                self._analysis_error = e
+        if self._analysis_error is not None:
+            raise self._analysis_error
+        return self._analysis
+
+    def add_derived(self) -> None:
+        """Add the derived tracks once, from the shared analysis, as ``convert_source``
+        does (a trace that already has derived tracks is left alone)."""
+        if self._derived_done:
+            return
+        self._derived_done = True
+        if any(t.derived for t in self.trace.tracks):
+            return
+        analysis = self.analysis()
+        if analysis is not None:
+            from ..analyses import add_derived
+            add_derived(self.trace, analysis)
+
+
+# When an output is written: the plain model first (the "model" writer keeps the source data
+# only), then the summaries (their analysis sees the model as read), then the derived tracks
+# (bubble lanes, counters, critical path: as ``convert_source`` adds them) and the trace
+# writers.
+PLAIN, ANALYSED, DERIVED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Target:
+    """One output kind: ``write(run_context, stream)`` writes it to a binary stream."""
+
+    name: str
+    suffix: str
+    write: Callable[[RunContext, Any], Any]
+    stage: int = DERIVED
+
+
+def _writer_target(name: str, spec) -> Target:
+    def write(ctx, out):
+        return spec.write(ctx.trace, out, None)
+    # convert_source adds derived tracks for every writer but "model".
+    return Target(name, spec.suffix, write, PLAIN if name == "model" else DERIVED)
+
+
+def targets() -> dict[str, Target]:
+    """Every output kind available in this installation, by ``--to`` name.
+
+    Each entry of ``converter.convert.WRITERS`` (perfetto, chrome, model, and any writer
+    added there later), plus ``summary`` (Markdown), ``summary-json`` and ``summary-html``
+    when ``converter.summary`` is installed.
+    """
+    from ..convert import WRITERS
+    table = {name: _writer_target(name, spec) for name, spec in WRITERS.items()}
+    for t in _summary_targets():
+        table.setdefault(t.name, t)
+    return table
+
+
+def _summary_targets() -> list[Target]:
+    try:
+        from .. import summary
+        render, summary_data = summary.render, summary.summary_data
+        suffixes = dict(summary.SUFFIXES)
+    except (ImportError, AttributeError):
+        return []
+    out = []
+    for fmt, name in (("md", "summary"), ("json", "summary-json"), ("html", "summary-html")):
+        if fmt not in suffixes:
+            continue
+
+        def write(ctx, stream, _fmt=fmt):
+            analysis = ctx.analysis()
+            data = render(_fmt, summary_data(ctx.trace, analysis), ctx.trace, analysis)
+            stream.write(data)
+            return {"bytes": len(data)}
+        out.append(Target(name, suffixes[fmt], write, ANALYSED))
+    return out
+
+
+# -- figures for the index -------------------------------------------------------------
+def figures(ctx: RunContext) -> dict[str, Any]:
+    """Task count, makespan, utilization, bubble rate and bottleneck of one run.
+
+    Utilization, bubble rate and bottleneck (and the makespan the analysis measures) come
+    from ``converter.analyses`` when it is installed; otherwise they are null and
+    ``figures_note`` says why.
+    """
+    trace = ctx.trace
+    derived = {i for i, t in enumerate(trace.tracks) if t.derived}
+    slices = [s for s in trace.slices if s.track not in derived] if derived else trace.slices
+    tasks = trace.meta.extra.get("tasks", len(slices))
+    if slices:
+        first = min(s.ts for s in slices)
+        last = max(s.ts + s.dur for s in slices)
+        makespan = last - first
+    else:
+        span = trace.time_span()
+        makespan = (span[1] - span[0]) if span else None
+    out: dict[str, Any] = {"tasks": int(tasks) if tasks is not None else None,
+                           "makespan_ns": int(makespan) if makespan is not None else None,
+                           "utilization_pct": None, "bubble_rate_pct": None,
+                           "bottleneck": None, "figures_note": None}
+    out.update(_analysed(ctx))
+    return out
+
+
+def _analysed(ctx: RunContext) -> dict[str, Any]:
+    try:
+        a = ctx.analysis()
+    except Exception as e:  # the outputs are written: here it only costs the figures
+        if os.environ.get("TRACECVT_DEBUG"):
+            raise
+        return {"figures_note": f"analysis failed ({type(e).__name__}: {e}); this is a "
+                                "tracecvt bug"}
+    if a is None:
+        return {"figures_note": "utilization, bubble rate and bottleneck need "
+                                "converter.analyses, which this installation lacks"}
+    out: dict[str, Any] = {}
+    b = a.bubbles
+    run = b.run if b.computed else None
+    if run is not None:
+        out["utilization_pct"] = run.utilization_pct
+        out["bubble_rate_pct"] = run.bubble_rate_pct
+        if run.makespan:
+            out["makespan_ns"] = int(run.makespan)
+    else:
+        out["figures_note"] = f"no utilization or bubble rate: {b.reason or 'no lanes with tasks'}"
+    verdict = " ".join(x for x in (a.bottleneck.get("summary", ""),
+                                   a.bottleneck.get("root_cause", "")) if x).strip()
+    out["bottleneck"] = verdict or None
+    return out
+
+
+# -- the job ---------------------------------------------------------------------------
+def make_spec(run, options: dict[str, Any]) -> dict[str, Any]:
+    """The picklable description of one planned run (``plan.PlannedRun``)."""
+    src = run.source
+    fields = {f.name: getattr(src, f.name) for f in dataclasses.fields(src)
+              if f.name != "reader"}
+    return {"source_fields": fields, "rel": run.rel,
+            "outputs": {t: str(p) for t, p in run.outputs.items()},
+            "inputs": [str(p) for p in run.inputs], **options}
+
+
+def _source(spec: dict[str, Any]):
+    from ..readers import READERS
+    from ..readers.base import Source
+    fields = dict(spec["source_fields"])
+    fmt = fields["format"]
+    reader = next((r for r in READERS if r.formats[0] == fmt), None) \
+        or next((r for r in READERS if fmt in r.formats), None)
+    if reader is None:
+        raise TracecvtError(f"{fields['root']}: no reader for format {fmt!r} on this machine")
+    return Source(reader=reader, **fields)
+
+
+def empty_row(spec: dict[str, Any], status: str) -> dict[str, Any]:
+    f = spec["source_fields"]
+    row = {"run": f["name"], "source": spec["rel"], "format": f["format"],
+           "variant": f.get("variant", ""), "status": status, "outputs": {}}
+    row.update({k: None for k in FIGURE_KEYS})
+    row.update({"figures_note": None, "warnings": [], "error": None, "seconds": 0.0})
+    return row
+
+
+def internal_error(where: str, e: BaseException) -> str:
+    return (f"{where}: could not convert ({type(e).__name__}: {e}); this is a tracecvt bug, "
+            "set TRACECVT_DEBUG=1 for a traceback")
+
+
+def run_job(spec: dict[str, Any]) -> dict[str, Any]:
+    """Read one run and write all its outputs; always returns a row."""
+    from ..convert import gc_paused
+    started = time.perf_counter()
+    row = empty_row(spec, "converted")
+    try:
+        with gc_paused():
+            _run(spec, row)
+    except TracecvtError as e:
+        row["status"], row["error"] = "failed", str(e)
+    except Exception as e:  # a bug or an input nobody foresaw: still one line
+        if os.environ.get("TRACECVT_DEBUG"):
+            raise
+        row["status"] = "failed"
+        row["error"] = internal_error(str(spec["source_fields"]["root"]), e)
+    row["seconds"] = round(time.perf_counter() - started, 4)
+    return row
+
+
+def _run(spec: dict[str, Any], row: dict[str, Any]) -> None:
+    from ..fileio import atomic_output, check_output
+    from ..readers.base import ReadOptions
+    table = targets()
+    wanted = spec["outputs"]
+    for t in wanted:
+        if t not in table:
+            raise TracecvtError(f"output kind {t!r} is not available on this machine")
+    source = _source(spec)
+    inputs = [Path(source.root), *source.files.values()]
+    if getattr(source, "archive", None) is not None:
+        inputs.append(Path(source.archive))
+    outputs = {t: Path(p) for t, p in wanted.items()}
+    for p in outputs.values():
+        check_output(p, True, inputs)
+    clock = spec.get("clock_mhz")
+    options = ReadOptions(clock_mhz=Fraction(clock) if clock else None,
+                          all_metrics=bool(spec.get("all_metrics")))
+    ctx = RunContext(source, source.read(options))
+    derived = spec.get("derived", True)
+    for t in sorted(outputs, key=lambda t: table[t].stage):
+        if table[t].stage == DERIVED and derived:
+            ctx.add_derived()
+        path = outputs[t]
+        with atomic_output(path) as f:
+            table[t].write(ctx, f)
+        if not path.is_file():  # pragma: no cover - the rename just succeeded
+            raise OutputError(f"{path}: was not written")
+        row["outputs"][t] = str(path)
+    row["outputs"] = {t: row["outputs"][t] for t in outputs}          # in --to order
+    row.update(figures(ctx))
+    row["warnings"] = list(ctx.trace.meta.warnings)

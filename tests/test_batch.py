@@ -1,0 +1,451 @@
+"""tracecvt batch: outputs, index, resumability, failures (local engine)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from converter.batch import batch
+from converter.batch import index as batch_index
+from converter.convert import convert_source
+from converter.readers import ReadOptions, find_runs
+
+from conftest import check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
+
+HAVE_ANALYSES = importlib.util.find_spec("converter.analyses") is not None
+
+
+def copy_run(name: str, dest: Path) -> Path:
+    """A writable copy of a shared PyPTO run directory (output_*/) inside ``dest``."""
+    src = pypto_run_dir(name)
+    target = dest / src.name
+    shutil.copytree(src, target, ignore=shutil.ignore_patterns(
+        "*.pefetto.*", "*.smartperf.*", "pipe_swimlane*", "*.png", "kernel_*"))
+    for p in [target, *target.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return target
+
+
+def run(*args):
+    return CliRunner().invoke(batch, [str(a) for a in args], catch_exceptions=False)
+
+
+def merged(run_dir: Path) -> Path:
+    return run_dir / "CostModelSimulationOutput" / "merged_swimlane.json"
+
+
+@pytest.fixture
+def archive(tmp_path):
+    """tiny_add and matmul_add, plus a copy of tiny_add with a corrupt merged file."""
+    root = tmp_path / "archive"
+    runs = {"tiny": copy_run("tiny_add", root / "tiny_add"),
+            "matmul": copy_run("matmul_add", root / "matmul_add"),
+            "broken": copy_run("tiny_add", root / "broken")}
+    m = merged(runs["broken"])
+    data = m.read_bytes()
+    m.write_bytes(data[:5000] + b"}}}garbage" + data[5000:])
+    return root, runs
+
+
+def rows_by_dir(out: Path) -> dict[str, dict]:
+    doc = json.loads((out / "index.json").read_text())
+    return {r["source"].split("/")[0]: r for r in doc["runs"]}
+
+
+def outputs_of(out: Path) -> dict[str, float]:
+    return {p.relative_to(out).as_posix(): p.stat().st_mtime_ns
+            for p in out.rglob("*") if p.is_file() and not p.name.startswith("index.")}
+
+
+def test_converts_every_run_lists_the_bad_one(archive, tmp_path):
+    root, runs = archive
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "-j", "2", "--to", "perfetto,chrome")
+    assert r.exit_code == 2, r.output
+    assert "1 of 3 runs failed" in r.output
+    assert "malformed JSON" in r.output and "merged_swimlane.json" in r.output
+
+    rows = rows_by_dir(out)
+    assert set(rows) == {"tiny_add", "matmul_add", "broken"}
+    for key, n_tasks in (("tiny", 6), ("matmul", 34)):
+        run_dir = runs[key]
+        rel = run_dir.relative_to(root).as_posix()
+        row = rows[rel.split("/")[0]]
+        assert list(row) == list(batch_index.ROW_KEYS)
+        assert row["status"] == "converted" and row["error"] is None
+        assert row["source"] == rel and row["run"] == run_dir.name
+        assert row["format"] == "pypto" and row["variant"] == "merged"
+        assert row["tasks"] == n_tasks and row["makespan_ns"] > 0
+        if HAVE_ANALYSES:
+            assert 0 < row["utilization_pct"] <= 100 and 0 <= row["bubble_rate_pct"] <= 100
+            assert row["bottleneck"] and row["figures_note"] is None
+        else:
+            assert row["utilization_pct"] is None and "analyses" in row["figures_note"]
+        assert row["outputs"] == {"perfetto": rel + ".pftrace", "chrome": rel + ".json"}
+        # the same bytes as a direct conversion of the run
+        (src,) = find_runs(run_dir)
+        direct = tmp_path / "direct" / key
+        for writer, suffix in (("perfetto", ".pftrace"), ("chrome", ".json")):
+            convert_source(src, writer, direct.with_suffix(suffix), True, ReadOptions())
+            assert (out / (rel + suffix)).read_bytes() == direct.with_suffix(suffix).read_bytes()
+        pf = decode_pftrace(out / (rel + ".pftrace"))
+        check_pftrace(pf)
+        assert pftrace_counts(pf) == pftrace_counts(decode_pftrace(direct.with_suffix(".pftrace")))
+        assert pftrace_counts(pf)["begin"] >= n_tasks       # tasks, and derived slices
+        doc = json.loads((out / (rel + ".json")).read_bytes())
+        assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") >= n_tasks
+        # makespan: first task start .. last task end of the input, in ns
+        xs = [e for e in json.loads(merged(run_dir).read_text())["traceEvents"]
+              if e["ph"] == "X"]
+        if key == "tiny":
+            first = min(round(e["ts"] * 1000) for e in xs)
+            last = max(round((e["ts"] + e["dur"]) * 1000) for e in xs)
+            assert abs(row["makespan_ns"] - (last - first)) <= 2
+
+    bad = rows["broken"]
+    assert bad["status"] == "failed" and bad["outputs"] == {}
+    assert "malformed JSON" in bad["error"] and "\n" not in bad["error"]
+    assert not list((out / "broken").rglob("*")) if (out / "broken").exists() else True
+
+    doc = json.loads((out / "index.json").read_text())
+    assert doc["tracecvt_batch_index"] == 1 and doc["targets"] == ["perfetto", "chrome"]
+    assert (doc["runs_total"], doc["runs_converted"], doc["runs_failed"]) == (3, 2, 1)
+    assert [r["source"] for r in doc["runs"]] == sorted(r["source"] for r in doc["runs"])
+    # no temporary files anywhere
+    assert not [p for p in out.rglob("*.part")]
+
+
+def test_index_html_links_resolve(archive, tmp_path):
+    root, _ = archive
+    out = tmp_path / "out"
+    run(root, "-o", out, "-j", "1", "--to", "chrome,perfetto")
+    page = (out / "index.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<table>" in page
+    links = re.findall(r'href="([^"]+)"', page)
+    assert len(links) == 4
+    for link in links:
+        assert not link.startswith(("/", "http")), link
+        assert (out / link).is_file(), link
+    assert "malformed JSON" in page and "broken/" in page
+    assert "<script" not in page and "stylesheet" not in page  # self-contained
+
+
+def test_second_call_skips_force_redoes_touch_redoes_one(archive, tmp_path):
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    assert run(root, "-o", out, "-j", "2").exit_code == 0
+    first = outputs_of(out)
+    tasks = {k: r["tasks"] for k, r in rows_by_dir(out).items()}
+    assert len(first) == 2
+
+    r = run(root, "-o", out, "-j", "2")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("skipped") >= 2 and "up to date; --force to redo" in r.output
+    assert "0 converted, 2 skipped" in r.output
+    assert outputs_of(out) == first
+    rows = rows_by_dir(out)
+    assert {r["status"] for r in rows.values()} == {"skipped"}
+    assert {k: r["tasks"] for k, r in rows.items()} == tasks      # figures kept
+    assert all(r["makespan_ns"] for r in rows.values())
+
+    time.sleep(0.01)
+    r = run(root, "-o", out, "-j", "2", "--force")
+    assert r.exit_code == 0 and "2 converted, 0 skipped" in r.output
+    again = outputs_of(out)
+    assert all(again[k] > first[k] for k in first)
+
+    # touching one input redoes that run only
+    later = time.time() + 5
+    os.utime(runs["matmul"] / "dyn_topo.txt", (later, later))
+    r = run(root, "-o", out, "-j", "2")
+    assert r.exit_code == 0, r.output
+    assert "1 converted, 1 skipped" in r.output
+    now = outputs_of(out)
+    for k in now:
+        assert (now[k] > again[k]) == k.startswith("matmul_add/"), k
+    rows = rows_by_dir(out)
+    assert rows["matmul_add"]["status"] == "converted"
+    assert rows["tiny_add"]["status"] == "skipped"
+
+    # a new output kind is missing: the run is redone (read once, both written)
+    r = run(root, "-o", out, "-j", "1", "--to", "perfetto,chrome")
+    assert "2 converted" in r.output
+
+
+def test_up_to_date_without_previous_index_says_why(archive, tmp_path):
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    run(root, "-o", out)
+    (out / "index.json").unlink()
+    r = run(root, "-o", out)
+    assert r.exit_code == 0
+    for row in rows_by_dir(out).values():
+        assert row["status"] == "skipped" and row["tasks"] is None
+        assert "--force" in row["figures_note"]
+
+
+def test_same_named_runs_mirror_the_tree(tmp_path):
+    root = tmp_path / "archive"
+    a = copy_run("tiny_add", root / "a")
+    b = copy_run("tiny_add", root / "deeper" / "b")
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "-q")
+    assert r.exit_code == 0, r.output
+    assert r.output == ""
+    assert (out / "a" / (a.name + ".pftrace")).is_file()
+    assert (out / "deeper" / "b" / (b.name + ".pftrace")).is_file()
+    rows = json.loads((out / "index.json").read_text())["runs"]
+    assert [r["run"] for r in rows] == [a.name, b.name]
+
+
+def test_archive_dir_is_itself_a_run(tmp_path):
+    run_dir = copy_run("tiny_add", tmp_path)
+    out = tmp_path / "out"
+    r = run(run_dir, "-o", out)
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads((out / "index.json").read_text())["runs"]
+    assert row["source"] == "." and row["outputs"] == {"perfetto": run_dir.name + ".pftrace"}
+    assert (out / (run_dir.name + ".pftrace")).is_file()
+
+
+def test_out_dir_inside_archive(archive):
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = root / "converted"
+    assert run(root, "-o", out, "--to", "perfetto,chrome").exit_code == 0
+    r = run(root, "-o", out, "--to", "perfetto,chrome")
+    assert r.exit_code == 0 and "2 runs: 0 converted, 2 skipped" in r.output
+
+
+def test_out_dir_around_archive(archive, tmp_path):
+    """OUT_DIR may hold the archive (outputs land beside it), but may not be it."""
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    r = run(root, "-o", root)
+    assert r.exit_code == 2 and "subfolder" in r.output
+    r = run(root, "-o", root.parent)
+    assert r.exit_code == 0 and "2 converted" in r.output
+    assert (root.parent / "tiny_add" / (runs["tiny"].name + ".pftrace")).is_file()
+
+
+def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch):
+    """A run that kills its worker process (out of memory, crash) fails alone."""
+    import converter.batch.job as job
+    real = job.run_job
+
+    def crashing(spec):
+        if spec["rel"].startswith("matmul_add"):
+            os._exit(9)
+        return real(spec)
+
+    monkeypatch.setattr(job, "run_job", crashing)
+    root, _ = archive
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "-j", "2")
+    assert r.exit_code == 2
+    rows = rows_by_dir(out)
+    assert rows["matmul_add"]["status"] == "failed"
+    assert "worker process died" in rows["matmul_add"]["error"]
+    assert rows["tiny_add"]["status"] == "converted"
+    assert rows["broken"]["status"] == "failed" and "malformed" in rows["broken"]["error"]
+    assert "2 of 3 runs failed" in r.output
+
+
+# -- errors and options ----------------------------------------------------------------
+
+def test_no_runs_is_one_line_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = run(tmp_path / "empty", "-o", tmp_path / "out")
+    assert r.exit_code == 2
+    assert r.output.strip().count("\n") == 0 and "no supported run" in r.output
+
+
+def test_missing_archive(tmp_path):
+    r = run(tmp_path / "nope", "-o", tmp_path / "out")
+    assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_output_is_required_and_kinds_checked(archive, tmp_path):
+    root, _ = archive
+    assert run(root).exit_code == 2
+    r = run(root, "-o", tmp_path / "out", "--to", "perfetto,pdf")
+    assert r.exit_code == 2 and "pdf" in r.output and "available" in r.output
+
+
+def test_dask_needs_scheduler_and_package(archive, tmp_path, monkeypatch):
+    root, _ = archive
+    r = run(root, "-o", tmp_path / "out", "--engine", "dask")
+    assert r.exit_code == 2 and "--scheduler" in r.output
+    r = run(root, "-o", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:1")
+    assert r.exit_code == 2 and "--engine dask" in r.output
+    import sys
+    monkeypatch.setitem(sys.modules, "distributed", None)      # as if not installed
+    r = run(root, "-o", tmp_path / "out", "--engine", "dask", "--scheduler", "tcp://x:1")
+    assert r.exit_code == 2
+    assert "pip install 'tracecvt[dask]'" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_progress_bar_counts_runs_failures_and_rate():
+    from rich.console import Console
+
+    from converter.batch.command import _Display
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120, color_system=None)
+    d = _Display(3, quiet=False, console=console)
+    assert d.progress is not None
+    d.advance(False)
+    d.advance(True)
+    d.progress.refresh()
+    d.close()
+    text = buf.getvalue()
+    assert "2/3" in text and "1 failed" in text and "runs/s" in text
+    # not a terminal, or -q: no bar
+    assert _Display(3, quiet=True).progress is None
+    assert _Display(3, False, Console(file=io.StringIO())).progress is None
+
+
+@pytest.mark.skipif(not HAVE_ANALYSES, reason="converter.analyses not installed")
+def test_failing_analysis(archive, tmp_path, monkeypatch):
+    """Without derived tracks a failed analysis only costs the figures; with them (the
+    default, as in to-perfetto) the run fails with a one-line error, and the others go on."""
+    import converter.analyses
+
+    def boom(trace):
+        raise ValueError("no")
+
+    monkeypatch.setattr(converter.analyses, "analyze", boom)
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "-j", "1", "--no-derived")
+    assert r.exit_code == 0, r.output
+    row = rows_by_dir(out)["tiny_add"]
+    assert row["status"] == "converted" and row["tasks"] == 6 and row["makespan_ns"] > 0
+    assert row["utilization_pct"] is None and "analysis failed" in row["figures_note"]
+    r = run(root, "-o", tmp_path / "out2", "-j", "1")
+    assert r.exit_code == 2 and "2 of 2 runs failed" in r.output
+    row = rows_by_dir(tmp_path / "out2")["tiny_add"]
+    assert "ValueError: no" in row["error"] and "bug" in row["error"]
+
+
+def test_no_derived_matches_direct_conversion(archive, tmp_path):
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    assert run(root, "-o", out, "--no-derived", "--to", "perfetto,chrome").exit_code == 0
+    (src,) = find_runs(runs["matmul"])
+    for writer, suffix in (("perfetto", ".pftrace"), ("chrome", ".json")):
+        direct = tmp_path / ("direct" + suffix)
+        convert_source(src, writer, direct, True, ReadOptions(), derived=False)
+        rel = runs["matmul"].relative_to(root).as_posix() + suffix
+        assert (out / rel).read_bytes() == direct.read_bytes()
+    pf = decode_pftrace(out / (runs["matmul"].relative_to(root).as_posix() + ".pftrace"))
+    check_pftrace(pf)
+    assert pftrace_counts(pf)["begin"] == 34
+
+
+def test_reachable_from_the_main_command(archive, tmp_path):
+    from converter.cli import main
+    if "batch" not in main.commands:
+        pytest.skip("not registered yet: converter/cli.py needs main.add_command(batch)")
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    r = CliRunner().invoke(main, ["batch", str(root), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert "2 runs: 2 converted" in r.output
+
+
+def test_model_output_when_the_writer_exists(archive, tmp_path):
+    from converter.convert import WRITERS
+    if "model" not in WRITERS:
+        pytest.skip("no model writer in this installation")
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "--to", "perfetto,model", "-j", "2")
+    assert r.exit_code == 0, r.output
+    rows = rows_by_dir(out)
+    for key in ("tiny_add", "matmul_add"):
+        rel = rows[key]["outputs"]["model"]
+        assert rel.endswith(WRITERS["model"].suffix) and (out / rel).is_file()
+    # byte-identical to the single-run conversion (the model keeps no derived tracks)
+    (src,) = find_runs(runs["tiny"])
+    convert_source(src, "model", tmp_path / "direct.tcmodel", True, ReadOptions())
+    rel = rows["tiny_add"]["outputs"]["model"]
+    assert (out / rel).read_bytes() == (tmp_path / "direct.tcmodel").read_bytes()
+
+
+def test_summary_output_when_available(archive, tmp_path):
+    from converter.batch.job import targets
+    if "summary" not in targets():
+        r = run(archive[0], "-o", tmp_path / "out", "--to", "summary")
+        assert r.exit_code == 2 and "summary" in r.output
+        pytest.skip("no summary renderer in this installation yet")
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "--to", "perfetto,summary,summary-json,summary-html", "-j", "2")
+    assert r.exit_code == 0, r.output
+    for row in rows_by_dir(out).values():
+        assert list(row["outputs"]) == ["perfetto", "summary", "summary-json", "summary-html"]
+        md = (out / row["outputs"]["summary"]).read_text()
+        assert row["run"] in md
+        data = json.loads((out / row["outputs"]["summary-json"]).read_text())
+        # the summary and the index figures come from the same analysis
+        assert data["bubbles"]["run"]["utilization_pct"] == row["utilization_pct"]
+        page = (out / row["outputs"]["summary-html"]).read_text()
+        assert "<html" in page.lower()
+        # the same bytes as the summary package writes for a freshly read run
+        import io
+
+        from converter.summary import write_summary
+        (src,) = find_runs(root / row["source"])
+        for kind, fmt in (("summary", "md"), ("summary-json", "json"), ("summary-html", "html")):
+            buf = io.BytesIO()
+            write_summary(src.read(), buf, fmt)
+            assert (out / row["outputs"][kind]).read_bytes() == buf.getvalue(), kind
+    links = re.findall(r'href="([^"]+)"', (out / "index.html").read_text())
+    assert all((out / link).is_file() for link in links) and len(links) == 8
+    # the .pftrace is the same as without summaries (the analysis never touches the model)
+    plain = tmp_path / "plain"
+    run(root, "-o", plain)
+    for p in plain.rglob("*.pftrace"):
+        assert p.read_bytes() == (out / p.relative_to(plain)).read_bytes()
+
+
+def test_interrupt_keeps_finished_runs_and_writes_the_index(archive, tmp_path, monkeypatch):
+    import converter.batch.job as job
+    real = job.run_job
+
+    def interrupted(spec):
+        if spec["rel"].startswith("tiny_add"):
+            raise KeyboardInterrupt
+        return real(spec)
+
+    monkeypatch.setattr(job, "run_job", interrupted)
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "-j", "1")
+    assert r.exit_code == 130 and "run the same command again" in r.output
+    rows = rows_by_dir(out)
+    assert rows["tiny_add"]["status"] == "not run"
+    # matmul_add is bigger, so it ran first and is kept
+    assert rows["matmul_add"]["status"] == "converted"
+    monkeypatch.setattr(job, "run_job", real)
+    r = run(root, "-o", out, "-j", "1")
+    assert r.exit_code == 0 and "1 converted, 1 skipped" in r.output
+    assert rows_by_dir(out)["matmul_add"]["tasks"] == 34
