@@ -187,7 +187,31 @@ def _human(n: int) -> str:
     return str(n)
 
 
-# -- the mount table --------------------------------------------------------------------
+# -- the per-entry limit (set by --max-entry-size) and the mount table --------------------
+_max_entry = DEFAULT_MAX_ENTRY
+
+
+def set_max_entry(n: int) -> None:
+    global _max_entry
+    _max_entry = n
+
+
+def max_entry() -> int:
+    return _max_entry
+
+
+def parse_size(text: str) -> int:
+    """'4GiB', '4G', '512M', '1000' (bytes) -> bytes; binary multiples."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    if mult != 1:
+        t = t[:-1]
+    value = float(t)
+    if not value > 0:
+        raise ValueError(text)
+    return int(value * mult)
+
+
 _MOUNTS: dict[str, Archive] = {}
 
 

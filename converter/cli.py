@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, archive
 from .convert import WRITERS, convert_source, default_output
 from .errors import TracecvtError
 from .progress import Reporter
@@ -76,6 +76,24 @@ _common = [
                       "ready counters, critical path)."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
 ]
+
+
+def _set_max_entry(ctx, param, value):
+    archive.set_max_entry(archive.DEFAULT_MAX_ENTRY)
+    if value is not None:
+        try:
+            archive.set_max_entry(archive.parse_size(value))
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not a size like 4GiB, 512M or 1000000",
+                                     param_hint="--max-entry-size")
+    return value
+
+
+def _max_entry_option() -> click.Option:
+    return click.Option(["--max-entry-size"], metavar="SIZE", expose_value=False,
+                        callback=_set_max_entry,
+                        help="Largest size one .zip/.tar entry may expand to (default 4GiB; "
+                             "K, M, G suffixes).")
 
 
 def _with_common(f):
@@ -396,6 +414,9 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
 from .batch import batch  # noqa: E402
 
 main.add_command(batch)
+
+for _command in main.commands.values():      # every command that reads PATH reads archives
+    _command.params.append(_max_entry_option())
 
 
 if __name__ == "__main__":  # pragma: no cover

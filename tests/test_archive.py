@@ -170,3 +170,23 @@ def test_archives_inside_a_folder_of_runs_are_found(tmp_path, members):
     assert len(runs) == 3
     assert len({r.name for r in runs}) == 3           # names made unique
     assert sorted(r.archive.name for r in runs) == ["a.zip", "a.zip", "b.tar.gz"]
+
+
+def test_cli_max_entry_size_option(tmp_path, members):
+    arc = _make("zip", tmp_path / "runs.zip", members)
+    r = CliRunner().invoke(main, ["info", str(arc), "--max-entry-size", "10K"])
+    assert r.exit_code == 2
+    assert "limit for one archive entry" in r.output and "runs.zip" in r.output
+    r = CliRunner().invoke(main, ["info", str(arc), "--max-entry-size", "lots"])
+    assert r.exit_code == 2 and "not a size" in r.output
+    # The limit does not leak into the next command.
+    r = CliRunner().invoke(main, ["info", str(arc)])
+    assert r.exit_code == 0, r.output
+
+
+def test_parse_size():
+    assert archive.parse_size("4GiB") == 4 << 30
+    assert archive.parse_size("512M") == 512 << 20
+    assert archive.parse_size("1000") == 1000
+    with pytest.raises(ValueError):
+        archive.parse_size("-1")

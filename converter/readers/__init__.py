@@ -33,17 +33,22 @@ def _readers_for(fmt: str | None) -> list[Reader]:
 
 
 def find_runs(path: str | Path, fmt: str | None = None,
-              max_entry: int = archive.DEFAULT_MAX_ENTRY) -> list[Source]:
+              max_entry: int | None = None) -> list[Source]:
     """Every run under ``path``: a file, a run directory, a tree of runs, or an archive
-    (.zip, .tar, .tar.gz …) of any of these, read in place."""
+    (.zip, .tar, .tar.gz …) of any of these, read in place.  ``max_entry`` caps what one
+    archive entry may expand to (default: ``archive.max_entry()``, 4 GiB)."""
     path = Path(path)
+    if max_entry is None:
+        max_entry = archive.max_entry()
     readers = _readers_for(fmt)
     force = fmt is not None
     if not fileio.exists(path):
         raise InputError(path, "no such file or directory")
+    hit = archive.locate(path)
+    if (hit is not None and hit[1] == "") or (hit is None and path.is_file()
+                                              and archive.sniff(path)):
+        return _find_in_archive(path, fmt, readers, max_entry)
     if fileio.is_file(path):
-        if archive.locate(path) is None and archive.sniff(path):
-            return _find_in_archive(path, fmt, readers, max_entry)
         for r in readers:
             src = r.find_file(path, force)
             if src is not None:
