@@ -412,8 +412,10 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
 
 # Commands defined in their own packages.
 from .batch import batch  # noqa: E402
+from .validate import validate  # noqa: E402
 
 main.add_command(batch)
+main.add_command(validate)
 
 for _command in main.commands.values():      # every command that reads PATH reads archives
     _command.params.append(_max_entry_option())

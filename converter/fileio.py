@@ -11,11 +11,13 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import os
+import re
 import tempfile
 import zlib
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 import orjson
 
@@ -23,6 +25,7 @@ from . import archive
 from .errors import InputError, OutputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 # -- the input tree (disk or mounted archive) ------------------------------------------
@@ -87,7 +90,7 @@ def _raw_bytes(path: Path, limit: int | None = None) -> bytes:
 
 def _gunzip(path: Path, data: bytes, limit: int | None = None) -> bytes:
     """Decompress, refusing to expand beyond the one-entry cap (a gzip bomb)."""
-    cap = archive.DEFAULT_MAX_ENTRY if limit is None else limit
+    cap = archive.max_entry() if limit is None else limit
     hit = archive.locate(path)
     if hit and limit is None:
         cap = hit[0].max_entry
@@ -170,6 +173,8 @@ def load_json(path: Path, data: bytes | None = None):
     """Parse a JSON file; malformed or truncated content is a one-line InputError."""
     if data is None:
         data = read_bytes(path)
+    if data[:3] == UTF8_BOM:
+        data = data[3:]
     if not data.strip():
         raise InputError(path, "empty file")
     try:
@@ -179,10 +184,89 @@ def load_json(path: Path, data: bytes | None = None):
         raise InputError(path, f"{what} at line {e.lineno} column {e.colno}: {e.msg}") from None
 
 
+# Structural tokens of JSON: each match is the run of non-bracket text (strings skipped whole,
+# possessively) before one bracket.  Matches follow each other without a gap until an
+# unterminated string (the cut), so the scan stops there.
+_JSON_BRACKET = re.compile(rb'[^][{}"]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^][{}"]*+)*+([][{}])')
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Where a JSON file cut short was read up to."""
+
+    size: int        # bytes in the (decompressed) file
+    kept: int        # bytes up to the end of the last complete record
+    depth: int       # nesting depth of that record (1: an element of the top-level array)
+    complete: bool   # nothing but closing brackets was missing (no record lost)
+
+    def describe(self, records: str = "records") -> str:
+        """How the cut was handled, for a warning."""
+        if self.complete:
+            return (f"the file ends at byte {self.size:,} without its closing brackets (cut "
+                    f"short after a complete record); all {records} in it were read")
+        return (f"the file ends mid-record at byte {self.size:,} (cut short); the {records} "
+                f"complete before byte {self.kept:,} were read, anything after them is lost")
+
+
+def load_json_records(path: Path, data: bytes | None = None,
+                      depths: tuple[int, ...] = (1, 2)) -> tuple[Any, Truncation | None]:
+    """Parse a JSON file whose records (events, tasks) are objects in arrays.
+
+    A file cut short (a writer killed mid-file, a partial copy, a missing closing bracket) is
+    read up to its last complete record: an object that is an element of an array nested
+    ``d`` deep, ``d`` in ``depths`` (a Chrome trace's events: 1 for a bare array, 2 for
+    ``{"traceEvents": [...]}``).  The containers still open there are closed, so whatever
+    the file held before the cut is kept.  Returns (document, Truncation or None); content
+    that is malformed before the end, or cut before its first record, is an InputError.
+    """
+    if data is None:
+        data = read_bytes(path)
+    if data[:3] == UTF8_BOM:
+        data = data[3:]
+    if not data.strip():
+        raise InputError(path, "empty file")
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as e:
+        error = e
+    end = len(data.rstrip())
+    if error.pos < end - 1:
+        raise InputError(path, f"malformed JSON at line {error.lineno} column {error.colno}: "
+                         f"{error.msg}") from None
+    start = 0
+    stack: list[int] = []
+    best: tuple[int, tuple[int, ...]] | None = None
+    pos = start
+    for m in _JSON_BRACKET.finditer(data, start):
+        if m.start() != pos:
+            break                               # inside the string the file was cut in
+        pos = m.end()
+        c = data[pos - 1]
+        if c == 0x7B or c == 0x5B:              # { [
+            stack.append(c)
+            continue
+        if not stack or stack.pop() != (0x7B if c == 0x7D else 0x5B):
+            break                               # mismatched: not JSON we can mend
+        if c == 0x7D and stack and stack[-1] == 0x5B and len(stack) in depths:
+            best = (pos, tuple(stack))
+    if best is not None:
+        kept, open_ = best
+        closing = bytes(0x5D if c == 0x5B else 0x7D for c in reversed(open_))
+        try:
+            doc = orjson.loads(data[start:kept] + closing)
+        except orjson.JSONDecodeError:
+            doc = None
+        if doc is not None:
+            complete = not data[kept:].strip(b" \t\r\n]}")
+            return doc, Truncation(len(data), kept, len(open_), complete)
+    raise InputError(path, f"truncated JSON at line {error.lineno} column {error.colno}: "
+                     f"{error.msg} (no complete record before the cut)") from None
+
+
 def check_output(path: Path, force: bool, inputs: list[Path] = ()) -> None:
     """Refuse to overwrite without ``force`` and never write over an input."""
     resolved = path.resolve()
-    if any(resolved == Path(src).resolve() for src in inputs):
+    if any(resolved == Path(src).resolve() or _same_file(path, Path(src)) for src in inputs):
         raise OutputError(f"{path}: output would overwrite an input file")
     if path.exists() and not force:
         raise OutputError(f"{path}: already exists (use --force to overwrite)")
@@ -190,11 +274,36 @@ def check_output(path: Path, force: bool, inputs: list[Path] = ()) -> None:
         raise OutputError(f"{path}: is a directory")
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Both name one file on disk (a hard link or symlink to an input too)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows (threads)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_output(path: Path, gzip_level: int | None = None) -> Iterator[IO[bytes]]:
     """Write to a temporary file next to ``path`` and rename it into place on success.
 
-    If the writer raises or the process dies, no partial file appears under ``path``.
+    The temporary file is ``.<name>.<random>.part`` in the output's directory (hidden, never
+    the output's name).  If the writer raises or the process is interrupted, it is removed;
+    if the process is killed outright (SIGKILL, power loss) it stays behind, but no partial
+    file ever appears under ``path``: the data is fsynced before the rename.
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
@@ -203,6 +312,10 @@ def atomic_output(path: Path, gzip_level: int | None = None) -> Iterator[IO[byte
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
     except OSError as e:
         raise OutputError(f"{path}: cannot write: {e.strerror or e}") from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())      # mkstemp makes it 0600; outputs are ordinary
+    except OSError:
+        pass
     try:
         with os.fdopen(fd, "wb") as raw:
             if gzip_level is not None:

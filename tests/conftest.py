@@ -51,6 +51,26 @@ def pftrace_counts(trace) -> dict:
             "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor"))}
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "no_trace_check: the test writes invalid .pftrace files on purpose (the "
+        "automatic validation of written traces is skipped)")
+
+
+@pytest.fixture(autouse=True)
+def _validate_written_traces(request):
+    """Every Perfetto trace a test writes under its tmp_path passes ``tracecvt validate``."""
+    yield
+    tmp = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+    if tmp is None or request.node.get_closest_marker("no_trace_check"):
+        return
+    from converter.validate import validate_path
+    for trace in sorted([*Path(tmp).rglob("*.pftrace"), *Path(tmp).rglob("*.pftrace.gz")]):
+        if trace.is_file() and not trace.is_symlink():
+            report = validate_path(trace)
+            assert report.ok, report.text()
+
+
 @pytest.fixture(scope="session")
 def samples() -> Path:
     if not SAMPLES.is_dir():
@@ -65,8 +85,12 @@ def check_pftrace(trace) -> dict:
       carries SEQ_NEEDS_INCREMENTAL_STATE, and every iid is defined at or before its use;
     * every track_uuid used has a descriptor, and every parent exists;
     * BEGIN/END are balanced per track and END never precedes its BEGIN;
-    * every terminating flow id has a matching outgoing flow id.
+    * every terminating flow id has a matching outgoing flow id;
+    * and ``tracecvt validate`` (converter/validate.py) finds no problem in it.
     """
+    from converter.validate import validate_bytes
+    report = validate_bytes(trace.SerializeToString())
+    assert report.ok, report.text()
     tables = {"name": set(), "cat": set(), "arg": set(), "str": set()}
     descriptors = {}
     first = trace.packet[0]

@@ -157,11 +157,19 @@ def test_empty_folder(tmp_path):
 
 
 def test_truncated_json(tiny, tmp_path):
+    """A file cut short converts the events before the cut and says so (issue 7,
+    tests/test_truncation.py); cut before its first complete event it is an error."""
     merged = tiny / "CostModelSimulationOutput" / "merged_swimlane.json"
-    merged.write_bytes(merged.read_bytes()[:15000])
+    data = merged.read_bytes()
+    merged.write_bytes(data[:15000])
     r = run("to-perfetto", tiny, "-o", tmp_path / "x.pftrace")
+    assert r.exit_code == 0, r.output
+    assert "merged_swimlane.json: the file ends mid-record at byte 15,000 (cut short)" in r.output
+    check_pftrace(decode_pftrace(tmp_path / "x.pftrace"))
+    merged.write_bytes(data[:200])
+    r = run("to-perfetto", tiny, "-o", tmp_path / "y.pftrace")
     one_line_error(r, "merged_swimlane.json", "truncated JSON")
-    assert not (tmp_path / "x.pftrace").exists()
+    assert not (tmp_path / "y.pftrace").exists()
 
 
 def test_malformed_json(tiny, tmp_path):

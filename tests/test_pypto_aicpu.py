@@ -173,11 +173,23 @@ def test_machine_view_inside_aicpu_file(tmp_path):
 def test_malformed_aicpu_file(tmp_path):
     path = tmp_path / "machine_runtime_operator_trace_0.json"
     text = AICPU_FILE.read_text()
-    path.write_text(text[: len(text) // 2])
+    mid = text.index("},", len(text) // 2) + 2          # between two events
+    path.write_text(text[:mid] + "}}garbage" + text[mid:])
     (src,) = find_runs(tmp_path)
     with pytest.raises(InputError) as err:
         src.read()
     assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
+
+
+def test_truncated_aicpu_file_keeps_the_events_before_the_cut(tmp_path):
+    """Cut short (issue 7): the complete events before the cut are read, with a warning."""
+    path = tmp_path / "machine_runtime_operator_trace_0.json"
+    text = AICPU_FILE.read_text()
+    path.write_text(text[: len(text) // 2])
+    (src,) = find_runs(tmp_path)
+    trace = src.read()
+    assert any("cut short" in w and str(path) in w for w in trace.meta.warnings)
+    assert 0 < len(trace.slices) < len(find_runs(AICPU_FILE)[0].read().slices)
 
 
 # -- merged_swimlane.json with the AICPU view prepended (5.7) ----------------------------------

@@ -7,10 +7,13 @@ from pathlib import Path
 from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
-from . import model, ncu, pypto
+from . import msprof, pypto
+from . import ncu
+from . import model
 
 READERS: list[Reader] = [
     pypto.READER,
+    msprof.READER,
     ncu.READER,
     model.READER,
 ]

@@ -156,7 +156,7 @@ class PyptoReader:
                        source_files=[str(path)])
         trace = Trace(meta)
         options.report(f"reading {path.name}", 0, 1)
-        events = load_events(path)
+        events = load_events(path, trace.warn)
         view = MachineView(trace, "PyPTO Machine View",
                            f"tasks per core from {path.name}; times in ns "
                            "(PyPTO's microseconds x 1000)")

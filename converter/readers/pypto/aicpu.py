@@ -24,6 +24,7 @@ order.  Two things are added here:
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ def add_aicpu_trace(trace: Trace, path: Path, options: ReadOptions) -> None:
     """Add the slices of the AICPU trace ``path`` to ``trace`` on an "AICPU View" group."""
     path = Path(path)
     options.report(f"reading {path.name}", 0, 1)
-    events = load_events(path)
+    events = load_events(path, trace.warn)
     freqs = _exact_times(events)
     if any(isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
            and (e.get("args") or {}).get("name") == MACHINE_VIEW for e in events):
@@ -120,6 +121,8 @@ def _is_number(v: Any) -> bool:
 def _ticks(us: float, freq: int) -> int | None:
     """``us * freq`` as whole ticks, or None when it is clearly not on the tick grid."""
     x = us * freq
+    if not math.isfinite(x):
+        return None
     t = round(x)
     # A double holds ~16 significant digits: allow that much error, and 1e-3 tick.
     if abs(x - t) > max(1e-3, abs(x) * 1e-15):

@@ -148,22 +148,36 @@ class HintParser:
         return value
 
 
+_WIDE = range(-(1 << 63), 1 << 64)     # what a trace can hold as an integer
+
+
+def _fits(v: Any) -> Any:
+    """Integers beyond 64 bits (hints are Python literals: unbounded) are kept as text."""
+    if isinstance(v, int) and not isinstance(v, bool) and v not in _WIDE:
+        return str(v)
+    if isinstance(v, list):
+        return [_fits(x) for x in v]
+    return v
+
+
 def operand(magic: Any, shape: Any, dtype: Any, rawmagic: Any) -> dict[str, Any]:
     """One tensor operand as an args dict: magic, shape, dtype name, raw tensor, bytes."""
-    out: dict[str, Any] = {"tensor": magic}
+    out: dict[str, Any] = {"tensor": _fits(magic)}
     if isinstance(shape, (list, tuple)):
-        out["shape"] = list(shape)
+        out["shape"] = _fits(list(shape))
     if isinstance(dtype, int) and 0 <= dtype < len(DTYPES):
         out["dtype"] = DTYPES[dtype]
-        if isinstance(shape, (list, tuple)) and all(isinstance(d, int) for d in shape):
+        if isinstance(shape, (list, tuple)) and all(isinstance(d, int) and d >= 0
+                                                    for d in shape):
             n = 1
             for d in shape:
                 n *= d
-            out["bytes"] = n * DTYPE_BITS[dtype] // 8
+            if n * DTYPE_BITS[dtype] // 8 in _WIDE:
+                out["bytes"] = n * DTYPE_BITS[dtype] // 8
     elif dtype is not None:
-        out["dtype"] = dtype
+        out["dtype"] = _fits(dtype)
     if rawmagic is not None:
-        out["raw_tensor"] = rawmagic
+        out["raw_tensor"] = _fits(rawmagic)
     return out
 
 
@@ -176,7 +190,7 @@ def operand_bytes(operands: Any) -> int | None:
         if b is None:
             return None
         total += b
-    return total
+    return total if total in _WIDE else None
 
 
 _EXEC_RE = re.compile(

@@ -8,11 +8,12 @@ becomes a group with one lane per thread.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...fileio import load_json, read_bytes
+from ...fileio import load_json_records, read_bytes
 from ...model import GROUP, LANE, Flow, Slice, Trace
 from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
                      task_category)
@@ -21,6 +22,45 @@ _EVENT_HINT_RE = re.compile(
     r"rootHash:\s*(\d+).*?callOpMagic:\s*(-?\d+).*?leafHash:\s*(\d+)")
 
 MACHINE_VIEW = "Machine View"
+
+# Times are written as int64 nanoseconds: anything outside [0, 2^62) ns (about 146 years, with
+# room for durations) is not a time PyPTO wrote, and is skipped rather than wrapped around.
+MAX_NS = 1 << 62
+_NUMBER = {int, float, Fraction}      # not bool; Fraction: exact AICPU times (aicpu.py)
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+class _BadTime(ValueError):
+    pass
+
+
+def _ns(us: Any) -> int:
+    """Microseconds -> integer ns, checked (TypeError / ValueError / _BadTime otherwise)."""
+    if us.__class__ not in _NUMBER:
+        raise TypeError
+    ns = round(us * 1000)
+    if not 0 <= ns < MAX_NS:
+        raise _BadTime
+    return ns
+
+
+def _text(v: Any) -> str:
+    """A name or category: PyPTO writes strings; anything else is shown as text."""
+    if v.__class__ is str:
+        return v
+    return "" if v is None else str(v)
+
+
+def _args(a: Any) -> dict | None:
+    """Chrome args are an object; another value is kept under "args"."""
+    if a is None or a.__class__ is dict:
+        return a or None
+    return {"args": a}
+
+
+def _counter_value(v: Any) -> Any:
+    """Integers beyond int64 (orjson reads up to 2^64-1) become floats."""
+    return v if v.__class__ is not int or v in _INT64 else float(v)
 
 
 class ChromeEventLoader:
@@ -95,26 +135,38 @@ class ChromeEventLoader:
                 ph = e["ph"]
                 if ph == "C":
                     a = e.get("args")
-                    if a is not None and len(a) == 1:
+                    ts = e["ts"]
+                    if ts.__class__ not in _NUMBER:
+                        raise TypeError
+                    ts = round(ts * 1000)
+                    if not 0 <= ts < MAX_NS:
+                        raise _BadTime
+                    if a.__class__ is dict and len(a) == 1:
                         add = counter_add.get((e.get("pid"), e.get("name")))
                         if add is not None:
                             (v,) = a.values()
                             if v.__class__ is int or v.__class__ is float:
-                                add[0](round(e["ts"] * 1000))
-                                add[1](v)
+                                add[0](ts)
+                                add[1](_counter_value(v))
                                 continue
-                    counter = self._counter(e)
-                    if counter is not None and a is not None and len(a) == 1:
+                    counter = self._counter(e, ts)
+                    if counter is not None and a.__class__ is dict and len(a) == 1:
                         counter_add[(e.get("pid"), e.get("name"))] = (counter.ts.append,
                                                                       counter.values.append)
                 elif ph == "s":
-                    flow_src[e["id"]] = (e.get("pid"), e.get("tid"), e["ts"])
+                    _ns(e["ts"])
+                    src = (e.get("pid"), e.get("tid"), e["ts"])
+                    hash(src)                   # TypeError: an unhashable pid or tid
+                    flow_src[e["id"]] = src
                 elif ph == "f" or ph == "t":
+                    _ns(e["ts"])
                     src = flow_src.pop(e["id"], None)
                     if src is None:
                         self._skip("flow end without start")
                     else:
-                        flow_pairs.append((src, (e.get("pid"), e.get("tid"), e["ts"])))
+                        dst = (e.get("pid"), e.get("tid"), e["ts"])
+                        hash(dst)
+                        flow_pairs.append((src, dst))
                 elif ph == "X":
                     pid = e.get("pid")
                     tid = e.get("tid")
@@ -122,14 +174,25 @@ class ChromeEventLoader:
                     if lane is None:
                         lane = lane_cache[(pid, tid)] = self.lane(pid, tid)
                     ts_us = e["ts"]
+                    dur_us = e.get("dur", 0)
+                    if ts_us.__class__ not in _NUMBER or dur_us.__class__ not in _NUMBER:
+                        raise TypeError             # (inlined _ns: the hot path)
                     ts = round(ts_us * 1000)
-                    end = round((ts_us + e.get("dur", 0)) * 1000)
+                    end = round((ts_us + dur_us) * 1000)
                     if end < ts:
                         bad_dur += 1
                         end = ts
+                    if ts < 0 or end >= MAX_NS:
+                        raise _BadTime
                     name = e.get("name", "")
+                    if name.__class__ is not str:
+                        name = _text(name)
                     a = e.get("args")
+                    if a is not None and a.__class__ is not dict:
+                        a = _args(a)
                     hint = a.get("event-hint") if a else None
+                    if hint is not None and hint.__class__ is not str:
+                        hint = None
                     if hint is not None:
                         key = (a.get("ioperand-hint"), a.get("ooperand-hint"),
                                a.get("execution-hint"), a.get("color"),
@@ -144,8 +207,8 @@ class ChromeEventLoader:
                         self.tasks += 1
                         slices.append(Slice(lane, ts, end - ts, name, cat, args, shared))
                     else:
-                        slices.append(Slice(lane, ts, end - ts, name, e.get("cat", ""),
-                                            a or None))
+                        slices.append(Slice(lane, ts, end - ts, name,
+                                            _text(e.get("cat", "")), a or None))
                     idx = len(slices) - 1
                     starts.setdefault((tid, pid, ts), idx)
                     ends.setdefault((tid, pid, end), idx)
@@ -153,8 +216,8 @@ class ChromeEventLoader:
                     pass
                 elif ph in ("i", "I", "n"):
                     lane = self.lane(e.get("pid"), e.get("tid"))
-                    trace.add_instant(lane, round(e["ts"] * 1000), e.get("name", ""),
-                                      e.get("cat", ""), e.get("args") or None)
+                    trace.add_instant(lane, _ns(e["ts"]), _text(e.get("name", "")),
+                                      _text(e.get("cat", "")), _args(e.get("args")))
                 elif ph == "B":
                     open_b.setdefault((e.get("pid"), e.get("tid")), []).append(e)
                 elif ph == "E":
@@ -164,12 +227,15 @@ class ChromeEventLoader:
                         continue
                     b = stack.pop()
                     lane = self.lane(b.get("pid"), b.get("tid"))
-                    ts = round(b["ts"] * 1000)
-                    end = max(ts, round(e["ts"] * 1000))
-                    trace.add_slice(lane, ts, end - ts, b.get("name", ""), b.get("cat", ""),
-                                    b.get("args") or None)
+                    ts = _ns(b["ts"])
+                    end = max(ts, _ns(e["ts"]))
+                    trace.add_slice(lane, ts, end - ts, _text(b.get("name", "")),
+                                    _text(b.get("cat", "")), _args(b.get("args")))
                 else:
                     self._skip(f"event phase {ph!r}")
+            except _BadTime:
+                self._skip(f"{e.get('ph')!r} event with a time out of range (negative, or past "
+                           "2^62 ns)")
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
                 if not isinstance(e, dict):
                     self._skip("not an object")
@@ -194,11 +260,15 @@ class ChromeEventLoader:
 
     def _metadata(self, e: dict) -> None:
         name = e.get("name")
-        value = (e.get("args") or {}).get("name")
-        if name == "process_name" and value is not None:
-            self.process_names[e.get("pid")] = str(value)
-        elif name == "thread_name" and value is not None:
-            self.thread_names[(e.get("pid"), e.get("tid"))] = str(value)
+        args = e.get("args")
+        value = args.get("name") if args.__class__ is dict else None
+        try:
+            if name == "process_name" and value is not None:
+                self.process_names[e.get("pid")] = str(value)
+            elif name == "thread_name" and value is not None:
+                self.thread_names[(e.get("pid"), e.get("tid"))] = str(value)
+        except TypeError:                       # an unhashable pid or tid
+            self._skip("malformed 'M' event")
 
     def _task(self, key, name: str, a: dict, shared_args: SharedTaskArgs, lane_name: str):
         parts, _ = split_name(name)
@@ -216,11 +286,12 @@ class ChromeEventLoader:
             hints.parse_exec(a.get("execution-hint") or ""))
         return shared, task_category(lane_name, fake)
 
-    def _counter(self, e: dict):
-        ts = round(e["ts"] * 1000)
+    def _counter(self, e: dict, ts: int):
         pid = e.get("pid")
-        name = e.get("name", "")
+        name = _text(e.get("name", ""))
         args = e.get("args") or {}
+        if args.__class__ is not dict:
+            raise TypeError
         numeric = [(k, v) for k, v in args.items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if not numeric:
@@ -236,7 +307,7 @@ class ChromeEventLoader:
                 else:
                     counter = self.trace.add_counter(series, self.other_groups.get(pid), unit)
                 self.counters[(pid, series)] = counter
-            counter.add(ts, v)
+            counter.add(ts, _counter_value(v))
         return counter
 
     def _bind_flows(self, pairs, starts, ends) -> None:
@@ -277,12 +348,19 @@ def _lookup(table: dict, tid: Any, pid: Any, ns: int) -> int | None:
     return idx
 
 
-def load_events(path: Path) -> list:
-    """Parse a Chrome trace file and return its event list, dropping the raw bytes early."""
+def load_events(path: Path, warn=None) -> list:
+    """Parse a Chrome trace file and return its event list, dropping the raw bytes early.
+
+    A file cut short gives the events before the cut (``warn`` is told what was lost), as
+    Perfetto reads a JSON trace without its closing brackets.
+    """
     data = read_bytes(path)
-    doc = load_json(path, data)
+    doc, cut = load_json_records(path, data, (1, 2))
     del data
-    return events_of(doc, path)
+    events = events_of(doc, path)
+    if cut is not None and warn is not None:
+        warn(f"{path}: {cut.describe(f'{len(events):,} events')}")
+    return events
 
 
 def events_of(doc: Any, path: Path) -> list:

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...fileio import glob, is_file, load_json, logical_name, read_text
+from ...fileio import glob, is_file, load_json, load_json_records, logical_name, read_text
 from ...model import RunMeta, Trace
 from ..base import ReadOptions, Source
+from .merged import MAX_NS
 from .common import (NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView, SharedTaskArgs,
                      core_lane_name, cycles_clock, operand, task_category)
 
@@ -91,11 +92,19 @@ class _Task:
 KEY, SEQ, TID, ROOT_HASH, OPMAGIC, LEAF_HASH, PSG, SUCCS, LABEL, ROOT_INDEX = range(10)
 
 
-def _load_dyn_topo(path: Path) -> list[tuple]:
+def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
     text = read_text(path)
     n_fixed = 9
     rows: list[tuple] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    if text.strip() and not text.endswith(("\n", "\r")):
+        # PyPTO ends every line with a newline: the last one was cut short (its successors,
+        # or the row itself, would be wrong), so it is dropped.
+        lines.pop()
+        if warn is not None:
+            warn(f"{path}: the file ends mid-line at byte {len(text.encode('utf-8')):,} "
+                 f"(cut short); its last line {len(lines) + 1} was dropped")
+    for lineno, line in enumerate(lines, 1):
         s = line.strip()
         if not s:
             continue
@@ -109,6 +118,8 @@ def _load_dyn_topo(path: Path) -> list[tuple]:
         except ValueError:
             raise InputError(path, f"line {lineno}: not a comma-separated list of "
                              "integers") from None
+        if any(not -(1 << 63) <= v < 1 << 64 for v in vals):
+            raise InputError(path, f"line {lineno}: a value beyond 64 bits")
         if len(vals) < max(n_fixed, 9):
             raise InputError(path, f"line {lineno}: {len(vals)} fields, expected at least "
                              f"{max(n_fixed, 9)} (seqNo,taskId,rootIndex,rootHash,opmagic,"
@@ -120,8 +131,10 @@ def _load_dyn_topo(path: Path) -> list[tuple]:
     return rows
 
 
-def _load_tmp_topo(path: Path) -> list[tuple]:
-    doc = load_json(path)
+def _load_tmp_topo(path: Path, warn=None) -> list[tuple]:
+    doc, cut = load_json_records(path, None, (1,))
+    if cut is not None and warn is not None:
+        warn(f"{path}: {cut.describe(f'{len(doc) if isinstance(doc, list) else 0:,} tasks')}")
     if not isinstance(doc, list):
         raise InputError(path, "expected a JSON array of tasks")
     rows: list[tuple] = []
@@ -155,9 +168,11 @@ def _static_topo_files(path: Path) -> dict[int, Path]:
     return files
 
 
-def _load_static_topo(path: Path, seq: int) -> list[tuple]:
+def _load_static_topo(path: Path, seq: int, warn=None) -> list[tuple]:
     """One device task's static topo: task ids without seqNo, optional extra keys (3.4)."""
-    doc = load_json(path)
+    doc, cut = load_json_records(path, None, (1,))
+    if cut is not None and warn is not None:
+        warn(f"{path}: {cut.describe(f'{len(doc) if isinstance(doc, list) else 0:,} tasks')}")
     if not isinstance(doc, list):
         raise InputError(path, "expected a JSON array of tasks")
     base = seq << 32
@@ -332,9 +347,18 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
     to_ns = clock.to_ns
 
     options.report(f"reading {swim_path.name}", 0, 1)
-    cores = load_json(swim_path)
+    cores, cut = load_json_records(swim_path, None, (1, 3))    # cores, and their tasks
     if not isinstance(cores, list):
         raise InputError(swim_path, "expected a JSON array of cores")
+    if cut is not None:
+        last = cores[-1] if cores else None
+        if isinstance(last, dict) and not (_is_int(last.get("blockIdx"))
+                                           and isinstance(last.get("tasks"), list)):
+            cores.pop()                    # cut before its header was complete
+        n_tasks = sum(len(c["tasks"]) for c in cores
+                      if isinstance(c, dict) and isinstance(c.get("tasks"), list))
+        trace.warn(f"{swim_path}: "
+                   + cut.describe(f"{len(cores):,} cores and {n_tasks:,} task records"))
 
     view = MachineView(trace, "PyPTO Machine View",
                        f"tasks per core rebuilt from {swim_path.name} and the task graph; "
@@ -347,6 +371,7 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
     min_start: int | None = None
     zero_end = 0
     bad_dur = 0
+    out_of_range = 0
     for ci, core in enumerate(cores):
         if not isinstance(core, dict):
             raise InputError(swim_path, f"core {ci}: not an object")
@@ -380,6 +405,9 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
             if e_ns < s_ns:
                 bad_dur += 1
                 e_ns = s_ns
+            if not 0 <= s_ns <= e_ns < MAX_NS:     # not writable as int64 ns
+                out_of_range += 1
+                continue
             task = _Task(key, seq, tid, lane, lane_name, psg, s_ns, e_ns,
                          start / den, end / den)
             records.append(task)
@@ -397,10 +425,10 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
     if topo_path is not None:
         options.report(f"reading {topo_path.name}", 0, 1)
         if topo_role == "dyn_topo":
-            rows = _load_dyn_topo(topo_path)
+            rows = _load_dyn_topo(topo_path, trace.warn)
             meta.source_files.append(str(topo_path))
         elif topo_role == "tmp_topo":
-            rows = _load_tmp_topo(topo_path)
+            rows = _load_tmp_topo(topo_path, trace.warn)
             meta.source_files.append(str(topo_path))
         else:
             files = _static_topo_files(topo_path)
@@ -409,7 +437,7 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
                 if p is None:
                     static_missing.append(seq)
                     continue
-                rows.extend(_load_static_topo(p, seq))
+                rows.extend(_load_static_topo(p, seq, trace.warn))
                 meta.source_files.append(str(p))
         options.report(f"reading {topo_path.name}", 1, 1)
     else:
@@ -469,7 +497,8 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
                     best = succ
             if best is not None:
                 t_us = best.start_us
-                task.start, task.end = best.start - 1000, best.start
+                # 1 us before its successor, but never before time 0 (int64 ns trace times)
+                task.start, task.end = max(0, best.start - 1000), best.start
                 task.start_us, task.end_us = t_us - 1, t_us
                 continue
             pe = pred_end.get(task.key)
@@ -539,6 +568,9 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
     if bad_dur:
         trace.warn(f"{swim_path}: {bad_dur} task records end before they start; "
                    "duration set to 0")
+    if out_of_range:
+        trace.warn(f"{swim_path}: {out_of_range} task records with times out of range "
+                   "(negative, or past 2^62 ns) skipped")
     if dropped:
         hub = all(t.lane_name.startswith("HUB") and t.seq == 0 for t in dropped)
         why = (" (PyPTO SIM bug: HUB tasks of every device task are recorded with seqNo 0, "

@@ -1,0 +1,86 @@
+"""Where tracks go: a Host group and one NPU group per device, optionally under a rank group.
+
+Chrome-trace processes and CSV-derived lanes share one registry of process groups, so a
+stream lane made from ``op_summary`` is the same lane the JSON's ``Ascend Hardware`` thread
+``Stream 46`` uses.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...model import GROUP, Trace
+from .jsonshape import rank as clamp
+
+# Processes that belong to a device when the file gives no label.
+DEVICE_SIDE = {"Ascend Hardware", "HCCL", "Overlap Analysis", "AI Core Freq", "HBM", "LLC",
+               "NPU MEM", "QoS", "Acc PMU", "Stars Soc Info", "Step Trace", "Task Scheduler",
+               "AI Core Utilization", "DDR", "PCIe", "HCCS", "Sio", "Memory"}
+
+
+class Layout:
+    def __init__(self, trace: Trace, rank: int | None = None, order: int = 0,
+                 description: str = ""):
+        self.trace = trace
+        self.root: int | None = None
+        self.rank = rank
+        if rank is not None:
+            self.root = trace.add_track(f"Rank {rank}", None, GROUP, order=order,
+                                        description=description or f"torch_npu rank {rank}")
+        self._host: int | None = None
+        self._devices: dict[int | None, int] = {}
+        self._groups: dict[tuple[int, str], int] = {}
+        self._lanes: dict[tuple[int, str], int] = {}
+        self.default_device: int | None = None
+
+    def host(self) -> int:
+        if self._host is None:
+            self._host = self.trace.add_track("Host", self.root, GROUP, order=0,
+                                              description="host side: CPU processes and threads")
+        return self._host
+
+    def device(self, dev: int | None = None) -> int:
+        if dev is None:
+            dev = self.default_device
+        g = self._devices.get(dev)
+        if g is None:
+            name = "NPU" if dev is None else f"NPU {dev}"
+            g = self._devices[dev] = self.trace.add_track(
+                name, self.root, GROUP, order=clamp(10 + (dev or 0)),
+                description="device side: hardware streams, communication, counters")
+        return g
+
+    def parent_for(self, name: str, label: str | None) -> int:
+        if label:
+            text = label.strip()
+            if text.upper().startswith("NPU"):
+                m = re.search(r"\d+", text)
+                return self.device(int(m.group()) if m else None)
+            if text.upper() == "CPU":
+                return self.host()
+        return self.device() if name in DEVICE_SIDE else self.host()
+
+    def group(self, parent: int, name: str, order: int | None = None,
+              description: str = "") -> int:
+        key = (parent, name)
+        g = self._groups.get(key)
+        if g is None:
+            g = self._groups[key] = self.trace.add_track(name, parent, GROUP, order=clamp(order),
+                                                         description=description)
+        return g
+
+    def register_group(self, parent: int, name: str, track: int) -> None:
+        self._groups.setdefault((parent, name), track)
+
+    def lane(self, parent: int, name: str, order: int | None = None, nesting: bool = False,
+             description: str = "", derived: bool = False) -> int:
+        key = (parent, name)
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = self.trace.add_track(
+                name, parent, order=clamp(order), nesting=nesting, description=description,
+                derived=derived)
+        return lane
+
+    def register_lane(self, parent: int, name: str, track: int) -> None:
+        self._lanes.setdefault((parent, name), track)
