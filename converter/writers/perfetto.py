@@ -192,8 +192,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         append(_track_descriptor(trace, index))
 
     # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination BEGIN.
-    # A flow whose destination starts before its source would reach Trace Processor end
-    # first and be dropped; giving both ends a plain flow id keeps it as an arrow between the
+    # A flow whose destination starts before (or with) its source would reach Trace Processor
+    # end first and be dropped; giving both ends a plain flow id keeps it as an arrow between the
     # two slices (drawn from the earlier one).
     flow_bytes: dict[int, bytes] = {}
     slices = trace.slices
@@ -202,8 +202,9 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         b = _pack_fixed64(fid)
         src, dst = flow.src, flow.dst
         flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
-        if slices[dst].ts < slices[src].ts:
-            backward += 1
+        d, s0 = slices[dst].ts, slices[src].ts
+        if d <= s0:     # equal starts too: Trace Processor may meet the destination first
+            backward += d < s0
             flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_FLOW + b
         else:
             flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
