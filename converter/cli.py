@@ -12,7 +12,7 @@ import click
 
 from . import __version__, archive
 from .convert import WRITERS, convert_source, default_output
-from .errors import TracecvtError
+from .errors import TracecvtError, one_line
 from .progress import Reporter
 from .readers import READERS, ReadOptions, find_runs, format_names
 
@@ -25,7 +25,7 @@ def _formats_help() -> str:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"tracecvt: error: {message}", err=True)
+    click.echo(f"tracecvt: error: {one_line(message)}", err=True)
 
 
 def _internal(src, e: Exception) -> str:
@@ -34,7 +34,7 @@ def _internal(src, e: Exception) -> str:
 
 
 def _warn(message: str) -> None:
-    click.echo(f"tracecvt: warning: {message}", err=True)
+    click.echo(f"tracecvt: warning: {one_line(message)}", err=True)
 
 
 def _human_size(n: int) -> str:

@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def one_line(message: str) -> str:
+    """``message`` with line breaks escaped, so an error quoting input stays one line."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class TracecvtError(Exception):
     """An error the CLI prints as one line and turns into exit code 2."""
 

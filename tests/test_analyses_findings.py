@@ -173,6 +173,15 @@ def test_msprof_op_bound_pipes_fill_and_advice():
     assert "1.25 waves" in tail.fill_note
 
 
+def test_msprof_op_damaged_numbers_are_no_value():
+    """A NaN or infinite block count (a damaged OpBasicInfo.csv) is no value, not a crash."""
+    for bad in (float("nan"), float("inf"), "nan", "1e999"):
+        tr = msprof_op_trace()
+        tr.meta.extra["msprof_op"]["block_dim"] = bad
+        m = analyze(tr).msprof_op
+        assert m.block_dim is None and m.fill_note is None
+
+
 def test_pypto_opportunities_carry_metric_and_gain():
     (trace,) = read(pypto_run_dir("ffn_large"))
     a = analyze(trace)

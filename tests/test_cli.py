@@ -211,3 +211,11 @@ def test_own_chrome_output_is_not_taken_for_a_run(tiny, tmp_path):
     assert run("to-chrome", tiny, "-q").exit_code == 0
     runs = find_runs(tiny.parent)
     assert [r.name for r in runs] == [tiny.name]
+
+
+def test_error_quoting_a_line_break_stays_one_line(tmp_path):
+    bad = tmp_path / "we\nird"
+    r = run("info", bad)
+    assert r.exit_code == 2
+    lines = [l for l in r.output.splitlines() if l.strip()]
+    assert len(lines) == 1 and "we\\nird" in lines[0]

@@ -8,6 +8,7 @@ Input: ``trace.meta.extra["msprof_op"]`` as the msprof reader fills it (see docs
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,16 +19,14 @@ PIPE_TITLES = {"cube": "cube (matrix)", "vector": "vector", "scalar": "scalar (c
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool):
+    """A finite number, or None (NaN and infinities from damaged files are no value)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
+    try:
+        f = float(v)
+    except (ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..errors import TracecvtError
+from ..errors import TracecvtError, one_line
 from . import index as idx
 from .job import FIGURE_KEYS, make_spec, targets as available_targets
 from .plan import plan
@@ -21,7 +21,7 @@ SKIPPED = "up to date; --force to redo"
 
 
 def _fail(message: str) -> None:
-    click.echo(f"tracecvt: error: {message}", err=True)
+    click.echo(f"tracecvt: error: {one_line(message)}", err=True)
 
 
 def _parse_targets(value: str) -> list[str]:
