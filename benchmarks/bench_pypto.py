@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Benchmark: PyPTO merged_swimlane.json -> .pftrace, as ratios against a floor measured in
+"""Benchmark: PyPTO merged_swimlane.json -> .pftrace, as ratios against floors measured in
 the same run.
 
-    python benchmarks/bench_pypto.py RUN_DIR [--repeat 3] [--json OUT.json]
+    python benchmarks/bench_pypto.py RUN_DIR [--repeat 3] [--json OUT.json] [--no-plain]
 
 RUN_DIR is a PyPTO run (output/output_*/ or a folder holding one) with a merged_swimlane.json;
 make a big one with ../shared/tools/pypto-sample/ (see docs/performance.md).  Every
 measurement runs in a fresh child process, so peak RSS (ru_maxrss) is that job's alone.
 
-Figures (goals from the foundation issue):
-* time ratio   = tracecvt to-perfetto wall time / (read + orjson.loads of the same file)  <= 1.5
-* size ratio   = .pftrace bytes / merged_swimlane.json bytes                              <= 0.25
-* memory ratio = peak RSS of the conversion / peak RSS of read + orjson.loads alone       <= 1.2
+Figures (goals from issues 2 and 6):
+* time ratio    = tracecvt to-perfetto wall time / (read + orjson.loads of the same file) <= 1.5
+                  (measured with the derived tracks, the default, and with --no-derived)
+* plain speedup = plain converter (json + one perfetto_trace_pb2 packet per event through
+                  TraceProtoBuilder, benchmarks/plain_converter.py) / tracecvt           >= 2.5
+* size ratio    = .pftrace bytes / merged_swimlane.json bytes                             <= 0.25
+* size vs Chrome = .pftrace bytes / tracecvt's compact Chrome JSON of the same run         <= 0.5
+* memory ratio  = peak RSS of the conversion / peak RSS of read + orjson.loads alone      <= 1.2
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ FLOOR = r"""
 import resource, sys, time, orjson
 t = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
-    doc = orjson.loads(f.read())
+    data = f.read()
+if sys.argv[1].endswith(".gz"):
+    import gzip
+    data = gzip.decompress(data)
+doc = orjson.loads(data)
 dt = time.perf_counter() - t
 print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -44,9 +52,19 @@ from converter.convert import convert_source
 from converter.readers import ReadOptions, find_runs
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1], sys.argv[4] or None)
-result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions())
+result = convert_source(src, sys.argv[6], Path(sys.argv[2]), True, ReadOptions(),
+                        derived=sys.argv[5] == "1")
 dt = time.perf_counter() - t
 print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.size)
+"""
+
+PLAIN = r"""
+import resource, sys, time
+sys.path.insert(0, sys.argv[3])
+from plain_converter import convert
+t = time.perf_counter()
+convert(sys.argv[1], sys.argv[2])
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
@@ -61,59 +79,91 @@ def main() -> None:
     ap.add_argument("run", type=Path)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--no-plain", action="store_true",
+                    help="skip the (slow) plain reference converter")
     a = ap.parse_args()
 
-    merged = sorted(a.run.rglob("merged_swimlane.json"))
+    merged = sorted(a.run.rglob("merged_swimlane.json*"))
     if not merged:
-        sys.exit(f"{a.run}: no (uncompressed) merged_swimlane.json below it")
+        sys.exit(f"{a.run}: no merged_swimlane.json(.gz) below it")
     merged = merged[0]
     size_in = merged.stat().st_size
-    floor_t, floor_rss, conv_t, conv_rss, raw_t = [], [], [], [], []
+    times: dict[str, list[float]] = {}
+    rss: dict[str, list[float]] = {}
+    sizes: dict[str, int] = {}
+
+    def measure(key: str, code: str, *args: str) -> None:
+        out = run_child(code, *args)
+        times.setdefault(key, []).append(out[0])
+        rss.setdefault(key, []).append(out[1])
+        if len(out) > 2:
+            sizes[key] = int(out[2])
+
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.pftrace")
-        size_out = 0
         for _ in range(a.repeat):
-            t, rss = run_child(FLOOR, str(merged))
-            floor_t.append(t)
-            floor_rss.append(rss)
-            t, rss, size_out = run_child(CONVERT, str(a.run), out, str(REPO), "")
-            conv_t.append(t)
-            conv_rss.append(rss)
-        t, _rss, _size = run_child(CONVERT, str(a.run), out, str(REPO), "pypto-raw")
-        raw_t.append(t)
-
-    f_t, c_t = statistics.median(floor_t), statistics.median(conv_t)
-    f_rss, c_rss = max(floor_rss), max(conv_rss)
+            measure("floor", FLOOR, str(merged))
+            measure("derived", CONVERT, str(a.run), out, str(REPO), "", "1", "perfetto")
+            measure("plain_model", CONVERT, str(a.run), out, str(REPO), "", "0", "perfetto")
+        measure("raw", CONVERT, str(a.run), out, str(REPO), "pypto-raw", "1", "perfetto")
+        measure("chrome", CONVERT, str(a.run), os.path.join(tmp, "out.json"), str(REPO), "",
+                "1", "chrome")
+        if not a.no_plain:
+            measure("plain", PLAIN, str(merged), os.path.join(tmp, "plain.pftrace"),
+                    str(REPO / "benchmarks"))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    peak = {k: max(v) for k, v in rss.items()}
+    f_t = med["floor"]
     figures = {
         "input": str(merged),
         "input_bytes": int(size_in),
-        "pftrace_bytes": int(size_out),
+        "pftrace_bytes": sizes["derived"],
+        "pftrace_no_derived_bytes": sizes["plain_model"],
+        "chrome_json_bytes": sizes["chrome"],
         "floor_read_orjson_s": round(f_t, 3),
-        "convert_s": round(c_t, 3),
-        "convert_raw_path_s": round(raw_t[0], 3),
-        "time_ratio": round(c_t / f_t, 3),
-        "size_ratio": round(size_out / size_in, 3),
-        "floor_peak_rss_mb": round(f_rss / 1024, 1),
-        "convert_peak_rss_mb": round(c_rss / 1024, 1),
-        "memory_ratio": round(c_rss / f_rss, 3),
+        "convert_s": round(med["derived"], 3),
+        "convert_no_derived_s": round(med["plain_model"], 3),
+        "convert_raw_path_s": round(med["raw"], 3),
+        "plain_converter_s": round(med["plain"], 3) if "plain" in med else None,
+        "time_ratio": round(med["derived"] / f_t, 3),
+        "time_ratio_no_derived": round(med["plain_model"] / f_t, 3),
+        "plain_speedup": round(med["plain"] / med["derived"], 2) if "plain" in med else None,
+        "size_ratio": round(sizes["derived"] / size_in, 3),
+        "size_ratio_no_derived": round(sizes["plain_model"] / size_in, 3),
+        "size_vs_chrome": round(sizes["derived"] / sizes["chrome"], 3),
+        "floor_peak_rss_mb": round(peak["floor"] / 1024, 1),
+        "convert_peak_rss_mb": round(peak["derived"] / 1024, 1),
+        "memory_ratio": round(peak["derived"] / peak["floor"], 3),
+        "memory_ratio_no_derived": round(peak["plain_model"] / peak["floor"], 3),
         "repeat": a.repeat,
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
     }
     rows = [
-        ("read + orjson.loads (floor)", f"{f_t:.3f} s", f"{f_rss / 1024:.0f} MB"),
-        ("tracecvt to-perfetto (merged file)", f"{c_t:.3f} s", f"{c_rss / 1024:.0f} MB"),
-        ("tracecvt to-perfetto --from pypto-raw", f"{raw_t[0]:.3f} s", ""),
+        ("read + orjson.loads (floor)", "floor"),
+        ("tracecvt to-perfetto (derived tracks, the default)", "derived"),
+        ("tracecvt to-perfetto --no-derived", "plain_model"),
+        ("tracecvt to-perfetto --from pypto-raw", "raw"),
+        ("tracecvt to-chrome", "chrome"),
+        ("plain converter (json + TraceProtoBuilder)", "plain"),
     ]
     print(f"input: {merged} ({size_in / 1e6:.1f} MB), median of {a.repeat}")
-    print("| job | wall time | peak RSS |\n|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print("| job | wall time | peak RSS | output |\n|---|---|---|---|")
+    for label, key in rows:
+        if key in med:
+            size = f"{sizes[key] / 1e6:.1f} MB" if key in sizes else ""
+            print(f"| {label} | {med[key]:.3f} s | {peak[key] / 1024:.0f} MB | {size} |")
     print()
     print("| figure | measured | goal |\n|---|---|---|")
-    print(f"| time ratio (convert / floor) | {figures['time_ratio']} | <= 1.5 |")
-    print(f"| size ratio (.pftrace / JSON) | {figures['size_ratio']} | <= 0.25 |")
-    print(f"| memory ratio (peak RSS) | {figures['memory_ratio']} | <= 1.2 |")
+    print(f"| time ratio (to-perfetto / floor) | {figures['time_ratio']} "
+          f"({figures['time_ratio_no_derived']} with --no-derived) | <= 1.5 |")
+    if figures["plain_speedup"]:
+        print(f"| speedup over the plain converter | {figures['plain_speedup']} | >= 2.5 |")
+    print(f"| size ratio (.pftrace / JSON) | {figures['size_ratio']} "
+          f"({figures['size_ratio_no_derived']} with --no-derived) | <= 0.25 |")
+    print(f"| .pftrace / tracecvt Chrome JSON | {figures['size_vs_chrome']} | <= 0.5 |")
+    print(f"| memory ratio (peak RSS) | {figures['memory_ratio']} "
+          f"({figures['memory_ratio_no_derived']} with --no-derived) | <= 1.2 |")
     if a.json:
         a.json.write_text(json.dumps(figures, indent=2) + "\n")
 

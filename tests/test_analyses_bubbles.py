@@ -268,7 +268,7 @@ def test_graph_splits_gaps_by_cause_and_ignores_late_dependencies():
     add_derived(tr, a)
     assert check_tiling(tr, a) == 3
     waits = [s for s in tr.slices if s.cat == "bubble" and s.name == "wait predecessor"]
-    assert {s.args["waiting_for"] for s in waits} == {"a"}
+    assert {s.all_args["waiting_for"] for s in waits} == {"a"}
     assert all(s.args is None for s in tr.slices
                if s.cat == "bubble" and s.name != "wait predecessor")
 

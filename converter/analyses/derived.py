@@ -58,11 +58,17 @@ def add_derived_tracks(trace: Trace, a: "Analysis") -> dict[str, int]:
     names = _CAUSE
     new = []
     # Only "wait predecessor" parts carry an arg (the predecessor they wait for): the task a
-    # bubble precedes is the next slice on the lane above, and per-slice args would cost
-    # about a quarter of the writing time on the largest runs.
+    # bubble precedes is the next slice on the lane above.  The arg dict is shared by every
+    # bubble waiting for the same task, so writers encode it once.
+    waits: dict[int, dict] = {}
     for li, start, end, cause, nxt, by in b.gaps:
-        args = {"waiting_for": slices[by].name} if by >= 0 else None
-        new.append(Slice(lane_track[li], start, end - start, names[cause], BUBBLE_CAT, args))
+        shared = None
+        if by >= 0:
+            shared = waits.get(by)
+            if shared is None:
+                shared = waits[by] = {"waiting_for": slices[by].name}
+        new.append(Slice(lane_track[li], start, end - start, names[cause], BUBBLE_CAT, None,
+                         shared))
     # -- analysis group: critical path and counters -------------------------------------
     for r in trace.roots:
         tracks[r].order += 1
