@@ -51,6 +51,7 @@ SEQ_CLEARED = 1
 SEQ_NEEDS = 2
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
 INT64_MAX = (1 << 63) - 1
+BOOTTIME = 6                  # BuiltinClock BOOTTIME: the trace clock of proto traces
 
 # InternedData field numbers of the tables that TrackEvent fields refer to.
 I_CATEGORIES, I_NAMES, I_ARG_NAMES, I_SOURCE_LOCATIONS, I_CALLSTACKS = 1, 2, 3, 4, 7
@@ -315,7 +316,8 @@ class _Sequence:
         self.default_double_counters: tuple = ()
         self.default_clock = 0
         self.thread: Any = None             # legacy ThreadDescriptor (pid, tid)
-        self.clocks: dict[int, tuple[bool, int]] = {}   # clock id -> (incremental, ns/unit)
+        # clock id -> (incremental, ns/unit, ns to add to map it to BOOTTIME, the trace clock)
+        self.clocks: dict[int, tuple[bool, int, int]] = {}
         self.clock_last: dict[int, int] = {}
         self.legacy_ref_us = 0
 
@@ -327,7 +329,8 @@ class _Sequence:
         self.default_uuid = 0
         self.default_counters = self.default_double_counters = ()
         self.default_clock = 0
-        self.clock_last = {}
+        # Not clock_last: Trace Processor keeps clocks outside the incremental state, so an
+        # incremental clock goes on from its last value after a clear.
 
 
 class _Validator:
@@ -584,8 +587,15 @@ class _Validator:
             seq.default_counters = tuple(ted.extra_counter_track_uuids)
             seq.default_double_counters = tuple(ted.extra_double_counter_track_uuids)
         if real.HasField("clock_snapshot"):
-            for c in real.clock_snapshot.clocks:
-                seq.clocks[c.clock_id] = (c.is_incremental, c.unit_multiplier_ns or 1)
+            clocks = real.clock_snapshot.clocks
+            # Trace Processor maps a clock to the trace clock through a snapshot holding both:
+            # boottime_at_snapshot + (value - clock_at_snapshot), in ns.
+            boot = next((c.timestamp * (c.unit_multiplier_ns or 1) for c in clocks
+                         if c.clock_id == BOOTTIME), None)
+            for c in clocks:
+                mult = c.unit_multiplier_ns or 1
+                offset = 0 if boot is None else boot - c.timestamp * mult
+                seq.clocks[c.clock_id] = (c.is_incremental, mult, offset)
                 if c.is_incremental:
                     seq.clock_last[c.clock_id] = c.timestamp
         if real.HasField("thread_descriptor"):
@@ -646,10 +656,10 @@ class _Validator:
         spec = seq.clocks.get(clock)
         if spec is None:
             return ts
-        incremental, mult = spec
+        incremental, mult, offset = spec
         if incremental:
             ts = seq.clock_last[clock] = seq.clock_last.get(clock, 0) + ts
-        return ts * mult
+        return ts * mult + offset
 
     def _extra_counters(self, seq: _Sequence, te, index: int) -> None:
         """extra_counter_values / extra_double_counter_values: values for other counter

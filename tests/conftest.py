@@ -78,62 +78,152 @@ def samples() -> Path:
     return SAMPLES
 
 
+BOOTTIME = 6          # BuiltinClock: Trace Processor's default trace clock
+
+
+def resolve_packets(trace):
+    """Yields every packet of a decoded trace as ``(packet, seq_id, ts, track_uuid, tables)``, with
+    sequence defaults and clocks resolved the way Trace Processor resolves them:
+
+    * ``SEQ_INCREMENTAL_STATE_CLEARED`` (or ``incremental_state_cleared``) starts a new
+      generation of the sequence's state: no interned entries, no ``TracePacketDefaults``
+      (proto_trace_reader.cc handles the flag first, then the packet's defaults, then its
+      interned data);
+    * a packet's clock is its ``timestamp_clock_id``, else the sequence defaults'
+      ``timestamp_clock_id``, else the trace clock (BOOTTIME);
+    * clock ids 64-127 are scoped to the sequence; a ``ClockSnapshot`` registers each clock
+      with its unit and ``is_incremental`` and sets the clock's last value to the snapshot's
+      timestamp.  On an incremental clock a packet's timestamp is a delta: the clock's last
+      value (ns) advances by ``timestamp * unit_multiplier_ns`` (ClockSynchronizer's
+      ``ClockDomain::ToNs``), and the result maps to BOOTTIME through a snapshot holding both
+      clocks: ``boottime_at_snapshot + (value - clock_at_snapshot)``;
+    * an event's track is its ``track_uuid``, else the sequence defaults'
+      ``track_event_defaults.track_uuid``.
+
+    ``ts`` is None for packets without a timestamp, ``track_uuid`` None for packets without a
+    TrackEvent; ``tables`` maps an InternedData field number to the sequence's current
+    ``{iid: entry}`` as the packet sees it (its own entries included; the dict grows as the
+    generator goes on).
+    """
+    seqs = {}
+    clocks = {}          # clock key -> [incremental, unit ns, last ns, {other key: (mine, theirs)}]
+    for p in trace.packet:
+        seq_id = p.trusted_packet_sequence_id
+        st = seqs.get(seq_id)
+        if st is None or p.sequence_flags & 1 or p.incremental_state_cleared:
+            st = seqs[seq_id] = {"tables": {}, "defaults": None}
+        if p.HasField("trace_packet_defaults"):
+            st["defaults"] = p.trace_packet_defaults
+        tables = st["tables"]
+        if p.HasField("interned_data"):
+            for fd, entries in p.interned_data.ListFields():
+                tables.setdefault(fd.number, {}).update((e.iid, e) for e in entries)
+        defaults = st["defaults"]
+
+        def key(clock_id):
+            return (seq_id, clock_id) if 64 <= clock_id < 128 else clock_id
+
+        if p.HasField("clock_snapshot"):
+            snap = [(key(c.clock_id), c.timestamp * (c.unit_multiplier_ns or 1), c)
+                    for c in p.clock_snapshot.clocks]
+            for k, ns, c in snap:
+                clock = clocks.setdefault(k, [c.is_incremental, c.unit_multiplier_ns or 1, 0, {}])
+                clock[2] = ns
+                for k2, ns2, _ in snap:
+                    if k2 != k:
+                        clock[3][k2] = (ns, ns2)
+            yield p, seq_id, None, None, tables
+            continue
+        ts = None
+        if p.HasField("timestamp"):
+            clock_id = p.timestamp_clock_id or (defaults.timestamp_clock_id if defaults else 0)
+            ts = p.timestamp
+            if clock_id and clock_id != BOOTTIME:
+                incremental, unit, last, links = clocks[key(clock_id)]
+                ns = ts * unit
+                if incremental:
+                    ns = clocks[key(clock_id)][2] = last + ns
+                mine, boot = links[BOOTTIME]
+                ts = boot + (ns - mine)
+        uuid = None
+        if p.HasField("track_event"):
+            te = p.track_event
+            if te.HasField("track_uuid"):
+                uuid = te.track_uuid
+            elif defaults is not None and defaults.track_event_defaults.HasField("track_uuid"):
+                uuid = defaults.track_event_defaults.track_uuid
+        yield p, seq_id, ts, uuid, tables
+
+
+def event_name(packet, tables) -> str:
+    """A TrackEvent's name, inline or interned on its sequence."""
+    te = packet.track_event
+    if te.HasField("name_iid"):
+        return tables[2][te.name_iid].name
+    return te.name
+
+
 def check_pftrace(trace) -> dict:
     """Structural checks every written trace must pass; returns per-track info.
 
-    * the first packet clears incremental state; every packet defining or using interned ids
-      carries SEQ_NEEDS_INCREMENTAL_STATE, and every iid is defined at or before its use;
-    * every track_uuid used has a descriptor, and every parent exists;
-    * BEGIN/END are balanced per track and END never precedes its BEGIN;
+    * the first packet of every sequence clears incremental state; every packet defining or
+      using interned ids carries SEQ_NEEDS_INCREMENTAL_STATE, and every iid is defined on its
+      sequence at or before its use;
+    * every track_uuid used (explicit or from the sequence's TrackEventDefaults) has a
+      descriptor, and every parent exists;
+    * BEGIN/END are balanced per track and END never precedes its BEGIN (timestamps resolved
+      through the sequence clocks, see ``resolve_packets``);
     * every terminating flow id has a matching outgoing flow id;
     * and ``tracecvt validate`` (converter/validate.py) finds no problem in it.
     """
     from converter.validate import validate_bytes
     report = validate_bytes(trace.SerializeToString())
     assert report.ok, report.text()
-    tables = {"name": set(), "cat": set(), "arg": set(), "str": set()}
     descriptors = {}
     first = trace.packet[0]
     assert first.sequence_flags & 1, "first packet must clear incremental state"
+    started = set()
     stacks = collections.defaultdict(list)
     out_ids, in_ids = set(), set()
-    for p in trace.packet:
+    for p, seq_id, ts, uuid, tables in resolve_packets(trace):
+        if seq_id not in started:
+            assert p.sequence_flags & 1, f"sequence {seq_id} does not start by clearing its state"
+            started.add(seq_id)
+        names = tables.get(2, {})
+        cats = tables.get(1, {})
+        args = tables.get(3, {})
+        strs = tables.get(29, {})
         if p.HasField("interned_data"):
             assert p.sequence_flags & 2
-            d = p.interned_data
-            tables["name"].update(e.iid for e in d.event_names)
-            tables["cat"].update(e.iid for e in d.event_categories)
-            tables["arg"].update(e.iid for e in d.debug_annotation_names)
-            tables["str"].update(e.iid for e in d.debug_annotation_string_values)
         if p.HasField("track_descriptor"):
             td = p.track_descriptor
             assert td.uuid not in descriptors, f"duplicate track uuid {td.uuid}"
             descriptors[td.uuid] = td
         if p.HasField("track_event"):
             te = p.track_event
-            assert te.track_uuid in descriptors, f"event on undeclared track {te.track_uuid}"
+            assert uuid in descriptors, f"event on undeclared track {uuid}"
             uses = te.name_iid or te.category_iids or te.debug_annotations
             if uses:
                 assert p.sequence_flags & 2, "packet uses iids without SEQ_NEEDS_INCREMENTAL_STATE"
             if te.name_iid:
-                assert te.name_iid in tables["name"], f"unresolved name iid {te.name_iid}"
+                assert te.name_iid in names, f"unresolved name iid {te.name_iid}"
             for c in te.category_iids:
-                assert c in tables["cat"]
+                assert c in cats
             todo = list(te.debug_annotations)
             while todo:            # nested dict entries and array values too
                 a = todo.pop()
                 if a.name_iid:
-                    assert a.name_iid in tables["arg"], f"unresolved arg name iid {a.name_iid}"
+                    assert a.name_iid in args, f"unresolved arg name iid {a.name_iid}"
                 if a.string_value_iid:
-                    assert a.string_value_iid in tables["str"]
+                    assert a.string_value_iid in strs
                 todo.extend(a.dict_entries)
                 todo.extend(a.array_values)
             if te.type == 1:
-                stacks[te.track_uuid].append(p.timestamp)
+                stacks[uuid].append(ts)
             elif te.type == 2:
-                assert stacks[te.track_uuid], f"END without BEGIN on track {te.track_uuid}"
-                begin = stacks[te.track_uuid].pop()
-                assert p.timestamp >= begin
+                assert stacks[uuid], f"END without BEGIN on track {uuid}"
+                begin = stacks[uuid].pop()
+                assert ts >= begin
             out_ids.update(te.flow_ids)
             in_ids.update(te.terminating_flow_ids)
     for uuid, td in descriptors.items():

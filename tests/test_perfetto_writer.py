@@ -8,16 +8,16 @@ import io
 from converter.model import RunMeta, Trace
 from converter.writers.perfetto import write_perfetto
 
-from conftest import check_pftrace, decode_pftrace
+from conftest import check_pftrace, decode_pftrace, resolve_packets
 
 
 def _flow_marks(data: bytes) -> dict[int, tuple[list[int], list[int]]]:
     """slice start ts -> (flow_ids, terminating_flow_ids) of its BEGIN event."""
     out = {}
-    for p in decode_pftrace(data).packet:
+    for p, _, ts, _, _ in resolve_packets(decode_pftrace(data)):
         if p.HasField("track_event") and p.track_event.type == 1:
             te = p.track_event
-            out[p.timestamp] = (list(te.flow_ids), list(te.terminating_flow_ids))
+            out[ts] = (list(te.flow_ids), list(te.terminating_flow_ids))
     return out
 
 

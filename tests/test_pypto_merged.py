@@ -14,7 +14,7 @@ from converter.readers import find_runs
 from converter.writers.perfetto import write_perfetto
 
 from conftest import (PYPTO_MERGED_RUNS, check_pftrace, decode_pftrace, lanes_in_display_order,
-                      pftrace_counts, pypto_run_dir, pypto_sim_dir)
+                      pftrace_counts, pypto_run_dir, pypto_sim_dir, resolve_packets)
 
 
 def load_merged(name):
@@ -94,18 +94,20 @@ def test_timestamps_equal_input_in_ns(run):
     want_begin = collections.Counter(round(e["ts"] * 1000) for e in events if e["ph"] == "X")
     want_end = collections.Counter(round((e["ts"] + e["dur"]) * 1000)
                                    for e in events if e["ph"] == "X")
+    # Absolute times as Trace Processor computes them (sequence clocks resolved).
     got_begin, got_end = collections.Counter(), collections.Counter()
-    for p in pf.packet:
+    got_counter = collections.Counter()
+    for p, _, ts, _, _ in resolve_packets(pf):
         if p.HasField("track_event"):
             if p.track_event.type == 1:
-                got_begin[p.timestamp] += 1
+                got_begin[ts] += 1
             elif p.track_event.type == 2:
-                got_end[p.timestamp] += 1
+                got_end[ts] += 1
+            elif p.track_event.type == 4:
+                got_counter[ts] += 1
     assert got_begin == want_begin
     assert got_end == want_end
     want_counter = collections.Counter(round(e["ts"] * 1000) for e in events if e["ph"] == "C")
-    got_counter = collections.Counter(p.timestamp for p in pf.packet
-                                      if p.HasField("track_event") and p.track_event.type == 4)
     assert got_counter == want_counter
 
 

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from converter.cli import main
 
-from conftest import check_pftrace, decode_pftrace, lanes_in_display_order
+from conftest import check_pftrace, decode_pftrace, event_name, lanes_in_display_order, \
+    resolve_packets
 from test_cli import copy_run
 
 BUBBLES = " · bubbles"
@@ -48,15 +49,10 @@ def test_pftrace_has_derived_tracks_right_under_their_lanes(matmul, tmp_path):
     assert "tracecvt analysis" in groups
     # bubble slices are named by cause
     names = set()
-    interned = {}
     uuids = {uuid for uuid, td in descriptors.items() if td.name.endswith(BUBBLES)}
-    for p in pf.packet:
-        if p.HasField("interned_data"):
-            interned.update((e.iid, e.name) for e in p.interned_data.event_names)
-        if p.HasField("track_event") and p.track_event.track_uuid in uuids \
-                and p.track_event.type == 1:
-            te = p.track_event
-            names.add(te.name or interned.get(te.name_iid))
+    for p, _, _, uuid, tables in resolve_packets(pf):
+        if p.HasField("track_event") and uuid in uuids and p.track_event.type == 1:
+            names.add(event_name(p, tables))
     assert names == {"wait predecessor", "wait schedule"}
 
 

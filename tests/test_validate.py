@@ -559,6 +559,47 @@ def test_incremental_sequence_clock():
     assert "ts 1115" in p.message
 
 
+def test_incremental_clock_is_mapped_to_boottime_through_its_snapshot():
+    """A snapshot pairing the sequence clock (1000) with BOOTTIME (50000): a delta of 10 is
+    BOOTTIME 50010, as Trace Processor converts it.  Another sequence ends that slice at
+    BOOTTIME 50005: negative.  Read without the mapping (the clock's own value, 1010) the
+    slice would look fine."""
+    b = base()
+    b.clear(seq=2)
+    p = b.packet(seq=2)
+    for clock_id, ts, incremental in ((64, 1000, True), (6, 50000, False)):
+        c = p.clock_snapshot.clocks.add()
+        c.clock_id, c.timestamp, c.is_incremental = clock_id, ts, incremental
+    d = b.packet(flags=NEEDS, seq=2)
+    d.trace_packet_defaults.timestamp_clock_id = 64
+    b.event(10, BEGIN, 2, name="a", seq=2)
+    b.event(50005, END, 2)
+    p = only(b.bytes(), "negative-duration")
+    assert "ts 50010" in p.message
+
+
+def test_incremental_clock_goes_on_after_a_clear():
+    """Clearing the incremental state does not reset a sequence clock (Trace Processor keeps
+    clocks in its ClockSynchronizer, outside the sequence state): after the clear the next
+    delta counts from the clock's last value, here 1000 + 50 + 0 + 10 = 1060, not 10."""
+    b = base()
+    b.clear(seq=2)
+    p = b.packet(seq=2)
+    for clock_id, ts, incremental in ((64, 1000, True), (6, 1000, False)):
+        c = p.clock_snapshot.clocks.add()
+        c.clock_id, c.timestamp, c.is_incremental = clock_id, ts, incremental
+    for delta, typ in ((50, BEGIN), (0, END), (10, BEGIN)):
+        if typ == BEGIN:
+            d = b.packet(flags=CLEARED, seq=2)
+            d.trace_packet_defaults.timestamp_clock_id = 64
+        b.event(delta, typ, 2, name="a" if typ == BEGIN else None, seq=2)
+    # The last BEGIN is at 1060; an END at 1055 on sequence 1 makes the slice negative.  With
+    # a reset clock the BEGIN would sit at 10 and the slice would look fine.
+    b.event(1055, END, 2)
+    p = only(b.bytes(), "negative-duration")
+    assert "ts 1060" in p.message
+
+
 def test_trace_from_the_perfetto_package_builder():
     """A trace written the way the perfetto package documents it (TraceProtoBuilder),
     with interning, a counter track and a flow."""

@@ -2,14 +2,28 @@
 
 Layout of the written trace:
 
-* one packet sequence (id 1); the first packet clears incremental state, every packet that
-  defines or uses interned ids carries SEQ_NEEDS_INCREMENTAL_STATE;
-* one TrackDescriptor per model track (uuid = index + 1) under its parent, with explicit
-  child ordering and no merging of same-name siblings (overlap lanes share their core's name);
+* sequence 1 clears incremental state and holds one TrackDescriptor per model track
+  (uuid = index + 1) under its parent, with explicit child ordering and no merging of
+  same-name siblings (overlap lanes share their core's name), then the instants;
+* every track with slices or counter samples has a packet sequence of its own (ids from 2,
+  the busiest tracks first so that most ids are one-byte varints).  Its first packet clears
+  the sequence's incremental state and sets ``TracePacketDefaults``: ``track_event_defaults.
+  track_uuid`` is the track (events omit ``track_uuid``) and ``timestamp_clock_id`` is the
+  sequence-scoped clock 64, which the next packet's ``ClockSnapshot`` declares incremental and
+  anchors at 0 together with BOOTTIME = 0 (the trace clock).  A packet's ``timestamp`` is then
+  the delta from the previous packet of its sequence; Trace Processor adds it to the clock's
+  last value (``ClockSynchronizer``'s ``ClockDomain::ToNs``) and maps the sum to BOOTTIME
+  through the snapshot, so the absolute ns come back unchanged.  Events on a track are written
+  in time order; the rare event that would go back in time is written with an absolute
+  BOOTTIME timestamp (``timestamp_clock_id = 6``), which leaves the incremental clock alone;
 * a slice is a BEGIN/END pair on its lane, emitted per lane in nesting order; flows ride on
-  the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination);
-* event names, categories, argument names and repeated string values are interned;
-* counters are TYPE_COUNTER events on counter tracks;
+  the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination;
+  flow ids are global, not sequence-scoped);
+* event names, categories, argument names and repeated string values are interned.  An iid
+  means the same string on every sequence; each sequence defines, before its first use there,
+  only the entries it uses.  Packets that define or use them carry SEQ_NEEDS_INCREMENTAL_STATE;
+* counters are TYPE_COUNTER events on counter tracks (negative ints as doubles: shorter, and
+  the same value in Trace Processor, which keeps counter values as doubles);
 * output is flushed in chunks, so memory does not grow with the trace.
 """
 
@@ -18,13 +32,15 @@ from __future__ import annotations
 import collections
 from typing import IO, Any, Callable
 
-from ..model import COUNTER, GROUP, Trace
+from ..model import COUNTER, Trace
 from .protowire import (_pack_double, _pack_fixed64, key_bytes, key_str, key_varint,
                         tag, varint)
 
-SEQ_ID = 1
+SEQ_ID = 1                        # the descriptor (and instant) sequence
 SEQ_CLEARED = 1
 SEQ_NEEDS = 2
+SEQ_CLOCK = 64                    # sequence-scoped incremental clock of the track sequences
+BOOTTIME = 6                      # BuiltinClock BOOTTIME: Trace Processor's default trace clock
 
 _PACKET = b"\x0a"                 # Trace.packet (1), length-delimited
 _TS = b"\x40"                     # TracePacket.timestamp (8)
@@ -33,6 +49,7 @@ _FLAGS_NEEDS = key_varint(13, SEQ_NEEDS)
 _INTERNED = tag(12, 2)            # TracePacket.interned_data (12)
 _TRACK_EVENT = tag(11, 2)         # TracePacket.track_event (11)
 _TRACK_DESC = tag(60, 2)          # TracePacket.track_descriptor (60)
+_ABS_CLOCK = key_varint(58, BOOTTIME)   # TracePacket.timestamp_clock_id (58)
 _BEGIN = key_varint(9, 1)         # TrackEvent.type
 _END = key_varint(9, 2)
 _INSTANT = key_varint(9, 3)
@@ -58,21 +75,43 @@ def _packet(body: bytes) -> bytes:
 
 
 class _Interner:
-    """Per-sequence dictionaries; new entries are collected for the next packet."""
+    """Trace-wide iids: one (iid, InternedData entry) per string and table.
+
+    ``collect`` receives the entry of every string looked up, so an encoder can tell which
+    entries a fragment it builds depends on."""
 
     def __init__(self) -> None:
-        self.tables: dict[int, dict[Any, int]] = {
+        self.tables: dict[int, dict[Any, tuple[int, bytes]]] = {
             _I_CATEGORY: {}, _I_NAME: {}, _I_ARG_NAME: {}, _I_STRING: {}}
-        self.pending: list[bytes] = []
+        self.collect: list[bytes] = []
 
     def iid(self, table: int, text: str) -> int:
         d = self.tables[table]
-        iid = d.get(text)
-        if iid is None:
-            iid = d[text] = len(d) + 1
-            payload = key_varint(1, iid) + key_str(2, text)
-            self.pending.append(key_bytes(table, payload))
-        return iid
+        hit = d.get(text)
+        if hit is None:
+            iid = len(d) + 1
+            hit = d[text] = (iid, key_bytes(table, key_varint(1, iid) + key_str(2, text)))
+        self.collect.append(hit[1])
+        return hit[0]
+
+
+class _Sequence:
+    """A packet sequence being written: its id field and the interned entries it defined."""
+
+    __slots__ = ("field", "defined", "pending", "seen")
+
+    def __init__(self, seq_id: int):
+        self.field = key_varint(10, seq_id)
+        self.defined: set[bytes] = set()    # InternedData entries defined on this sequence
+        self.pending: list[bytes] = []      # entries to define on the next packet
+        self.seen: set[bytes] = set()       # encoded fragments whose entries are defined
+
+    def use(self, deps) -> None:
+        defined = self.defined
+        for entry in deps:
+            if entry not in defined:
+                defined.add(entry)
+                self.pending.append(entry)
 
     def flush(self) -> bytes:
         if not self.pending:
@@ -83,17 +122,19 @@ class _Interner:
 
 
 class _ArgEncoder:
-    """Encodes args dicts into DebugAnnotation bytes, caching repeated (name, value) pairs."""
+    """Encodes args dicts into DebugAnnotation bytes, caching repeated (name, value) pairs
+    together with the interned entries each encoding uses."""
 
     MIN_INTERNED_STRING = 6
 
     def __init__(self, interner: _Interner):
         self.interner = interner
-        self.cache: dict[Any, bytes] = {}
+        self.cache: dict[Any, tuple[bytes, tuple]] = {}
         self.keep: list[Any] = []   # keeps id()-cached objects alive
 
-    def encode(self, args: dict[str, Any]) -> bytes:
+    def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
         cache = self.cache
+        seen = seq.seen
         parts = []
         for name, value in args.items():
             if value is None:
@@ -105,10 +146,16 @@ class _ArgEncoder:
                 key = (name, id(value))
                 if key not in cache:
                     self.keep.append(value)
-            enc = cache.get(key)
-            if enc is None:
+            hit = cache.get(key)
+            if hit is None:
+                collect = self.interner.collect
+                collect.clear()
                 body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value, True)
-                enc = cache[key] = _TE_DEBUG + varint(len(body)) + body
+                hit = cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
+            enc = hit[0]
+            if enc not in seen:
+                seen.add(enc)
+                seq.use(hit[1])
             parts.append(enc)
         return b"".join(parts)
 
@@ -163,7 +210,21 @@ def _track_descriptor(trace: Trace, index: int) -> bytes:
     return _packet(_SEQ + _TRACK_DESC + varint(len(data)) + data)
 
 
+def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
+    """The two packets that open a track's sequence: state cleared + defaults, then the
+    ClockSnapshot anchoring its incremental clock at BOOTTIME 0."""
+    defaults = key_varint(58, SEQ_CLOCK) + key_bytes(11, key_varint(11, track_index + 1))
+    first = _packet(seq.field + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)
+                    + key_bytes(59, defaults))
+    clocks = (key_bytes(1, key_varint(1, SEQ_CLOCK) + key_varint(2, 0) + key_varint(3, 1))
+              + key_bytes(1, key_varint(1, BOOTTIME) + key_varint(2, 0)))
+    snapshot = _packet(seq.field + key_bytes(6, clocks))
+    return [first, snapshot]
+
+
+_EXACT = 1 << 53                 # ints of at most this magnitude are exact as doubles
 _LEN = [varint(i) for i in range(1 << 14)]
+_DTS = [_TS + v for v in _LEN]     # timestamp field of the small deltas
 
 
 def _len(n: int) -> bytes:
@@ -174,6 +235,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                    progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``."""
     interner = _Interner()
+    iid = interner.iid
     args_enc = _ArgEncoder(interner)
     chunk: list[bytes] = []
     append = chunk.append
@@ -186,7 +248,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             counts["packets"] += len(chunk)
             chunk.clear()
 
-    # First packet: clears incremental state for the sequence.
+    # Sequence 1: clears incremental state, describes every track.
     append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
     for index, _depth in trace.walk():
         append(_track_descriptor(trace, index))
@@ -210,33 +272,6 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
     counts["flows_backward"] = backward
 
-    track_bytes = [_TE_TRACK + varint(i + 1) for i in range(len(trace.tracks))]
-    names: dict[str, bytes] = {}
-    cats: dict[str, bytes] = {"": b""}
-    shared_cache: dict[int, bytes] = {}
-    ts_cache: dict[int, bytes] = {}
-    pending = interner.pending
-
-    # Names used once are written inline: interning them would only add an entry.
-    repeated = collections.Counter(s.name for s in trace.slices)
-    repeated.update(i.name for i in trace.instants)
-
-    def name_field(name: str) -> bytes:
-        if repeated[name] > 1:
-            enc = names[name] = _TE_NAME_IID + varint(interner.iid(_I_NAME, name))
-            return enc
-        return _TE_NAME + _len(len(b := name.encode("utf-8", "surrogatepass"))) + b
-
-    def cat_field(cat: str) -> bytes:
-        enc = cats[cat] = _TE_CAT_IID + varint(interner.iid(_I_CATEGORY, cat))
-        return enc
-
-    def ts_field(ts: int) -> bytes:
-        enc = ts_cache[ts] = _TS + varint(ts)
-        return enc
-
-    encode_args = args_enc.encode
-    slices = trace.slices
     by_track: dict[int, list[int]] = {}
     for i, s in enumerate(slices):
         lst = by_track.get(s.track)
@@ -244,45 +279,106 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             by_track[s.track] = [i]
         else:
             lst.append(i)
-    head = _SEQ + _FLAGS_NEEDS
+    # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
+    load = [(2 * len(ids), t) for t, ids in by_track.items()]
+    load += [(len(c.ts), c.track) for c in trace.counters if c.ts]
+    seq_ids = {t: n for n, (_, t) in
+               enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])), SEQ_ID + 1)}
+
+    # Names used once are written inline: interning them would only add an entry.
+    repeated = collections.Counter(s.name for s in slices)
+    repeated.update(i.name for i in trace.instants)
+    names: dict[str, tuple[bytes, bytes | None]] = {}
+    cats: dict[str, tuple[bytes, bytes]] = {}
+
+    def name_field(name: str) -> tuple[bytes, bytes | None]:
+        if repeated[name] > 1:
+            collect = interner.collect
+            collect.clear()
+            enc = _TE_NAME_IID + varint(iid(_I_NAME, name))
+            hit = names[name] = (enc, collect[0])
+        else:
+            b = name.encode("utf-8", "surrogatepass")
+            hit = names[name] = (_TE_NAME + _len(len(b)) + b, None)
+        return hit
+
+    def cat_field(cat: str) -> tuple[bytes, bytes]:
+        collect = interner.collect
+        collect.clear()
+        enc = _TE_CAT_IID + varint(iid(_I_CATEGORY, cat))
+        hit = cats[cat] = (enc, collect[0])
+        return hit
+
+    encode_args = args_enc.encode
+    shared_cache: dict[int, tuple[bytes, tuple]] = {}
+    dts = _DTS
     done = 0
     for track_id, ids in by_track.items():
         ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
-        tb = track_bytes[track_id]
-        begin_prefix = _BEGIN + tb
-        end_event = _END + tb
-        end_tail = _SEQ + _TRACK_EVENT + _len(len(end_event)) + end_event
+        seq = _Sequence(seq_ids[track_id])
+        for p in _sequence_start(seq, track_id):
+            append(p)
+        seqb = seq.field
+        defined = seq.defined
+        pending = seq.pending
+        seen = seq.seen
+        head = seqb + _FLAGS_NEEDS
+        end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
+        last = 0                # the sequence clock's value (snapshot: 0)
         stack: list[int] = []   # open slice ends, innermost last
         for i in ids:
             s = slices[i]
             ts = s.ts
             while stack and stack[-1] <= ts:
                 end = stack.pop()
-                body = (ts_cache.get(end) or ts_field(end)) + end_tail
-                append(_PACKET + _len(len(body)) + body)
-            event = begin_prefix + (names.get(s.name) or name_field(s.name))
+                d = end - last
+                if d >= 0:
+                    last = end
+                    body = (dts[d] if d < 16384 else _TS + varint(d)) + end_tail
+                else:
+                    body = _TS + varint(end) + _ABS_CLOCK + end_tail
+                append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
+            hit = names.get(s.name) or name_field(s.name)
+            event = _BEGIN + hit[0]
+            if hit[1] is not None and hit[1] not in defined:
+                defined.add(hit[1])
+                pending.append(hit[1])
             if s.cat:
-                event += cats.get(s.cat) or cat_field(s.cat)
+                hit = cats.get(s.cat) or cat_field(s.cat)
+                event += hit[0]
+                if hit[1] not in defined:
+                    defined.add(hit[1])
+                    pending.append(hit[1])
             sh = s.shared_args
             if sh is not None:
-                enc = shared_cache.get(id(sh))
-                if enc is None:
-                    enc = shared_cache[id(sh)] = encode_args(sh)
+                hit = shared_cache.get(id(sh))
+                if hit is None:
+                    tmp = _Sequence(0)
+                    enc = encode_args(sh, tmp)
+                    hit = shared_cache[id(sh)] = (enc, tuple(tmp.pending))   # in order
+                enc = hit[0]
+                if enc not in seen:
+                    seen.add(enc)
+                    seq.use(hit[1])
                 event += enc
             if s.args:
-                event += encode_args(s.args)
+                event += encode_args(s.args, seq)
             fb = flow_bytes.get(i)
             if fb is not None:
                 event += fb
             fb = flow_bytes.get(~i)
             if fb is not None:
                 event += fb
-            if pending:
-                body = b"".join(((ts_cache.get(ts) or ts_field(ts)), head, interner.flush(),
-                                 _TRACK_EVENT, _len(len(event)), event))
+            d = ts - last
+            if d >= 0:
+                last = ts
+                tsb = dts[d] if d < 16384 else _TS + varint(d)
             else:
-                body = b"".join(((ts_cache.get(ts) or ts_field(ts)), head,
-                                 _TRACK_EVENT, _len(len(event)), event))
+                tsb = _TS + varint(ts) + _ABS_CLOCK
+            if pending:
+                body = b"".join((tsb, head, seq.flush(), _TRACK_EVENT, _len(len(event)), event))
+            else:
+                body = b"".join((tsb, head, _TRACK_EVENT, _len(len(event)), event))
             append(_PACKET + _len(len(body)) + body)
             stack.append(ts + s.dur)
             done += 1
@@ -292,34 +388,58 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                     progress(done)
         while stack:
             end = stack.pop()
-            body = (ts_cache.get(end) or ts_field(end)) + end_tail
+            d = end - last
+            if d >= 0:
+                last = end
+                tsb = dts[d] if d < 16384 else _TS + varint(d)
+            else:
+                tsb = _TS + varint(end) + _ABS_CLOCK
+            body = tsb + end_tail
             append(_PACKET + _len(len(body)) + body)
     counts["slices"] = done
 
+    # Instants: on sequence 1, with absolute timestamps and explicit tracks.
+    seq1 = _Sequence(SEQ_ID)
+    head1 = _SEQ + _FLAGS_NEEDS
     for inst in trace.instants:
-        event = _INSTANT + track_bytes[inst.track] + (names.get(inst.name)
-                                                       or name_field(inst.name))
+        hit = names.get(inst.name) or name_field(inst.name)
+        event = _INSTANT + _TE_TRACK + varint(inst.track + 1) + hit[0]
+        if hit[1] is not None:
+            seq1.use((hit[1],))
         if inst.cat:
-            event += cats.get(inst.cat) or cat_field(inst.cat)
+            hit = cats.get(inst.cat) or cat_field(inst.cat)
+            event += hit[0]
+            seq1.use((hit[1],))
         if inst.args:
-            event += encode_args(inst.args)
-        body = b"".join((_TS, varint(inst.ts), head, interner.flush(),
+            event += encode_args(inst.args, seq1)
+        body = b"".join((_TS, varint(inst.ts), head1, seq1.flush(),
                          _TRACK_EVENT, _len(len(event)), event))
         append(_PACKET + _len(len(body)) + body)
         counts["instants"] += 1
 
     small = _LEN
     for counter in trace.counters:
-        tb = _COUNTER + track_bytes[counter.track]
-        int_prefix = tb + _TE_INT
-        dbl_prefix = tb + _TE_DOUBLE
+        if not counter.ts:
+            continue
+        seq = _Sequence(seq_ids[counter.track])
+        for p in _sequence_start(seq, counter.track):
+            append(p)
+        tail = seq.field + _TRACK_EVENT
+        last = 0
         for ts, value in zip(counter.ts, counter.values):
-            if value.__class__ is int:
-                event = int_prefix + (small[value] if 0 <= value < 16384 else varint(value))
+            if value.__class__ is int and not -_EXACT <= value < 0:
+                event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384 else varint(value))
             else:
-                event = dbl_prefix + _pack_double(value)
-            body = (ts_cache.get(ts) or ts_field(ts)) + _SEQ + _TRACK_EVENT \
-                + small[len(event)] + event
+                # Negative ints too: a negative int64 varint takes 10 bytes, the double 8, and
+                # Trace Processor stores every counter value as a double either way.
+                event = _COUNTER + _TE_DOUBLE + _pack_double(value)
+            d = ts - last
+            if d >= 0:
+                last = ts
+                tsb = dts[d] if d < 16384 else _TS + varint(d)
+            else:
+                tsb = _TS + varint(ts) + _ABS_CLOCK
+            body = tsb + tail + small[len(event)] + event
             append(_PACKET + small[len(body)] + body)
         counts["counter_samples"] += len(counter.ts)
         if len(chunk) >= CHUNK_PACKETS:
