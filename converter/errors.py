@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 
+# Every character str.splitlines() breaks at, escaped as Python would print it.
+_LINE_BREAKS = {c: repr(chr(c))[1:-1] for c in
+                (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
 def one_line(message: str) -> str:
     """``message`` with line breaks escaped, so an error quoting input stays one line."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    return message.translate(_LINE_BREAKS)
 
 
 class TracecvtError(Exception):

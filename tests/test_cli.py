@@ -219,3 +219,11 @@ def test_error_quoting_a_line_break_stays_one_line(tmp_path):
     assert r.exit_code == 2
     lines = [l for l in r.output.splitlines() if l.strip()]
     assert len(lines) == 1 and "we\\nird" in lines[0]
+
+
+def test_one_line_escapes_every_line_break():
+    from converter.errors import one_line
+    text = "a\nb\rc\x0bd\x0ce\x1cf\x1dg\x1eh\x85i\u2028j\u2029k"
+    assert len(text.splitlines()) == 11
+    assert len(one_line(text).splitlines()) == 1
+    assert one_line("x\ny") == "x\\ny"
