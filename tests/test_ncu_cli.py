@@ -212,7 +212,152 @@ def test_empty_and_ragged_csv(tmp_path):
     header = (TRITON_DIR / "triton_full_raw.csv").read_text().splitlines()
     p = tmp_path / "cut_raw.csv"
     p.write_text("\n".join(header[:3] + [header[3][:500]]) + "\n")       # last row cut
-    one_line_error(run("to-perfetto", p), "line 4", "cut short")
+    r = run("to-perfetto", p, "-o", tmp_path / "cut.pftrace", "-q")
+    assert r.exit_code == 0, r.output                # what the cut row holds is kept
+    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    assert "line 4" in w and "cut short" in w
     q = tmp_path / "empty.ncu-rep"
     q.write_bytes(b"")
     one_line_error(run("to-perfetto", q), "empty file")
+
+
+# -- ragged CSV rows: what is there converts, the loss is one warning ------------------------
+
+def _csv_rows(path):
+    import csv
+    return list(csv.reader(open(path, newline="")))
+
+
+def _write_rows(path, rows):
+    import csv
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows(rows)
+    return path
+
+
+def _warnings(r):
+    return [x for x in r.output.splitlines() if x.startswith("tracecvt: warning: ")]
+
+
+def test_raw_csv_short_rows_convert_with_one_warning(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_raw.csv")
+    width = len(rows[0])
+    rows[2] = rows[2][:40]                      # the first kernel row cut after 40 cells
+    p = _write_rows(tmp_path / "short_raw.csv", rows)
+    r = run("to-perfetto", p, "-o", tmp_path / "s.pftrace")
+    assert r.exit_code == 0, r.output
+    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    assert f"1 row has fewer fields than the header's {width}" in w
+    assert "line 3: 40" in w and "no value" in w
+    pf = decode_pftrace(tmp_path / "s.pftrace")
+    assert pftrace_counts(pf)["begin"] == 2     # both kernels, the short one without duration
+
+
+def test_raw_csv_units_row_missing_or_short(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_raw.csv")
+    for units in ([], rows[1][:5]):             # an empty line, or the units row cut short
+        p = _write_rows(tmp_path / "units_raw.csv", [rows[0], units] + rows[2:])
+        r = run("to-perfetto", p, "-o", tmp_path / "u.pftrace", "--force")
+        assert r.exit_code == 0, r.output
+        assert _warnings(r), r.output
+
+
+def test_details_csv_with_moved_columns_converts(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_details.csv")
+    header = rows[0]
+    for a, b in (("ID", "Estimated Speedup"), ("Section Name", "Rule Type")):
+        i, j = header.index(a), header.index(b)
+        moved = [list(r) for r in rows]
+        for row in moved:                      # metric rows have 16 cells: j is past their end
+            if j < len(row):
+                row[i], row[j] = row[j], row[i]
+        p = _write_rows(tmp_path / "moved_details.csv", moved)
+        r = run("to-perfetto", p, "-o", tmp_path / "d.pftrace", "--force", "-q")
+        assert r.exit_code == 0, r.output
+        lines = r.output.strip().splitlines()
+        assert all(x.startswith("tracecvt: warning: ") for x in lines), r.output
+        assert any("fewer fields" in x for x in lines), r.output
+
+
+def test_details_csv_short_rows_convert_with_one_warning(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_details.csv")
+    rows[1] = rows[1][:13]                      # a metric row without unit and value
+    rows[5] = rows[5][:3]                       # no kernel name, no metric at all
+    p = _write_rows(tmp_path / "short_details.csv", rows)
+    r = run("to-perfetto", p, "-o", tmp_path / "d.pftrace")
+    assert r.exit_code == 0, r.output
+    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    assert "2 rows" in w and "line 2: 13" in w and "line 6: 3" in w
+    assert pftrace_counts(decode_pftrace(tmp_path / "d.pftrace"))["begin"] == 2
+
+
+def test_csv_rows_without_kernel_id_are_skipped(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_raw.csv")
+    header = rows[0]
+    i = header.index("ID")
+    moved = []
+    for row in rows:                            # ID moved to the last column, then a row cut
+        row = list(row)
+        row.append(row.pop(i))
+        moved.append(row)
+    moved[3] = moved[3][:50]
+    p = _write_rows(tmp_path / "noid_raw.csv", moved)
+    r = run("to-perfetto", p, "-o", tmp_path / "n.pftrace", "--from", "ncu-csv")
+    assert r.exit_code == 0, r.output
+    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    assert "kernel ID" in w and "1 of them" in w and "skipped" in w
+    assert pftrace_counts(decode_pftrace(tmp_path / "n.pftrace"))["begin"] == 1
+
+
+def test_csv_whose_every_row_is_unusable_is_one_line_error(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_details.csv")
+    header = rows[0][1:] + rows[0][:1]           # ID last: every metric row ends before it
+    body = [r[1:] + r[:1] for r in rows[1:] if len(r) == 16]
+    p = _write_rows(tmp_path / "noid_details.csv", [header] + body)
+    one_line_error(run("to-perfetto", p), str(p), "without kernel rows", "kernel ID")
+
+
+# -- found by fuzzing: cells the trace cannot hold, messages that are not one line ----------
+
+def test_csv_numbers_beyond_int64_or_float(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_details.csv")
+    header = rows[0]
+    c_label, c_value = header.index("Metric Name"), header.index("Metric Value")
+    for row in rows[1:]:
+        if len(row) > c_value and row[c_label] == "Elapsed Cycles":
+            row[c_value] = "-1e+308"                  # an int of 309 digits after scaling
+        elif len(row) > c_value and row[c_label] == "Compute (SM) Throughput":
+            row[c_value] = "1e999"                    # infinite
+        elif len(row) > c_value and row[c_label] == "Duration":
+            # kernel 0: past 2^63 ns; kernel 1: 5e18 ns, which fits int64 but not the timeline
+            row[c_value] = "9" * 40 if row[0] == "0" else "5,000,000,000,000,000"
+    p = _write_rows(tmp_path / "huge_details.csv", rows)
+    for writer, out in (("to-perfetto", "h.pftrace"), ("to-chrome", "h.json")):
+        r = run(writer, p, "-o", tmp_path / out, "-q", "--all-metrics")
+        assert r.exit_code == 0, r.output
+        assert "tracecvt bug" not in r.output
+        assert "IDs 0)" in r.output and "IDs 1): not plausible" in r.output
+    check_pftrace(decode_pftrace(tmp_path / "h.pftrace"))
+    doc = json.loads((tmp_path / "h.json").read_bytes())
+    args = [e["args"] for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert all("elapsed_cycles" not in a and "sm_throughput_pct" not in a for a in args)
+    assert "duration_ns" not in args[0] and args[1]["duration_ns"] == 5 * 10**18
+
+
+def test_csv_kernel_id_beyond_int64_is_one_line_error(tmp_path):
+    rows = _csv_rows(TRITON_DIR / "triton_full_details.csv")
+    rows[5][0] = "9" * 40
+    p = _write_rows(tmp_path / "id_details.csv", rows)
+    one_line_error(run("to-perfetto", p, "-o", tmp_path / "i.pftrace"), "line 6",
+                   "not a kernel number")
+
+
+@pytest.mark.parametrize("sep", ["\x0b", "\x1c", "\u2028", "\x85", "\n"])
+def test_error_quoting_a_header_stays_one_line(tmp_path, sep):
+    rows = _csv_rows(WRONG_PAGE)
+    rows[0][rows[0].index("Invocations")] = f"first{sep}second"
+    p = _write_rows(tmp_path / "page.csv", rows)
+    r = run("to-perfetto", p)
+    assert r.exit_code == 2
+    assert len(r.output.splitlines()) == 1, r.output
+    assert "page tracecvt does not read" in r.output and "first" in r.output

@@ -331,3 +331,109 @@ def test_all_metrics_keeps_every_metric():
     assert metrics["device__attribute_display_name"] == "NVIDIA H200"
     assert trace.meta.extra["ncu_metric_units"]["gpu__time_duration.sum"] == "ns"
     assert "metrics" not in kernels(read(TRITON))[0].args
+
+
+# -- ncu_report runs in a child process: its native crashes become one-line errors -----------
+
+def test_report_survives_a_native_abort_in_ncu_report(tmp_path):
+    """A fake ncu_report that aborts the way the real one does on a report with bytes deleted
+    from its middle (protobuf's CHECK failure, SIGABRT): one line, exit code 2, no output."""
+    import os
+    import subprocess
+    import sys
+    from conftest import REPO
+    fake = tmp_path / "fake" / "ncu_report"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import os\n"
+        "def load_report(path):\n"
+        "    os.write(2, b'F0000 00:00:1.0 7 zero_copy_stream_impl_lite.cc:240] Check failed: "
+        "count >= 0\\n')\n"
+        "    os.abort()\n")
+    out = tmp_path / "x.pftrace"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(REPO)]))
+    p = subprocess.run([sys.executable, "-c", "from converter.cli import main; main()",
+                        "to-perfetto", str(TRITON), "-o", str(out)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith(f"tracecvt: error: {TRITON}: NVIDIA's ncu_report crashed")
+    assert "SIGABRT" in lines[0] and "Check failed: count >= 0" in lines[0]
+    assert "tracecvt bug" not in lines[0]
+    assert not out.exists()
+
+
+def test_report_with_a_range_copied_into_a_record_is_one_line_error(tmp_path):
+    """A real case from fuzzing: 2,343 bytes of the report copied into its metric-names
+    record make ncu_report abort (SIGABRT, exit 134 without the child process)."""
+    import subprocess
+    import sys
+    data = TRITON.read_bytes()
+    p = tmp_path / "dup.ncu-rep"
+    p.write_bytes(data[:142198] + data[325081:327424] + data[142198:])
+    out = tmp_path / "dup.pftrace"
+    import os
+    from conftest import REPO
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-c", "from converter.cli import main; main()",
+                        "to-perfetto", str(p), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2, (r.returncode, r.stderr[-500:])
+    (line,) = r.stderr.strip().splitlines()          # the native lines do not leak
+    assert line.startswith(f"tracecvt: error: {p}: NVIDIA's ncu_report crashed")
+    assert "SIGABRT" in line and "Check failed" in line and "corrupt or truncated" in line
+    assert not out.exists()
+
+
+def test_metric_name_that_is_not_utf8_is_skipped_with_a_warning(tmp_path):
+    """Found by fuzzing: one flipped byte in the report's table of metric names gives a name
+    with a surrogate, which ncu_report's own metric_by_name then refuses (TypeError)."""
+    from click.testing import CliRunner
+    from converter.cli import main
+    data = bytearray(TRITON.read_bytes())
+    key = b"lts__average_t_sector_hit_rate_srcunit_tex_realtime.pct"
+    data[data.index(key) + key.index(b"it_tex")] = 0x92
+    p = tmp_path / "flip.ncu-rep"
+    p.write_bytes(bytes(data))
+    for extra in ([], ["--all-metrics"]):
+        r = CliRunner().invoke(main, ["to-perfetto", str(p), "-o", str(tmp_path / "f.pftrace"),
+                                      "-q", "--force", *extra])
+        assert r.exit_code == 0, r.output
+        assert "tracecvt bug" not in r.output
+        assert "metric names are not valid UTF-8" in r.output
+
+
+def test_isolated_call_results_progress_and_errors():
+    import os
+    from converter.errors import InputError
+    from converter.readers.ncu import isolate
+    seen = []
+    opts = ReadOptions(progress=lambda *a: seen.append(a))
+
+    def work(options, n):
+        for i in range(n):
+            options.report("stage", i, n)
+        return {"pid": os.getpid(), "values": list(range(n))}
+
+    got = isolate.call(work, "f.ncu-rep", opts, 3)
+    assert got["values"] == [0, 1, 2] and got["pid"] != os.getpid()
+    assert seen == [("stage", 0, 3), ("stage", 1, 3), ("stage", 2, 3)]
+
+    def bad_input(options):
+        raise InputError("f.ncu-rep", "no results")
+    with pytest.raises(InputError, match="no results"):
+        isolate.call(bad_input, "f.ncu-rep", opts)
+
+    def bug(options):
+        return {}["missing"]
+    with pytest.raises(isolate.ChildError, match="KeyError"):
+        isolate.call(bug, "f.ncu-rep", opts)
+
+    def crash(options):
+        os.write(2, b"something native went wrong\n")
+        os.abort()
+    with pytest.raises(InputError) as e:
+        isolate.call(crash, "f.ncu-rep", opts)
+    assert e.value.path == "f.ncu-rep" and "SIGABRT" in e.value.message
+    assert "something native went wrong" in e.value.message

@@ -101,6 +101,12 @@ class NcuReader:
                 f"{path}: {len(info.incomplete)} results have neither a kernel name nor "
                 f"metrics (result {', '.join(map(str, info.incomplete[:5]))}"
                 f"{', …' if len(info.incomplete) > 5 else ''}): skipped")
+        if info.bad_metric_names:
+            bad = info.bad_metric_results
+            run.warnings.append(
+                f"{path}: {info.bad_metric_names} metric names are not valid UTF-8 text (the "
+                f"report is corrupt; result {', '.join(map(str, bad[:5]))}"
+                f"{', …' if len(bad) > 5 else ''}): those metrics are skipped")
         if info.ranges > 1:
             run.notes.append(f"The report holds {info.ranges} result ranges, laid out one "
                              "after the other.")
@@ -111,16 +117,17 @@ class NcuReader:
         header = rows[0]
         page = csv_page.page_of(header)
         units: dict[str, str] = {}
+        warnings: list[str] = []
         if page == csv_page.RAW:
             from .csv_raw import read_raw
-            kernels = read_raw(path, rows, options, units)
+            kernels = read_raw(path, rows, options, units, warnings)
             note = ("Values come from a raw-page CSV export and keep only its printed "
                     "precision (6 decimals of an auto-scaled unit, or 2 decimals with "
                     "--print-units base); PM-sampling timelines and rule results are not in "
                     "this export.")
         elif page == csv_page.DETAILS:
             from .csv_details import read_details
-            kernels = read_details(path, rows, options, units)
+            kernels = read_details(path, rows, options, units, warnings)
             note = ("Values come from a details-page CSV export, printed with 2 decimals of "
                     "an auto-scaled unit: durations have 10 ns resolution, so the serialized "
                     "timeline is approximate; PM-sampling timelines and NVTX ranges are not in "
@@ -128,8 +135,10 @@ class NcuReader:
         else:
             raise csv_page.wrong_page(path, header)
         if not kernels:
-            raise InputError(path, "Nsight Compute CSV export without kernel rows")
-        run = RunInfo(source.name, f"csv-{page}", str(path), metric_units=units)
+            raise InputError(path, "Nsight Compute CSV export without kernel rows"
+                             + "".join(f" ({w[len(str(path)) + 2:]})" for w in warnings[-1:]))
+        run = RunInfo(source.name, f"csv-{page}", str(path), metric_units=units,
+                      warnings=warnings)
         run.notes.append(note)
         return build(kernels, run)
 

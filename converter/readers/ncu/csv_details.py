@@ -17,7 +17,7 @@ from .metrics import DETAILS_LABELS, base_unit, parse_cell, parse_ns, to_kind
 
 
 def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
-                 units_out: dict[str, str]) -> list[Kernel]:
+                 units_out: dict[str, str], warnings: list[str] | None = None) -> list[Kernel]:
     header = rows[0]
     ident = csv_page.Identity(header)
     pos = {h: i for i, h in enumerate(header)}
@@ -28,6 +28,10 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
                                            pos["Metric Unit"], pos["Metric Value"])
     c_rule, c_type, c_desc = pos["Rule Name"], pos["Rule Type"], pos["Rule Description"]
     c_stype, c_speed = pos["Estimated Speedup Type"], pos["Estimated Speedup"]
+    # the last cell each kind of row is read up to (metric rows end after "Rule Name")
+    metric_need = max(ident.id, c_section, c_label, c_unit, c_value)
+    rule_need = max(metric_need, c_type, c_desc, c_stype, c_speed)
+    short = csv_page.ShortRows(len(header), ident.id)
     kernels: dict[int, Kernel] = {}
     total = len(rows) - 1
     stage = f"reading {path.name}"
@@ -39,20 +43,19 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
         if not any(c.strip() for c in row):
             continue
         line = n + 2
-        if len(row) <= c_value:
-            raise InputError(path, f"line {line}: {len(row)} fields, too few for a "
-                             "details-page row")
-        try:
-            index = int(row[ident.id].replace(",", ""))
-        except ValueError:
+        rule = cell(row, c_rule).strip()
+        row = short.fit(row, rule_need if rule else metric_need, line)
+        if row is None:
+            continue
+        index = csv_page.kernel_id(row[ident.id])
+        if index is None:
             raise InputError(path, f"line {line}: ID {row[ident.id]!r} is not a kernel "
-                             "number") from None
+                             "number")
         k = kernels.get(index)
         if k is None:
             k = kernels[index] = ident.kernel(row, path, line)
             if options.all_metrics:
                 k.metrics = {}
-        rule = cell(row, c_rule).strip()
         if rule:
             speed = parse_cell(cell(row, c_speed))
             k.rules.append({
@@ -86,4 +89,7 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
         if n % 1024 == 0:
             options.report(stage, n, total)
     options.report(stage, total, total)
+    warning = short.warning(path)
+    if warning and warnings is not None:
+        warnings.append(warning)
     return sorted(kernels.values(), key=lambda k: k.index)

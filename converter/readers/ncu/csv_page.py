@@ -10,7 +10,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...fileio import read_text
 from .kernels import Kernel
-from .metrics import short_name
+from .metrics import int64, printable, short_name
 
 RAW = "raw"
 DETAILS = "details"
@@ -56,7 +56,7 @@ def page_of(header: list[str]) -> str:
 def wrong_page(path: Path, header: list[str]) -> InputError:
     extra = [h for h in header if h not in IDENTITY and not h.startswith(("thread Domain:",
                                                                           "Id:Domain:"))]
-    shown = ", ".join(extra[:6]) + (", …" if len(extra) > 6 else "")
+    shown = ", ".join(printable(h[:80]) for h in extra[:6]) + (", …" if len(extra) > 6 else "")
     return InputError(path, "a Nsight Compute CSV export of a page tracecvt does not read "
                       f"(columns after the kernel identity: {shown or 'none'}); export "
                       "'ncu -i REPORT --csv --page raw' (or --page details)")
@@ -85,35 +85,88 @@ class Identity:
                                     self.start_end) if i is not None)
 
     def kernel(self, row: list[str], path: Path, line: int) -> Kernel:
-        try:
-            index = int(row[self.id].replace(",", ""))
-        except (ValueError, IndexError, TypeError):
-            raise InputError(path, f"line {line}: ID {_cell(row, self.id)!r} is not a "
+        index = kernel_id(cell(row, self.id))
+        if index is None:
+            raise InputError(path, f"line {line}: ID {cell(row, self.id)!r} is not a "
                              "kernel number") from None
-        name = _cell(row, self.name)
+        name = cell(row, self.name)
         k = Kernel(index, name, short_name(name))
-        k.context = _int(_cell(row, self.context))
-        k.stream = _int(_cell(row, self.stream))
-        k.device_id = _int(_cell(row, self.device))
-        k.compute_capability = _cell(row, self.cc)
-        grid = _dims(_cell(row, self.grid))
+        k.context = _int(cell(row, self.context))
+        k.stream = _int(cell(row, self.stream))
+        k.device_id = _int(cell(row, self.device))
+        k.compute_capability = cell(row, self.cc)
+        grid = _dims(cell(row, self.grid))
         if grid:
             k.args["grid"] = grid
-        block = _dims(_cell(row, self.block))
+        block = _dims(cell(row, self.block))
         if block:
             k.args["block"] = block
         return k
 
 
-def _cell(row: list[str], i: int | None) -> str:
+class ShortRows:
+    """Rows with fewer fields than the columns they are read from (a ragged or cut-short
+    export): the missing cells are read as empty (no value), and a row without its kernel ID
+    is skipped.  Counted for one warning, as the report path counts incomplete results."""
+
+    def __init__(self, width: int, id_col: int):
+        self.width = width
+        self.id_col = id_col
+        self.short: list[tuple[int, int]] = []      # (line, fields) of each short row
+        self.skipped = 0
+
+    def note(self, line: int, fields: int) -> None:
+        self.short.append((line, fields))
+
+    def fit(self, row: list[str], need: int, line: int) -> list[str] | None:
+        """``row`` with at least ``need + 1`` cells (padded if short), or None to skip it."""
+        if len(row) > need:
+            return row
+        self.note(line, len(row))
+        if len(row) <= self.id_col:
+            self.skipped += 1
+            return None
+        return row + [""] * (max(self.width, need + 1) - len(row))
+
+    def warning(self, path: Path) -> str | None:
+        n = len(self.short)
+        if not n:
+            return None
+        where = ", ".join(f"line {line}: {k}" for line, k in self.short[:5])
+        more = ", …" if n > 5 else ""
+        text = (f"{path}: {n} {'row has' if n == 1 else 'rows have'} fewer fields than the "
+                f"header's {self.width} ({where}{more}; the file is ragged or cut short): "
+                "missing cells are read as no value")
+        if self.skipped:
+            one = self.skipped == 1
+            text += (f"; {self.skipped} of them {'ends' if one else 'end'} before the kernel "
+                     f"ID and {'is' if one else 'are'} skipped")
+        return text
+
+
+def cell(row: list[str], i: int | None) -> str:
     if i is None or i >= len(row):
         return ""
     return row[i]
 
 
-def _int(text: str) -> int | None:
+def kernel_id(text: str) -> int | None:
+    """An ID cell as a kernel number (within int64), or None."""
+    t = text.replace(",", "").strip()
+    if not t or len(t) > 20:
+        return None
     try:
-        return int(text.replace(",", ""))
+        return int64(int(t))
+    except ValueError:
+        return None
+
+
+def _int(text: str) -> int | None:
+    t = text.replace(",", "")
+    if len(t) > 40:
+        return None
+    try:
+        return int64(int(t))
     except ValueError:
         return None
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from ...errors import InputError
 from ..base import ReadOptions
 from . import csv_page
 from .kernels import Kernel
@@ -19,14 +18,22 @@ from .nvtx import parse_push_pop, parse_start_end
 
 
 def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
-             units_out: dict[str, str]) -> list[Kernel]:
+             units_out: dict[str, str], warnings: list[str] | None = None) -> list[Kernel]:
     header = rows[0]
     ident = csv_page.Identity(header)
-    body = rows[1:]
+    short = csv_page.ShortRows(len(header), ident.id)
+    last = len(header) - 1
+    # (line, row) of every non-blank row after the header
+    body = [(n + 1, row) for n, row in enumerate(rows) if n and any(c.strip() for c in row)]
     units = [""] * len(header)
-    if body and not body[0][ident.id].strip():          # the units row (empty ID cell)
-        units = body[0] + [""] * (len(header) - len(body[0]))
-        body = body[1:]
+    if body and not csv_page.cell(body[0][1], ident.id).strip():   # the units row: no ID
+        line, row = body.pop(0)
+        if len(row) <= last:
+            short.note(line, len(row))
+        units = row[:len(header)] + [""] * (len(header) - len(row))
+    elif warnings is not None and body:
+        warnings.append(f"{path}: no units row (a second row with an empty ID cell): values "
+                        "are read as if printed in base units (--print-units base)")
     factors: list[tuple[str, Fraction]] = [base_unit(u) for u in units]
     col = {h: i for i, h in enumerate(header)}
     picks = []
@@ -43,13 +50,10 @@ def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
     kernels: list[Kernel] = []
     total = len(body)
     stage = f"reading {path.name}"
-    for n, row in enumerate(body):
-        line = n + (3 if len(rows) - len(body) == 2 else 2)
-        if not any(c.strip() for c in row):
+    for n, (line, row) in enumerate(body):
+        row = short.fit(row, last, line)
+        if row is None:
             continue
-        if len(row) < len(header):
-            raise InputError(path, f"line {line}: {len(row)} fields where the header has "
-                             f"{len(header)} (the file is cut short or not a raw-page export)")
         k = ident.kernel(row, path, line)
         args = k.args
         for arg, cols, kind in picks:
@@ -82,4 +86,7 @@ def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
         if n % 256 == 0:
             options.report(stage, n, total)
     options.report(stage, total, total)
+    warning = short.warning(path)
+    if warning and warnings is not None:
+        warnings.append(warning)
     return kernels

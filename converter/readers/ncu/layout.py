@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from ...model import GROUP, LANE, Clock, Counter, RunMeta, Trace, split_overlaps
 from .kernels import Kernel
-from .metrics import BOUNDARY_COUNTERS, KEY_METRICS
+from .metrics import BOUNDARY_COUNTERS, KEY_METRICS, printable
 from .nvtx import DEFAULT_DOMAIN, build_ranges, cut_short, nvtx_path
 
 SERIAL_SENTENCE = ("Serialized timeline: Nsight Compute replays each kernel on its own and "
@@ -21,6 +22,9 @@ SERIALIZED = Clock("ncu-serialized", "ns", Fraction(1),
                    "order from 0 ns, each lasting its measured gpu__time_duration.sum")
 
 _KEY_ORDER = [arg for arg, _, _ in KEY_METRICS]
+# The serialized timeline ends before this (2^62 ns, 146 years): a longer kernel is corrupt
+# data, and timestamps past 2^63 cannot be written.
+MAX_TIMELINE_NS = 2**62
 
 
 @dataclass
@@ -49,10 +53,14 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
     ends: list[int] = []
     t = 0
     no_duration = []
+    too_long = []
     for k in kernels:
         d = k.duration_ns
-        if d is None or d < 0:
+        if not isinstance(d, int) or d < 0:
             no_duration.append(k.index)
+            d = 0
+        elif t + d > MAX_TIMELINE_NS:
+            too_long.append(k.index)
             d = 0
         starts.append(t)
         t += d
@@ -60,6 +68,10 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
     if no_duration:
         trace.warn(f"{run.path}: {len(no_duration)} kernels have no gpu__time_duration.sum "
                    f"(IDs {_ids(no_duration)}): drawn with zero length")
+    if too_long:
+        trace.warn(f"{run.path}: {len(too_long)} kernels have a gpu__time_duration.sum that "
+                   f"would end the timeline past {MAX_TIMELINE_NS:,} ns (IDs "
+                   f"{_ids(too_long)}): not plausible, drawn with zero length")
     ids = [k.index for k in kernels]
     if ids and ids != list(range(ids[0], ids[0] + len(ids))):
         expected = max(ids) - min(ids) + 1
@@ -100,11 +112,12 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
         evidence = cut_short(kernels, pp) if pp else None
         if evidence:
             meta.extra["ncu_partial"] = evidence
+            inside, before = printable(evidence["range"]), printable(evidence["previous_range"])
             trace.warn(f"{run.path}: the report looks cut short: it ends inside NVTX range "
-                       f"'{evidence['range']}' after {evidence['kernels_in_range']} kernels, "
+                       f"'{inside}' after {evidence['kernels_in_range']} kernels, "
                        f"the first {evidence['kernels_in_range']} of the "
                        f"{evidence['kernels_in_previous_range']} launched in "
-                       f"'{evidence['previous_range']}' before it; a partially written report "
+                       f"'{before}' before it; a partially written report "
                        "(e.g. the profiled run was stopped) holds only what was profiled, so "
                        f"at least {evidence['missing_at_least']} kernels are missing")
 
@@ -253,7 +266,8 @@ def _boundary_counters(trace: Trace, group: int, rank: int, kernels: list[Kernel
             v = kernels[p].args.get(arg)
             if last_end is not None and last_end != starts[p]:
                 c.add(last_end, 0.0)
-            c.add(starts[p], float(v) if isinstance(v, (int, float)) else 0.0)
+            v = float(v) if isinstance(v, (int, float)) else 0.0
+            c.add(starts[p], v if math.isfinite(v) else 0.0)
             last_end = ends[p]
         if last_end is not None:
             c.add(last_end, 0.0)
@@ -290,7 +304,8 @@ def _pm_counters(trace: Trace, group: int, rank: int, kernels: list[Kernel],
                                       f"sampling every {k.pm_interval_ns or '?'} ns")
                 entry = counters[s.metric] = (c, [-1])
             c, last_end = entry
-            pairs = sorted((r, v) for r, v in zip(s.rel_ns, s.values) if 0 <= r < dur)
+            pairs = sorted((r, v) for r, v in zip(s.rel_ns, s.values)
+                           if 0 <= r < dur and math.isfinite(v))
             if last_end[0] >= 0 and (last_end[0] != start or not pairs or pairs[0][0] != 0):
                 c.add(last_end[0], 0.0)
             for r, v in pairs:

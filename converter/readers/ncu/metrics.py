@@ -8,6 +8,7 @@ so a trace made from a ``.ncu-rep`` and one made from its CSV export compare equ
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -169,6 +170,37 @@ def base_unit(unit: str) -> tuple[str, Fraction]:
 
 
 _MISSING = {"", "nan", "-nan", "no data", "n/a", "N/A", "(none)"}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def bounded(value: Any) -> Any:
+    """A number as the trace can hold it: an int within int64 (a larger one as a float), a
+    finite float; None for NaN, infinities and ints beyond any float.  Other values as is."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if INT64_MIN <= value <= INT64_MAX:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def int64(value: Any) -> int | None:
+    """An int within int64, else None (IDs, streams, thread ids)."""
+    return value if isinstance(value, int) and INT64_MIN <= value <= INT64_MAX else None
+
+
+def printable(text: str) -> str:
+    """``text`` for a one-line message: characters that are not printable (line and
+    paragraph separators, control characters) escaped as Python does."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def parse_cell(text: str, factor: Fraction = Fraction(1)) -> Any:
@@ -182,11 +214,11 @@ def parse_cell(text: str, factor: Fraction = Fraction(1)) -> Any:
         return None
     t = s.replace(",", "") if "," in s else s
     if factor == 1:
-        if t.isdigit():
-            return int(t)
         try:
-            return float(t) if _looks_numeric(t) else s
-        except ValueError:
+            if t.isdigit():
+                return bounded(int(t)) if len(t) < 400 else None
+            return bounded(float(t)) if _looks_numeric(t) else s
+        except ValueError:                   # digits int() does not take ("²"), "1.2.3"
             return s
     try:
         d = Decimal(t)
@@ -194,10 +226,12 @@ def parse_cell(text: str, factor: Fraction = Fraction(1)) -> Any:
         return s
     if not d.is_finite():
         return None
+    if abs(d.adjusted()) > 400:            # beyond any float (and slow as a Fraction)
+        return None if d.adjusted() > 0 else 0.0
     v = Fraction(d) * factor
     if v.denominator == 1:
-        return int(v)
-    return float(v)
+        return bounded(int(v))
+    return bounded(float(v))
 
 
 def _looks_numeric(t: str) -> bool:
@@ -211,17 +245,23 @@ def parse_ns(text: str, factor: Fraction) -> int | None:
     if s in _MISSING:
         return None
     try:
-        v = Fraction(Decimal(s)) * factor
+        d = Decimal(s)
+        if not d.is_finite() or d.adjusted() > 30:       # NaN, inf, or beyond any run
+            return None
+        v = Fraction(d) * factor
     except (InvalidOperation, ValueError):
         return None
-    return _round_half_up(v)
+    return int64(_round_half_up(v))
 
 
-def float_ns(value: float) -> int:
-    """A report duration (a double in ns) to integer ns, rounded half up like the CSV path."""
+def float_ns(value: float) -> int | None:
+    """A report duration (a double in ns) to integer ns, rounded half up like the CSV path;
+    None if it is not finite or beyond int64."""
+    if not math.isfinite(value):
+        return None
     if value == int(value):
-        return int(value)
-    return _round_half_up(Fraction(Decimal(repr(value))))
+        return int64(int(value))
+    return int64(_round_half_up(Fraction(Decimal(repr(value)))))
 
 
 def _round_half_up(v: Fraction) -> int:
@@ -231,16 +271,17 @@ def _round_half_up(v: Fraction) -> int:
 
 def to_kind(value: Any, kind: str) -> Any:
     """Normalise a value for its key-metric kind."""
+    value = bounded(value)
     if value is None or isinstance(value, str):
         return value
     if kind == "int":
         if isinstance(value, float) and value == int(value):
-            return int(value)
+            return int64(int(value))
         return value
     if kind == "float":
         return float(value)
     if kind == "ns":
-        return float_ns(value) if isinstance(value, float) else int(value)
+        return float_ns(value) if isinstance(value, float) else value
     return value
 
 

@@ -53,9 +53,11 @@ def parse_push_pop(cell: str) -> tuple[int | None, list[NvtxDomain]]:
         return None, []
     tid_text, _, rest = s.partition(" ")
     try:
-        tid: int | None = int(tid_text)
+        tid: int | None = int(tid_text) if len(tid_text) <= 20 else None
     except ValueError:
         tid, rest = None, s
+    if tid is not None and not 0 <= tid < 2**63:
+        tid = None
     domains: dict[str, NvtxDomain] = {}
     for entry in _entries(rest):
         fields = entry.split(":")

@@ -4,6 +4,11 @@ Every result ("action") is read once, in report order: ``IRange.action_by_idx`` 
 millisecond per call (most of a large conversion), so nothing calls it twice.  The module is a
 SWIG binding: objects derived from an action (metrics, timelines, NVTX state) are only used
 while the action is referenced.
+
+Everything that touches ``ncu_report`` runs in a forked child process (``isolate.call``): on a
+corrupt report the native library can abort the process, which Python cannot catch.  The child
+returns plain ``Kernel`` records; numbers are kept within what the trace can hold
+(``metrics.bounded``), as a corrupt report can hold any bit pattern.
 """
 
 from __future__ import annotations
@@ -14,11 +19,11 @@ from typing import Any
 
 from ...errors import InputError
 from ..base import ReadOptions
-from . import container
+from . import container, isolate
 from .kernels import Kernel, NvtxDomain, PmSeries
 from .metrics import (BLOCK_DIMS, CC_MAJOR, CC_MINOR, CONTEXT_ID, DEVICE_ID, DEVICE_NAME,
                       GRID_DIMS, KEY_METRICS, PM_INTERVAL, RULE_TYPES, SPEEDUP_TYPES, STREAM_ID,
-                      float_ns, render_message, to_kind)
+                      bounded, float_ns, int64, printable, render_message, to_kind)
 
 INSTALL_HINT = ("reading .ncu-rep needs NVIDIA's ncu_report module: pip install "
                 "'tracecvt[ncu]' (or convert a CSV export: ncu -i REPORT --csv --page raw)")
@@ -34,6 +39,8 @@ class ReportInfo:
     ranges: int = 0
     metric_units: dict[str, str] = field(default_factory=dict)
     incomplete: list[int] = field(default_factory=list)   # results without name or metrics
+    bad_metric_names: int = 0           # metric names that are not UTF-8 (skipped)
+    bad_metric_results: list[int] = field(default_factory=list)   # ... in these results
 
 
 def import_ncu_report():
@@ -49,29 +56,37 @@ def import_ncu_report():
 
 def read_report(path: Path, options: ReadOptions) -> tuple[list[Kernel], ReportInfo]:
     try:
-        ncu_report = import_ncu_report()
+        import_ncu_report()             # here, so that a missing module is one clear line
     except InputError as e:
         raise InputError(path, e.message) from None
     info = ReportInfo()
     with container.plain_report(path) as plain:
         container.check_header(plain, path)
         info.truncated_bytes, info.producer_version = container.scan_records(plain)
-        try:
-            ctx = ncu_report.load_report(str(plain))
-        except Exception as e:
-            raise InputError(path, f"ncu_report cannot load it ({type(e).__name__}: {e})") \
-                from None
-        try:
-            info.library_version = str(ctx.get_version())
-        except Exception:
-            pass
-        kernels = _read_actions(ncu_report, ctx, path, options, info)
+        # ncu_report can abort the process on a corrupt report: it runs in a child process
+        kernels, info = isolate.call(_read_plain, path, options, str(plain), path, info)
     if not kernels:
         cut = (f"; the file ends inside a record ({info.truncated_bytes} bytes missing)"
                if info.truncated_bytes else "")
         raise InputError(path, "corrupt or truncated Nsight Compute report: ncu_report finds "
                          f"no profiling results in it{cut}")
     return kernels, info
+
+
+def _read_plain(options: ReadOptions, plain: str, path: Path,
+                info: ReportInfo) -> tuple[list[Kernel], ReportInfo]:
+    """Everything that touches ncu_report (run by ``isolate.call``): plain records out."""
+    ncu_report = import_ncu_report()
+    try:
+        ctx = ncu_report.load_report(plain)
+    except Exception as e:
+        raise InputError(path, f"ncu_report cannot load it ({type(e).__name__}: "
+                         f"{printable(str(e))[:300]})") from None
+    try:
+        info.library_version = str(ctx.get_version())
+    except Exception:
+        pass
+    return _read_actions(ncu_report, ctx, path, options, info), info
 
 
 def _read_actions(ncu_report, ctx, path: Path, options: ReadOptions,
@@ -107,7 +122,7 @@ def _read_action(a, index: int, demangled_base, options: ReadOptions, info: Repo
         m = get(name)
         if m is None or not m.has_value():
             return None
-        return m.value()
+        return bounded(m.value())
 
     short = a.name()
     k = Kernel(index, a.name(demangled_base) or short, short)
@@ -128,10 +143,11 @@ def _read_action(a, index: int, demangled_base, options: ReadOptions, info: Repo
     dims = [value(n) for n in BLOCK_DIMS]
     if None not in dims:
         args["block"] = "({}, {}, {})".format(*dims)
-    k.device_id = value(DEVICE_ID)
-    k.context = value(CONTEXT_ID)
-    k.stream = value(STREAM_ID)
-    k.device_name = value(DEVICE_NAME) or ""
+    k.device_id = int64(value(DEVICE_ID))
+    k.context = int64(value(CONTEXT_ID))
+    k.stream = int64(value(STREAM_ID))
+    name = value(DEVICE_NAME)
+    k.device_name = name if isinstance(name, str) else ""
     major, minor = value(CC_MAJOR), value(CC_MINOR)
     if major is not None and minor is not None:
         k.compute_capability = f"{major}.{minor}"
@@ -143,11 +159,34 @@ def _read_action(a, index: int, demangled_base, options: ReadOptions, info: Repo
     names = None
     if interval is not None and interval.has_value():
         k.pm_interval_ns = float_ns(float(interval.value()))
-        names = a.metric_names()
+        names = _metric_names(a, index, info)
         k.pm = _pm_series(a, names)
     if options.all_metrics:
-        k.metrics = _all_metrics(a, names if names is not None else a.metric_names(), info)
+        k.metrics = _all_metrics(a, names if names is not None else
+                                 _metric_names(a, index, info), info)
     return k
+
+
+def _metric_names(a, index: int, info: ReportInfo) -> list[str]:
+    """The action's metric names that can be asked for: a name with bytes that are not UTF-8
+    (a corrupt report) comes back with surrogates, which metric_by_name refuses."""
+    names = a.metric_names()
+    good = [n for n in names if _utf8(n)]
+    if len(good) != len(names):
+        info.bad_metric_names += len(names) - len(good)
+        if index not in info.bad_metric_results:
+            info.bad_metric_results.append(index)
+    return good
+
+
+def _utf8(name: str) -> bool:
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _read_nvtx(a, k: Kernel, prev: dict[str, tuple[str, ...]]) -> None:
@@ -217,12 +256,19 @@ def _rules(a, results: list[dict]) -> list[dict[str, Any]]:
             "type": RULE_TYPES.get(msg.get("type"), str(msg.get("type", ""))),
             "title": msg.get("title", ""),
             "message": render_message(msg.get("message", "")),
-            "estimated_speedup_pct": None if value is None else float(value),
+            "estimated_speedup_pct": _float(value),
             "speedup_type": SPEEDUP_TYPES.get(speed.get("type")) if speed else None,
         })
     # the order of the report's sections, as the details page lists them
     out.sort(key=lambda r: order.get(r["section"], 1 << 30))
     return out
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return bounded(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _pm_series(a, names) -> list[PmSeries]:
@@ -282,6 +328,10 @@ def _all_metrics(a, names, info: ReportInfo) -> dict[str, Any]:
         if m is None or not m.has_value():
             continue
         v = m.value()
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = bounded(v)              # beyond int64: a float (NaN stays, as the report has it)
+            if v is None:
+                continue
         if isinstance(v, float) and v == v and v.is_integer() and abs(v) < 2**53:
             v = int(v)
         out[name] = v
