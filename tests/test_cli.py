@@ -125,7 +125,21 @@ def test_bundled_samples_are_found():
     r = run("info", REPO / "samples", "--json")
     assert r.exit_code == 0, r.output
     reports = json.loads(r.output)
-    assert {rep["tasks"] for rep in reports} == {6, 34, 704}
+    pypto = [rep for rep in reports if rep["format"] == "pypto"]
+    ncu = [rep for rep in reports if rep["format"] == "ncu"]
+    assert {rep["tasks"] for rep in pypto} == {6, 34, 704}
+    assert sorted(rep["run"] for rep in ncu) == ["triton_full", "triton_full_details",
+                                                  "triton_full_raw"]
+    assert all(rep["tasks"] == 2 for rep in ncu)
+
+
+def test_bundled_samples_convert(tmp_path):
+    r = run("to-perfetto", REPO / "samples", "-o", tmp_path, "-q")
+    assert r.exit_code == 0, r.output
+    outs = sorted(tmp_path.glob("*.pftrace"))
+    assert len(outs) == 6
+    for out in outs:
+        check_pftrace(decode_pftrace(out))
 
 
 # -- errors: one line naming the file, exit code 2 ------------------------------------------
