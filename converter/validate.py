@@ -541,24 +541,16 @@ class _Validator:
             if rare is not None and (rare.flow_ids_old or rare.terminating_flow_ids_old):
                 fids = list(fids) + list(rare.flow_ids_old)
                 tfids = list(tfids) + list(rare.terminating_flow_ids_old)
-            if fids:
-                for fid in fids:
+            for ids, terminating in ((fids, False), (tfids, True)):
+                for fid in ids:
+                    end = (ts, index, terminating)
                     cur = flows.get(fid)
                     if cur is None:
-                        flows[fid] = (ts, index, False)
+                        flows[fid] = end
                     elif cur.__class__ is tuple:
-                        flows[fid] = [cur, (ts, index, False)]
+                        flows[fid] = [cur, end]
                     else:
-                        cur.append((ts, index, False))
-            if tfids:
-                for fid in tfids:
-                    cur = flows.get(fid)
-                    if cur is None:
-                        flows[fid] = (ts, index, True)
-                    elif cur.__class__ is tuple:
-                        flows[fid] = [cur, (ts, index, True)]
-                    else:
-                        cur.append((ts, index, True))
+                        cur.append(end)
         self.index = index + 1
 
     # -- per-packet helpers -----------------------------------------------------------------
