@@ -239,6 +239,19 @@ class Trace:
             t = self.tracks[t].parent
         return " / ".join(reversed(names))
 
+    def slices_by_track(self) -> dict[int, list[int]]:
+        """Slice indexes per track, in the order the slices were added (a fresh dict of
+        fresh lists: callers may sort or consume them)."""
+        by_track: dict[int, list[int]] = {}
+        get = by_track.get
+        for i, s in enumerate(self.slices):
+            lst = get(s.track)
+            if lst is None:
+                by_track[s.track] = [i]
+            else:
+                lst.append(i)
+        return by_track
+
     def time_span(self) -> tuple[int, int] | None:
         """(first, last) timestamp over slices, instants and counter samples."""
         lo = hi = None
@@ -278,9 +291,7 @@ def split_overlaps(trace: Trace) -> int:
     partially overlap an enclosing one.  Extra lanes are siblings named like the lane, placed
     right after it, so nothing is dropped.  Returns the number of slices moved.
     """
-    by_track: dict[int, list[int]] = {}
-    for i, s in enumerate(trace.slices):
-        by_track.setdefault(s.track, []).append(i)
+    by_track = trace.slices_by_track()
     moved = 0
     for track_id, ids in by_track.items():
         track = trace.tracks[track_id]

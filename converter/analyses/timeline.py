@@ -71,14 +71,8 @@ class Timeline:
                        "the timeline has no idle time by construction, so bubbles and "
                        "utilization are not measured")
         tracks = trace.tracks
-        by_track: dict[int, list[int]] = {}
+        by_track = trace.slices_by_track()
         slices = trace.slices
-        for i, s in enumerate(slices):
-            lst = by_track.get(s.track)
-            if lst is None:
-                by_track[s.track] = [i]
-            else:
-                lst.append(i)
         main_of = _overlap_owners(trace)
         lanes: dict[int, Lane] = {}
         fake = 0

@@ -272,13 +272,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
     counts["flows_backward"] = backward
 
-    by_track: dict[int, list[int]] = {}
-    for i, s in enumerate(slices):
-        lst = by_track.get(s.track)
-        if lst is None:
-            by_track[s.track] = [i]
-        else:
-            lst.append(i)
+    by_track = trace.slices_by_track()
     # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
     load = [(2 * len(ids), t) for t, ids in by_track.items()]
     load += [(len(c.ts), c.track) for c in trace.counters if c.ts]

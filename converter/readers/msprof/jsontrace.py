@@ -19,7 +19,7 @@ from ...fileio import load_json_records
 from ...model import Trace
 from .csvtable import arg_name, canonical, normalize_task_type
 from .jsonshape import hkey, obj
-from .timefmt import MAX_NS, UINT32_MAX, us_to_ns
+from .timefmt import UINT32_MAX, event_span, us_to_ns
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -160,14 +160,12 @@ class ChromeImporter:
                 continue
             ph = e.get("ph")
             if ph == "X":
-                ts = us_to_ns(e.get("ts"))
-                if ts is None or ts < 0:
+                span = event_span(e)
+                if span is None:
                     stats["no_ts"] += 1
                     continue
-                dur = us_to_ns(e.get("dur", 0)) or 0
-                if dur < 0 or ts + dur > MAX_NS:
-                    stats["bad_dur"] += 1
-                    dur = 0
+                ts, dur, bad = span
+                stats["bad_dur"] += bad
                 lid = lane(e.get("pid"), e.get("tid"))
                 p = self.lane_process[lid]
                 args = e.get("args") or None

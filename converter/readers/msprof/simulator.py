@@ -22,7 +22,7 @@ from .csvtable import arg_name, normalize_pipe, read_table
 from .discover import CORE_DIR
 from .jsontrace import load_events
 from .jsonshape import hkey, obj
-from .timefmt import KERNEL_US, MAX_NS, us_to_ns
+from .timefmt import KERNEL_US, event_span
 from .visualize_bin import read_blocks
 
 PIPE_ORDER = ["scalar", "scalarldst", "cube", "vector", "mte1", "mte2", "mte3", "fixpipe",
@@ -125,14 +125,12 @@ def _read_trace(trace: Trace, sim: dict[str, Any], path: Path, groups: dict[str,
         if ph != "X":
             counts["other"] += 1
             continue
-        ts = us_to_ns(e.get("ts"))
-        if ts is None or ts < 0:
+        span = event_span(e)
+        if span is None:
             counts["no_ts"] += 1
             continue
-        dur = us_to_ns(e.get("dur", 0)) or 0
-        if dur < 0 or ts + dur > MAX_NS:
-            counts["bad_dur"] += 1
-            dur = 0
+        ts, dur, bad = span
+        counts["bad_dur"] += bad
         pid, tid = hkey(e.get("pid")), hkey(e.get("tid"))
         raw = e.get("args")
         args = dict(raw) if isinstance(raw, dict) else ({"args": raw} if raw else {})

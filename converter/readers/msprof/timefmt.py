@@ -60,6 +60,18 @@ def decimal_of(value) -> Decimal | None:
 MAX_NS = (1 << 63) - 1
 
 
+def event_span(e: dict) -> tuple[int, int, bool] | None:
+    """(ts, dur, dur_bad) in ns of a Chrome ``X`` event; None when it has no usable start.
+    A negative duration, or one running past the ns range, becomes 0 with ``dur_bad`` set."""
+    ts = us_to_ns(e.get("ts"))
+    if ts is None or ts < 0:
+        return None
+    dur = us_to_ns(e.get("dur", 0)) or 0
+    if dur < 0 or ts + dur > MAX_NS:
+        return ts, 0, True
+    return ts, dur, False
+
+
 def us_to_ns(value) -> int | None:
     """Microseconds (text, int, float or Decimal) -> integer ns, rounded half up; None for no
     value or a value beyond the signed 64-bit ns range of a trace."""
