@@ -25,6 +25,17 @@ from . import archive
 from .errors import InputError, OutputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+
+# tracecvt's own Chrome JSON carries this in its first metadata event, so a folder that holds
+# both runs and their converted outputs is never read twice (writers/chrome.py).
+PRODUCER = "tracecvt"
+_OWN_MARK = b'"producer":"' + PRODUCER.encode()
+
+
+def is_own_output(path: Path) -> bool:
+    """A JSON file written by tracecvt itself (not an input of any reader)."""
+    name = path.name.lower()
+    return name.endswith((".json", ".json.gz")) and _OWN_MARK in read_head(path, 1024)
 UTF8_BOM = b"\xef\xbb\xbf"
 
 

@@ -227,6 +227,20 @@ def test_own_chrome_output_is_not_taken_for_a_run(tiny, tmp_path):
     assert [r.name for r in runs] == [tiny.name]
 
 
+def test_no_chrome_output_of_any_family_is_taken_for_a_run(tmp_path):
+    """The Chrome JSON of every shared sample (PyPTO, msprof, NCU) is marked as tracecvt's
+    and skipped by run discovery, whichever reader would otherwise sniff it."""
+    out = tmp_path / "out"
+    r = run("to-chrome", REPO.parent / "shared" / "samples", "-o", out, "-q", "--no-derived")
+    assert r.exit_code == 0, r.output
+    written = sorted(out.glob("*.json"))
+    assert len(written) >= 30
+    assert find_runs(out) == []
+    # Still ordinary Chrome JSON: the marker is one more arg of the first process name.
+    first = json.loads(written[0].read_bytes())["traceEvents"][0]
+    assert first["name"] == "process_name" and first["args"]["producer"].startswith("tracecvt ")
+
+
 def test_error_quoting_a_line_break_stays_one_line(tmp_path):
     bad = tmp_path / "we\nird"
     r = run("info", bad)

@@ -95,6 +95,8 @@ def _walk(path: Path, fmt: str | None, readers: list[Reader], max_entry: int) ->
             for n in sorted(filenames):
                 if n.lower().endswith(_ARCHIVE_SUFFIXES) and archive.sniff(directory / n):
                     runs.extend(_find_in_archive(directory / n, fmt, readers, max_entry))
+        # tracecvt's own Chrome JSON next to a run is an output, never an input.
+        filenames = [n for n in filenames if not fileio.is_own_output(directory / n)]
         for r in readers:
             for src in r.find(directory, sorted(filenames), force):
                 if src.root in claimed:

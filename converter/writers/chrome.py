@@ -66,6 +66,8 @@ from typing import IO, Any, Callable
 
 import orjson
 
+from .. import __version__
+from ..fileio import PRODUCER
 from ..model import COUNTER, GROUP, LANE, Trace
 
 BATCH_EVENTS = 10000
@@ -282,7 +284,10 @@ def write_chrome(trace: Trace, out: IO[bytes],
     # Metadata events: names and sort order of processes and threads.
     for rank, name in enumerate(layout.processes):
         pid = rank + 1
-        batch.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}})
+        args = {"name": name}
+        if rank == 0:       # marks the file as tracecvt's output (fileio.is_own_output)
+            args["producer"] = f"{PRODUCER} {__version__}"
+        batch.append({"ph": "M", "name": "process_name", "pid": pid, "args": args})
         batch.append({"ph": "M", "name": "process_sort_index", "pid": pid,
                       "args": {"sort_index": rank}})
     for pid, tid, name, rank in layout.threads:

@@ -5,7 +5,6 @@ Format reference: ../shared/docs/formats/pypto.md.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ...errors import InputError
@@ -22,14 +21,9 @@ AICPU_PREFIX = "machine_runtime_operator_trace"
 SIM_DIR = "CostModelSimulationOutput"
 
 
-# PyPTO names its process exactly "Machine View"; tracecvt's own Chrome output calls it
-# "PyPTO Machine View" and must not be taken for a PyPTO run.
-_MACHINE_VIEW = re.compile(rb'"name"\s*:\s*"Machine View"')
-
-
 def sniff_merged(head: bytes) -> bool:
-    return b"traceEvents" in head and (_MACHINE_VIEW.search(head) is not None
-                                       or b"machine-view" in head or b"event-hint" in head)
+    return b"traceEvents" in head and (b"Machine View" in head or b"machine-view" in head
+                                       or b"event-hint" in head)
 
 
 def sniff_aicpu(head: bytes) -> bool:
