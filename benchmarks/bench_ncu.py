@@ -25,10 +25,11 @@ import gzip
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from childrun import run_child
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO.parent / "shared" / "samples" / "ncu" / "h200-nvtx-many" / "many_nvtx.ncu-rep.xz"
@@ -67,12 +68,6 @@ result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions())
 dt = time.perf_counter() - t
 print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.size)
 """
-
-
-def run_child(code: str, *args: str) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True,
-                         capture_output=True, text=True).stdout.split()
-    return [float(x) for x in out]
 
 
 def main() -> None:

@@ -24,10 +24,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from childrun import run_child
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,12 +67,6 @@ t = time.perf_counter()
 convert(sys.argv[1], sys.argv[2])
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
-
-
-def run_child(code: str, *args: str) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True,
-                         capture_output=True, text=True).stdout.split()
-    return [float(x) for x in out]
 
 
 def main() -> None:
