@@ -227,7 +227,7 @@ def test_nested_slices_count_once_and_overlap_lanes_join_their_lane():
 
 def graph_trace() -> tuple[Trace, dict[str, int]]:
     """Two AIV lanes and an AIC lane with a small task graph (PyPTO-like)."""
-    tr = make_trace("pypto")
+    tr = make_trace("pypto", task_graph=True)   # as the PyPTO reader marks its runs
     dev = tr.add_track("Machine", None, GROUP)
     aic = tr.add_track("AIC_1", dev, nesting=False)
     v1 = tr.add_track("AIV_2", dev, nesting=False)

@@ -190,3 +190,11 @@ def test_multiseq_fake_tasks_are_kept_and_flagged():
     assert len(fake) == 24
     assert {trace.tracks[s.track].name for s in fake} == {"Fake Core_0"}
     assert all(s.dur == 1000 for s in fake)      # PyPTO gives fake tasks exactly 1 us
+
+
+def test_flows_are_declared_a_task_graph():
+    """The analyses split bubbles by cause only where the reader says its flows are task
+    dependencies; the PyPTO reader does, on both paths."""
+    for variant in (None, "pypto-raw"):
+        (src,) = find_runs(pypto_run_dir("matmul_add"), variant)
+        assert src.read().meta.extra["task_graph"] is True

@@ -120,8 +120,7 @@ class Timeline:
             end = last if end is None or last > end else end
             for i in lane.slices:
                 lane_of[i] = k
-        has_graph = bool(trace.flows) and (trace.meta.format == "pypto"
-                                           or extra.get("task_graph") is True)
+        has_graph = bool(trace.flows) and extra.get("task_graph") is True
         preds: dict[int, list[int]] = {}
         if has_graph:
             for f in trace.flows:

@@ -139,6 +139,8 @@ class PyptoReader:
         else:
             trace = Trace(RunMeta(source.name, "pypto", tool="PyPTO"))
         self._attach_side_files(trace, source, options)
+        # PyPTO's flows are the task graph: a task waits for every predecessor (analyses).
+        trace.meta.extra["task_graph"] = True
         split_overlaps(trace)
         _report_backward_flows(trace)
         return trace
