@@ -198,3 +198,31 @@ def test_flows_are_declared_a_task_graph():
     for variant in (None, "pypto-raw"):
         (src,) = find_runs(pypto_run_dir("matmul_add"), variant)
         assert src.read().meta.extra["task_graph"] is True
+
+
+@pytest.mark.parametrize("name", PYPTO_MERGED_RUNS)
+def test_typed_decoding_equals_general_json_parse(name):
+    """The fast typed decoder (msgspec) and the general path (orjson, which also mends cut
+    files) must give the same events: same floats to the last bit, same args, same order."""
+    from converter.readers.pypto.merged import Event, as_event, load_events
+    path = next(pypto_sim_dir(name).glob("merged_swimlane.json*"))
+    typed = load_events(path)
+    general = [as_event(e) for e in load_events(path, typed=False)]
+    assert all(e.__class__ is Event for e in typed)
+    assert len(typed) == len(general) == len(load_merged(name))
+    assert typed == general
+    assert [e.ts.hex() if isinstance(e.ts, float) else e.ts for e in typed] == \
+        [e.ts.hex() if isinstance(e.ts, float) else e.ts for e in general]
+
+
+def test_typed_decoding_falls_back_on_what_it_cannot_type(tmp_path):
+    """Non-object events and invalid UTF-8 leave the typed decoder to the general path."""
+    from converter.readers.pypto.merged import Event, load_events
+    p = tmp_path / "t.json"
+    p.write_bytes(b'{"traceEvents": [{"ph": "X", "ts": 1.5, "dur": 2, "name": "a"}, 7]}')
+    events = load_events(p)
+    assert events[0] == Event("X", 1.5, 2, None, None, "a") and events[1] == 7
+    p.write_bytes(b'[{"ph": "X", "ts": 1, "name": "\xc1"}]')
+    from converter.errors import InputError
+    with pytest.raises(InputError, match="t.json: malformed JSON"):
+        load_events(p)

@@ -33,7 +33,7 @@ from ...errors import InputError
 from ...model import COUNTER, GROUP, Clock, RunMeta, Trace
 from ..base import ReadOptions
 from .common import MachineView
-from .merged import MACHINE_VIEW, ChromeEventLoader, load_events
+from .merged import MACHINE_VIEW, ChromeEventLoader, as_event, load_events
 
 AICPU_VIEW = "AICPU View"
 
@@ -45,7 +45,7 @@ def add_aicpu_trace(trace: Trace, path: Path, options: ReadOptions) -> None:
     """Add the slices of the AICPU trace ``path`` to ``trace`` on an "AICPU View" group."""
     path = Path(path)
     options.report(f"reading {path.name}", 0, 1)
-    events = load_events(path, trace.warn)
+    events = load_events(path, trace.warn, typed=False)
     freqs = _exact_times(events)
     if any(isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
            and (e.get("args") or {}).get("name") == MACHINE_VIEW for e in events):
@@ -58,7 +58,7 @@ def add_aicpu_trace(trace: Trace, path: Path, options: ReadOptions) -> None:
     # Only events of an unnamed pid 1 would land in this view; it is dropped when empty.
     view = MachineView(scratch, MACHINE_VIEW, f"unnamed pid 1 of {path.name}")
     loader = ChromeEventLoader(scratch, path, view)
-    loader.load(events)
+    loader.load([as_event(e) for e in events])
     del events
     view.finish()
     for w in scratch.meta.warnings:
