@@ -64,6 +64,12 @@ _TE_TERM_FLOW = tag(48, 1)        # TrackEvent.terminating_flow_ids (fixed64)
 _TE_INT = tag(30, 0)              # TrackEvent.counter_value
 _TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
 
+_INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
+_STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
+_STRING_IID = tag(17, 0)          # DebugAnnotation.string_value_iid
+_STRING_ENTRY = tag(29, 2)        # InternedData.debug_annotation_string_values
+_SMALL_VARINT = [varint(i) for i in range(1 << 14)]
+
 # InternedData fields
 _I_CATEGORY, _I_NAME, _I_ARG_NAME, _I_STRING = 1, 2, 3, 29
 
@@ -131,27 +137,97 @@ class _ArgEncoder:
         self.interner = interner
         self.cache: dict[Any, tuple[bytes, tuple]] = {}
         self.keep: list[Any] = []   # keeps id()-cached objects alive
+        self.names: dict[str, tuple[bytes, bytes]] = {}   # arg name: name part, its entry
+        self.once: set[tuple] = set()                     # string args seen once
+
+    def _name_part(self, name: str) -> tuple[bytes, bytes]:
+        """(``name_iid`` field, its InternedData entry) of an arg name."""
+        hit = self.names.get(name)
+        if hit is None:
+            collect = self.interner.collect
+            collect.clear()
+            hit = self.names[name] = (key_varint(1, self.interner.iid(_I_ARG_NAME, name)),
+                                      collect[0])
+        return hit
+
+    def _str_pair(self, name: str, value: str, intern: bool) -> tuple[bytes, tuple]:
+        """A top-level string arg, built directly (the same bytes as the general path)."""
+        head, entry = self._name_part(name)
+        if intern and len(value) >= self.MIN_INTERNED_STRING:
+            table = self.interner.tables[_I_STRING]
+            hit = table.get(value)
+            if hit is None:
+                iid = len(table) + 1
+                b = value.encode("utf-8", "surrogatepass")
+                payload = b"\x08" + varint(iid) + b"\x12" + varint(len(b)) + b
+                hit = table[value] = (iid, _STRING_ENTRY + varint(len(payload)) + payload)
+            body = head + _STRING_IID + varint(hit[0])
+            return _TE_DEBUG + varint(len(body)) + body, (entry, hit[1])
+        b = value.encode("utf-8", "surrogatepass")
+        body = head + _STRING_VALUE + varint(len(b)) + b
+        return _TE_DEBUG + varint(len(body)) + body, (entry,)
+
+    def pair(self, name: Any, value: Any) -> tuple[bytes, tuple] | None:
+        """(DebugAnnotation bytes, the InternedData entries they use) of one arg, or None
+        for a None value.  Repeated pairs come from a cache; ints are encoded directly (per
+        slice ids such as taskId are all different)."""
+        cls = value.__class__
+        if name.__class__ is str:
+            if cls is int and 0 <= value < 1 << 63:
+                head, entry = self._name_part(name)
+                body = head + _INT_VALUE + (_SMALL_VARINT[value] if value < 16384
+                                            else varint(value))
+                return _TE_DEBUG + _SMALL_VARINT[len(body)] + body, (entry,)
+            if cls is str:
+                key = (name, str, value)
+                hit = self.cache.get(key)
+                if hit is None:
+                    # A string is interned from its second use on: the first may be its
+                    # only one (e.g. a bubble's "waiting_for"), and inline is then smaller.
+                    if key not in self.once:
+                        self.once.add(key)
+                        return self._str_pair(name, value, False)
+                    hit = self.cache[key] = self._str_pair(name, value, True)
+                return hit
+        if value is None:
+            return None
+        try:
+            key = (name, cls, value)
+            hash(key)
+        except TypeError:
+            key = (name, id(value))
+            if key not in self.cache:
+                self.keep.append(value)
+        hit = self.cache.get(key)
+        if hit is None:
+            collect = self.interner.collect
+            collect.clear()
+            body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value, True)
+            hit = self.cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
+        return hit
+
+    def encode_all(self, args: dict[str, Any]) -> tuple[bytes, tuple]:
+        """A whole args dict: (bytes, the entries they use, in order of first use)."""
+        parts = []
+        deps: dict[bytes, None] = {}
+        pair = self.pair
+        for name, value in args.items():
+            hit = pair(name, value)
+            if hit is not None:
+                parts.append(hit[0])
+                for entry in hit[1]:
+                    deps[entry] = None
+        return b"".join(parts), tuple(deps)
 
     def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
-        cache = self.cache
+        """A slice's own args, defining on ``seq`` the entries they use."""
         seen = seq.seen
         parts = []
+        pair = self.pair
         for name, value in args.items():
-            if value is None:
-                continue
-            try:
-                key = (name, value.__class__, value)
-                hash(key)
-            except TypeError:
-                key = (name, id(value))
-                if key not in cache:
-                    self.keep.append(value)
-            hit = cache.get(key)
+            hit = pair(name, value)
             if hit is None:
-                collect = self.interner.collect
-                collect.clear()
-                body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value, True)
-                hit = cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
+                continue
             enc = hit[0]
             if enc not in seen:
                 seen.add(enc)
@@ -304,6 +380,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         return hit
 
     encode_args = args_enc.encode
+    encode_all = args_enc.encode_all
     shared_cache: dict[int, tuple[bytes, tuple]] = {}
     dts = _DTS
     done = 0
@@ -312,7 +389,9 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     # it runs once per packet (about a million on the largest runs), where a call costs more
     # than the step itself.
     for track_id, ids in by_track.items():
-        ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+        starts = [slices[i].ts for i in ids]
+        if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
+            ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
         seq = _Sequence(seq_ids[track_id])
         for p in _sequence_start(seq, track_id):
             append(p)
@@ -351,9 +430,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             if sh is not None:
                 hit = shared_cache.get(id(sh))
                 if hit is None:
-                    tmp = _Sequence(0)
-                    enc = encode_args(sh, tmp)
-                    hit = shared_cache[id(sh)] = (enc, tuple(tmp.pending))   # in order
+                    hit = shared_cache[id(sh)] = encode_all(sh)
                 enc = hit[0]
                 if enc not in seen:
                     seen.add(enc)
