@@ -16,6 +16,7 @@ Figures (goals from issues 2 and 6):
 * size ratio    = .pftrace bytes / merged_swimlane.json bytes                             <= 0.25
 * size vs Chrome = .pftrace bytes / tracecvt's compact Chrome JSON of the same run         <= 0.5
 * memory ratio  = peak RSS of the conversion / peak RSS of read + orjson.loads alone      <= 1.2
+                  (the conversion's peak plus that of the process its writer forks, if any)
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ t = time.perf_counter()
 result = convert_source(src, sys.argv[6], Path(sys.argv[2]), True, ReadOptions(),
                         derived=sys.argv[5] == "1")
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.size)
+# The writer may fork a second process: count its peak too (the sum is an upper bound, as
+# the two share the model's pages copy-on-write).
+rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+       + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(dt, rss, result.size)
 """
 
 PLAIN = r"""

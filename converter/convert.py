@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,17 +18,17 @@ __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default
            "find_runs", "read"]
 
 
-def _perfetto(trace, out, progress):
+def _perfetto(trace, out, progress, workers=1):
     from .writers.perfetto import write_perfetto
-    return write_perfetto(trace, out, progress)
+    return write_perfetto(trace, out, progress, workers)
 
 
-def _chrome(trace, out, progress):
+def _chrome(trace, out, progress, workers=1):
     from .writers.chrome import write_chrome
     return write_chrome(trace, out, progress)
 
 
-def _model(trace, out, progress):
+def _model(trace, out, progress, workers=1):
     from .writers.model import write_model
     return write_model(trace, out, progress)
 
@@ -92,11 +93,16 @@ def gc_paused():
 
 def convert_source(source: Source, writer: str, output: Path, force: bool,
                    options: ReadOptions, gzip_level: int | None = None,
-                   derived: bool = True) -> Result:
+                   derived: bool = True, workers: int | None = None) -> Result:
     """Read ``source``, add the derived tracks (unless ``derived`` is False, or the writer
-    is "model", which keeps the source data only) and write it."""
+    is "model", which keeps the source data only) and write it.
+
+    ``workers``: processes the writer may use (None: 2 on a machine with 2 or more CPUs;
+    batch conversion, which runs several conversions at once, passes 1)."""
+    if workers is None:
+        workers = 2 if (os.cpu_count() or 1) >= 2 else 1
     with gc_paused():
-        return _convert(source, writer, output, force, options, gzip_level, derived)
+        return _convert(source, writer, output, force, options, gzip_level, derived, workers)
 
 
 def add_derived_tracks(trace: Trace) -> dict[str, int]:
@@ -109,7 +115,8 @@ def add_derived_tracks(trace: Trace) -> dict[str, int]:
 
 
 def _convert(source: Source, writer: str, output: Path, force: bool,
-             options: ReadOptions, gzip_level: int | None, derived: bool = True) -> Result:
+             options: ReadOptions, gzip_level: int | None, derived: bool = True,
+             workers: int = 1) -> Result:
     spec = WRITERS[writer]
     inputs = [source.root, *source.files.values()]
     if source.archive is not None:
@@ -127,7 +134,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     if gzip_level is None and output.name.endswith(".gz"):
         gzip_level = 6
     with atomic_output(output, gzip_level) as f:
-        counts = spec.write(trace, f, progress)
+        counts = spec.write(trace, f, progress, workers)
     try:
         size = output.stat().st_size
     except OSError as e:  # pragma: no cover - the rename just succeeded

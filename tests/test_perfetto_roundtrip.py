@@ -181,3 +181,50 @@ def test_timestamps_are_deltas_on_track_sequences():
     assert resolved == [x for k in range(10) for x in (1_000_000_000 + 100 * k,
                                                        1_000_000_050 + 100 * k)]
     assert not math.isnan(resolved[0])
+
+
+def test_two_process_write_holds_the_same_trace(monkeypatch):
+    """With workers=2 a forked process writes part of the sequences; read back, the trace
+    is the same model, and every sequence is still written once."""
+    from converter.convert import add_derived_tracks
+    from converter.writers import perfetto
+    (src,) = find_runs(PYPTO / "ffn_large")
+    trace = src.read()
+    add_derived_tracks(trace)
+    forks = []
+    real_fork = perfetto._fork_part
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "_fork_part", lambda *a: forks.append(1) or real_fork(*a))
+    buf = io.BytesIO()
+    counts = write_perfetto(trace, buf, None, workers=2)
+    data = buf.getvalue()
+    assert forks == [1]
+    assert_same_as_model(trace, data)
+    one = io.BytesIO()
+    assert write_perfetto(trace, one, None, workers=1) == counts
+    packets = decode_pftrace(data).packet
+    assert len(packets) == counts["packets"] == len(decode_pftrace(one.getvalue()).packet)
+    starts = collections.Counter(p.trusted_packet_sequence_id for p in packets
+                                 if p.sequence_flags & 1)
+    assert set(starts.values()) == {1}      # each sequence starts (is written) once
+
+
+def test_a_failing_second_process_is_a_one_line_error(monkeypatch):
+    import pytest
+
+    from converter.errors import OutputError
+    from converter.writers import perfetto
+    trace = Trace(RunMeta("t", "test"))
+    lanes = [trace.add_track(f"lane {i}") for i in range(2)]
+    for lane in lanes:
+        for k in range(3):
+            trace.add_slice(lane, 10 * k, 5, f"s{k}")
+    c = trace.add_counter("c", None, "")
+    c.add(0, "not a number")            # the writer cannot encode this value
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "_halves",
+                        lambda s, c: ((s, []), ([], c)))   # the counter goes to the child
+    with pytest.raises(OutputError) as e:
+        write_perfetto(trace, io.BytesIO(), None, workers=2)
+    assert "second process failed: error: required argument is not a float" in str(e.value)
+    assert "\n" not in str(e.value)

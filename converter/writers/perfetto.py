@@ -30,7 +30,15 @@ Layout of the written trace:
 from __future__ import annotations
 
 import collections
+import os
+import shutil
+import signal
+import tempfile
 from typing import IO, Any, Callable
+
+import orjson
+
+from ..errors import OutputError, one_line
 
 from ..model import COUNTER, Trace
 from .protowire import (_pack_double, _pack_fixed64, key_bytes, key_str, key_varint,
@@ -308,8 +316,15 @@ def _len(n: int) -> bytes:
 
 
 def write_perfetto(trace: Trace, out: IO[bytes],
-                   progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``."""
+                   progress: Callable[[int], None] | None = None,
+                   workers: int = 1) -> dict[str, int]:
+    """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``.
+
+    With ``workers`` > 1 on a large trace (and where ``os.fork`` exists), a forked process
+    writes about half of the track sequences into a temporary file while this one writes
+    the rest; its part is appended at the end (``_parallel``).  Sequences are independent
+    (each defines the interned entries it uses), so the trace means the same either way.
+    """
     interner = _Interner()
     iid = interner.iid
     args_enc = _ArgEncoder(interner)
@@ -318,9 +333,12 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
               "counter_samples": 0, "tracks": len(trace.tracks)}
 
+    sink = [out, progress]          # where packets go and who hears of progress (a forked
+                                    # second part writes elsewhere, silently)
+
     def flush() -> None:
         if chunk:
-            out.write(b"".join(chunk))
+            sink[0].write(b"".join(chunk))
             counts["packets"] += len(chunk)
             chunk.clear()
 
@@ -384,142 +402,272 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     shared_cache: dict[int, tuple[bytes, tuple]] = {}
     dts = _DTS
     done = 0
-    # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME stamp
-    # when time goes back) is written inline for ENDs, BEGINs and counter samples on purpose:
-    # it runs once per packet (about a million on the largest runs), where a call costs more
-    # than the step itself.
-    for track_id, ids in by_track.items():
-        starts = [slices[i].ts for i in ids]
-        if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
-            ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
-        seq = _Sequence(seq_ids[track_id])
-        for p in _sequence_start(seq, track_id):
-            append(p)
-        seqb = seq.field
-        defined = seq.defined
-        pending = seq.pending
-        seen = seq.seen
-        head = seqb + _FLAGS_NEEDS
-        end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
-        last = 0                # the sequence clock's value (snapshot: 0)
-        stack: list[int] = []   # open slice ends, innermost last
-        for i in ids:
-            s = slices[i]
-            ts = s.ts
-            while stack and stack[-1] <= ts:
+
+    def write_slices(units: list[tuple[int, list[int]]]) -> None:
+        nonlocal done
+        # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME
+        # stamp when time goes back) is written inline for ENDs, BEGINs and counter samples
+        # on purpose: it runs once per packet (about a million on the largest runs), where a
+        # call costs more than the step itself.
+        for track_id, ids in units:
+            starts = [slices[i].ts for i in ids]
+            if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
+                ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+            seq = _Sequence(seq_ids[track_id])
+            for p in _sequence_start(seq, track_id):
+                append(p)
+            seqb = seq.field
+            defined = seq.defined
+            pending = seq.pending
+            seen = seq.seen
+            head = seqb + _FLAGS_NEEDS
+            end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
+            last = 0                # the sequence clock's value (snapshot: 0)
+            stack: list[int] = []   # open slice ends, innermost last
+            for i in ids:
+                s = slices[i]
+                ts = s.ts
+                while stack and stack[-1] <= ts:
+                    end = stack.pop()
+                    d = end - last
+                    if d >= 0:
+                        last = end
+                        body = (dts[d] if d < 16384 else _TS + varint(d)) + end_tail
+                    else:
+                        body = _TS + varint(end) + _ABS_CLOCK + end_tail
+                    append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
+                hit = names.get(s.name) or name_field(s.name)
+                event = _BEGIN + hit[0]
+                if hit[1] is not None and hit[1] not in defined:
+                    defined.add(hit[1])
+                    pending.append(hit[1])
+                if s.cat:
+                    hit = cats.get(s.cat) or cat_field(s.cat)
+                    event += hit[0]
+                    if hit[1] not in defined:
+                        defined.add(hit[1])
+                        pending.append(hit[1])
+                sh = s.shared_args
+                if sh is not None:
+                    hit = shared_cache.get(id(sh))
+                    if hit is None:
+                        hit = shared_cache[id(sh)] = encode_all(sh)
+                    enc = hit[0]
+                    if enc not in seen:
+                        seen.add(enc)
+                        seq.use(hit[1])
+                    event += enc
+                if s.args:
+                    event += encode_args(s.args, seq)
+                fb = flow_bytes.get(i)
+                if fb is not None:
+                    event += fb
+                fb = flow_bytes.get(~i)
+                if fb is not None:
+                    event += fb
+                d = ts - last
+                if d >= 0:
+                    last = ts
+                    tsb = dts[d] if d < 16384 else _TS + varint(d)
+                else:
+                    tsb = _TS + varint(ts) + _ABS_CLOCK
+                if pending:
+                    body = b"".join((tsb, head, seq.flush(), _TRACK_EVENT, _len(len(event)),
+                                     event))
+                else:
+                    body = b"".join((tsb, head, _TRACK_EVENT, _len(len(event)), event))
+                append(_PACKET + _len(len(body)) + body)
+                stack.append(ts + s.dur)
+                done += 1
+                if len(chunk) >= CHUNK_PACKETS:
+                    flush()
+                    if sink[1]:
+                        sink[1](done)
+            while stack:
                 end = stack.pop()
                 d = end - last
                 if d >= 0:
                     last = end
-                    body = (dts[d] if d < 16384 else _TS + varint(d)) + end_tail
+                    tsb = dts[d] if d < 16384 else _TS + varint(d)
                 else:
-                    body = _TS + varint(end) + _ABS_CLOCK + end_tail
-                append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
-            hit = names.get(s.name) or name_field(s.name)
-            event = _BEGIN + hit[0]
-            if hit[1] is not None and hit[1] not in defined:
-                defined.add(hit[1])
-                pending.append(hit[1])
-            if s.cat:
-                hit = cats.get(s.cat) or cat_field(s.cat)
-                event += hit[0]
-                if hit[1] not in defined:
-                    defined.add(hit[1])
-                    pending.append(hit[1])
-            sh = s.shared_args
-            if sh is not None:
-                hit = shared_cache.get(id(sh))
-                if hit is None:
-                    hit = shared_cache[id(sh)] = encode_all(sh)
-                enc = hit[0]
-                if enc not in seen:
-                    seen.add(enc)
-                    seq.use(hit[1])
-                event += enc
-            if s.args:
-                event += encode_args(s.args, seq)
-            fb = flow_bytes.get(i)
-            if fb is not None:
-                event += fb
-            fb = flow_bytes.get(~i)
-            if fb is not None:
-                event += fb
-            d = ts - last
-            if d >= 0:
-                last = ts
-                tsb = dts[d] if d < 16384 else _TS + varint(d)
-            else:
-                tsb = _TS + varint(ts) + _ABS_CLOCK
-            if pending:
-                body = b"".join((tsb, head, seq.flush(), _TRACK_EVENT, _len(len(event)), event))
-            else:
-                body = b"".join((tsb, head, _TRACK_EVENT, _len(len(event)), event))
-            append(_PACKET + _len(len(body)) + body)
-            stack.append(ts + s.dur)
-            done += 1
+                    tsb = _TS + varint(end) + _ABS_CLOCK
+                body = tsb + end_tail
+                append(_PACKET + _len(len(body)) + body)
+    def write_counters(units: list) -> None:
+        small = _LEN
+        for counter in units:
+            seq = _Sequence(seq_ids[counter.track])
+            for p in _sequence_start(seq, counter.track):
+                append(p)
+            tail = seq.field + _TRACK_EVENT
+            last = 0
+            for ts, value in zip(counter.ts, counter.values):
+                if value.__class__ is int and not -_EXACT <= value < 0:
+                    event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
+                                                  else varint(value))
+                else:
+                    # Negative ints too: a negative int64 varint takes 10 bytes, the double 8,
+                    # and Trace Processor stores every counter value as a double either way.
+                    event = _COUNTER + _TE_DOUBLE + _pack_double(value)
+                d = ts - last
+                if d >= 0:
+                    last = ts
+                    tsb = dts[d] if d < 16384 else _TS + varint(d)
+                else:
+                    tsb = _TS + varint(ts) + _ABS_CLOCK
+                body = tsb + tail + small[len(event)] + event
+                append(_PACKET + small[len(body)] + body)
+            counts["counter_samples"] += len(counter.ts)
             if len(chunk) >= CHUNK_PACKETS:
                 flush()
-                if progress:
-                    progress(done)
-        while stack:
-            end = stack.pop()
-            d = end - last
-            if d >= 0:
-                last = end
-                tsb = dts[d] if d < 16384 else _TS + varint(d)
-            else:
-                tsb = _TS + varint(end) + _ABS_CLOCK
-            body = tsb + end_tail
+                if sink[1]:
+                    sink[1](done)
+
+    def write_instants() -> None:
+        # Instants: on sequence 1, with absolute timestamps and explicit tracks.
+        seq1 = _Sequence(SEQ_ID)
+        head1 = _SEQ + _FLAGS_NEEDS
+        for inst in trace.instants:
+            hit = names.get(inst.name) or name_field(inst.name)
+            event = _INSTANT + _TE_TRACK + varint(inst.track + 1) + hit[0]
+            if hit[1] is not None:
+                seq1.use((hit[1],))
+            if inst.cat:
+                hit = cats.get(inst.cat) or cat_field(inst.cat)
+                event += hit[0]
+                seq1.use((hit[1],))
+            if inst.args:
+                event += encode_args(inst.args, seq1)
+            body = b"".join((_TS, varint(inst.ts), head1, seq1.flush(),
+                             _TRACK_EVENT, _len(len(event)), event))
             append(_PACKET + _len(len(body)) + body)
-    counts["slices"] = done
+            counts["instants"] += 1
 
-    # Instants: on sequence 1, with absolute timestamps and explicit tracks.
-    seq1 = _Sequence(SEQ_ID)
-    head1 = _SEQ + _FLAGS_NEEDS
-    for inst in trace.instants:
-        hit = names.get(inst.name) or name_field(inst.name)
-        event = _INSTANT + _TE_TRACK + varint(inst.track + 1) + hit[0]
-        if hit[1] is not None:
-            seq1.use((hit[1],))
-        if inst.cat:
-            hit = cats.get(inst.cat) or cat_field(inst.cat)
-            event += hit[0]
-            seq1.use((hit[1],))
-        if inst.args:
-            event += encode_args(inst.args, seq1)
-        body = b"".join((_TS, varint(inst.ts), head1, seq1.flush(),
-                         _TRACK_EVENT, _len(len(event)), event))
-        append(_PACKET + _len(len(body)) + body)
-        counts["instants"] += 1
-
-    small = _LEN
-    for counter in trace.counters:
-        if not counter.ts:
-            continue
-        seq = _Sequence(seq_ids[counter.track])
-        for p in _sequence_start(seq, counter.track):
-            append(p)
-        tail = seq.field + _TRACK_EVENT
-        last = 0
-        for ts, value in zip(counter.ts, counter.values):
-            if value.__class__ is int and not -_EXACT <= value < 0:
-                event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384 else varint(value))
-            else:
-                # Negative ints too: a negative int64 varint takes 10 bytes, the double 8, and
-                # Trace Processor stores every counter value as a double either way.
-                event = _COUNTER + _TE_DOUBLE + _pack_double(value)
-            d = ts - last
-            if d >= 0:
-                last = ts
-                tsb = dts[d] if d < 16384 else _TS + varint(d)
-            else:
-                tsb = _TS + varint(ts) + _ABS_CLOCK
-            body = tsb + tail + small[len(event)] + event
-            append(_PACKET + small[len(body)] + body)
-        counts["counter_samples"] += len(counter.ts)
-        if len(chunk) >= CHUNK_PACKETS:
+    # What each process writes: the slice sequences (BEGIN + END per slice, the heavier
+    # packets) and the counter sequences, balanced by an estimate of their cost.
+    slice_units = list(by_track.items())
+    counter_units = [c for c in trace.counters if c.ts]
+    mine: tuple[list, list] = (slice_units, counter_units)
+    theirs: tuple[list, list] = ([], [])
+    cost = 4 * len(slices) + sum(len(c.ts) for c in counter_units)
+    if workers > 1 and cost >= PARALLEL_MIN_COST and hasattr(os, "fork"):
+        mine, theirs = _halves(slice_units, counter_units)
+    child = None
+    if theirs[0] or theirs[1]:
+        def second_part() -> None:
+            nonlocal done
+            chunk.clear()               # the header stays with the first part
+            sink[:] = [child_out, None]
+            done = 0
+            for key in _PART_COUNTS:
+                counts[key] = 0
+            write_slices(theirs[0])
+            write_counters(theirs[1])
             flush()
-            if progress:
-                progress(done)
-    flush()
+            counts["slices"] = done
+
+        child_out = tempfile.TemporaryFile()
+        child = _fork_part(second_part, child_out, counts)
+    try:
+        write_slices(mine[0])
+        write_instants()
+        write_counters(mine[1])
+        flush()
+        counts["slices"] = done
+        if child is not None:
+            child.finish(out, counts)
+    finally:
+        if child is not None:
+            child.abandon()
     return counts
+
+
+PARALLEL_MIN_COST = 200_000      # about 0.1 s of writing: below it, a fork does not pay
+_PART_COUNTS = ("packets", "slices", "counter_samples")
+
+
+def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
+                                                              tuple[list, list]]:
+    """Split the sequences between two processes by estimated cost (a slice's two packets
+    cost about four counter samples), heaviest first onto the lighter side; each side keeps
+    the sequences in their original order."""
+    items = [(4 * len(ids), 0, k) for k, (_, ids) in enumerate(slice_units)]
+    items += [(len(c.ts), 1, k) for k, c in enumerate(counter_units)]
+    items.sort(key=lambda x: (-x[0], x[1], x[2]))
+    load = [0, 0]
+    side: dict[tuple[int, int], int] = {}
+    for cost, kind, k in items:
+        p = 0 if load[0] <= load[1] else 1
+        load[p] += cost
+        side[(kind, k)] = p
+    halves = tuple(([u for k, u in enumerate(slice_units) if side[(0, k)] == p],
+                    [u for k, u in enumerate(counter_units) if side[(1, k)] == p])
+                   for p in (0, 1))
+    return halves[0], halves[1]
+
+
+class _Part:
+    """A forked process writing part of the trace into an unnamed temporary file."""
+
+    def __init__(self, pid: int, data: IO[bytes], pipe: int):
+        self.pid = pid
+        self.data = data
+        self.pipe = pipe
+
+    def finish(self, out: IO[bytes], counts: dict[str, int]) -> None:
+        """Wait for the part, append it to ``out`` and add its counts."""
+        with os.fdopen(self.pipe, "rb") as r:
+            self.pipe = -1
+            report = r.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        try:
+            result = orjson.loads(report)
+        except orjson.JSONDecodeError:
+            result = {"error": f"it ended without a report (wait status {status})"}
+        if status != 0 or "error" in result:
+            raise OutputError(f"writing part of the trace in a second process failed: "
+                              f"{one_line(str(result.get('error', status)))}")
+        self.data.seek(0)
+        shutil.copyfileobj(self.data, out, 1 << 20)
+        for key in _PART_COUNTS:
+            counts[key] += result[key]
+
+    def abandon(self) -> None:
+        """Stop the part if it still runs and release what it holds (idempotent)."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
+        if self.pipe >= 0:
+            os.close(self.pipe)
+            self.pipe = -1
+        self.data.close()
+
+
+def _fork_part(run: Callable[[], None], data: IO[bytes], counts: dict[str, int]) -> _Part:
+    """Fork a process that calls ``run`` (which writes into ``data``) and reports ``counts``
+    (or its error) through a pipe; it leaves with ``os._exit``, so nothing of this process
+    (buffers, atexit handlers, temporary outputs) is touched twice."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                        # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(r)
+            run()
+            data.flush()
+            report = orjson.dumps({k: counts[k] for k in _PART_COUNTS})
+            code = 0
+        except BaseException as e:                      # noqa: BLE001 - reported to the parent
+            report = orjson.dumps({"error": f"{type(e).__name__}: {e}"})
+        try:
+            while report:
+                report = report[os.write(w, report):]
+        finally:
+            os._exit(code)
+    os.close(w)
+    return _Part(pid, data, r)
