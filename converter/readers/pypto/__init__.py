@@ -190,8 +190,13 @@ def _report_backward_flows(trace: Trace) -> None:
     """Dependencies whose source ends after the destination starts cannot be causal: in
     multi-device-task SIM runs they come from PyPTO's HUB seqNo quirk (duplicate keys)."""
     slices = trace.slices
-    late = sum(1 for f in trace.flows if slices[f.src].ts + slices[f.src].dur > slices[f.dst].ts)
-    back = sum(1 for f in trace.flows if slices[f.src].ts > slices[f.dst].ts)
+    late = back = 0
+    for f in trace.flows:
+        src = slices[f.src]
+        dst_ts = slices[f.dst].ts
+        if src.ts + src.dur > dst_ts:
+            late += 1
+            back += src.ts > dst_ts
     trace.meta.extra["flows_out_of_order"] = late
     if late:
         trace.warn(f"{trace.meta.name}: {late} of {len(trace.flows)} dependencies end after "

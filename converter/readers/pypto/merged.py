@@ -183,9 +183,9 @@ class ChromeEventLoader:
                         add = counter_add.get((e.pid, e.name))
                         if add is not None:
                             (v,) = a.values()
-                            if v.__class__ is int or v.__class__ is float:
+                            if v.__class__ is float or (v.__class__ is int and v in _INT64):
                                 add[0](ts)
-                                add[1](_counter_value(v))
+                                add[1](v)
                                 continue
                     counter = self._counter(e, ts)
                     if counter is not None and a.__class__ is dict and len(a) == 1:
