@@ -12,6 +12,7 @@ import click
 
 from . import __version__, archive
 from .convert import WRITERS, convert_source, default_output
+from .cliopts import clock_mhz as clock_mhz_
 from .errors import TracecvtError, one_line
 from .progress import Reporter
 from .readers import READERS, ReadOptions, find_runs, format_names
@@ -43,18 +44,6 @@ def _human_size(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
-
-
-def _clock(value: str | None) -> Fraction | None:
-    if value is None:
-        return None
-    try:
-        mhz = Fraction(value)
-    except (ValueError, ZeroDivisionError):
-        raise click.BadParameter(f"{value!r} is not a number", param_hint="--clock-mhz")
-    if mhz <= 0:
-        raise click.BadParameter("must be positive", param_hint="--clock-mhz")
-    return mhz
 
 
 _common = [
@@ -130,7 +119,7 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
              clock_mhz: str | None, quiet: bool, all_metrics: bool = False,
              derived: bool = True) -> None:
     reporter = Reporter(enabled=not quiet)
-    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter,
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
                           all_metrics=all_metrics)
     runs = _find(path, fmt)
     failed = 0
@@ -215,7 +204,7 @@ def info(path, fmt, clock_mhz, as_json, quiet):
     """Show the runs found under PATH: formats, files, tasks, time span, tracks."""
     from .summary_info import describe, render_text
     reporter = Reporter(enabled=not quiet and not as_json)
-    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter)
     runs = _find(path, fmt)
     reports = []
     failed = 0
@@ -340,7 +329,7 @@ def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
     ratings, lanes and bubbles, critical path, time by label."""
     from .summary import render, summary_data
     reporter = Reporter(enabled=not quiet and output is not None and str(output) != "-")
-    options = ReadOptions(clock_mhz=_clock(clock_mhz), progress=reporter)
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter)
     runs = _find(path, fmt)
     base = _one_run_data(baseline, None, options, "--baseline") if baseline else None
     many = len(runs) > 1
@@ -389,7 +378,7 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
     """Compare two runs: BASELINE (previous) and CURRENT, each a run directory, a file or a
     JSON summary written by 'tracecvt summary --format json'."""
     from .summary.compare import comparison_data
-    options = ReadOptions(clock_mhz=_clock(clock_mhz))
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz))
     a = _one_run_data(baseline, fmt, options, "BASELINE")
     b = _one_run_data(current, fmt, options, "CURRENT")
     c = comparison_data(a, b)

@@ -148,7 +148,7 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     OUT_DIR/index.json and index.html, and the exit code is 2.
     """
     from .. import __version__
-    from ..cli import _clock
+    from ..cliopts import clock_mhz as _clock
     targets = _parse_targets(to)
     clock = _clock(clock_mhz)
     if engine == "dask" and not scheduler:

@@ -76,7 +76,6 @@ _INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
 _STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
 _STRING_IID = tag(17, 0)          # DebugAnnotation.string_value_iid
 _STRING_ENTRY = tag(29, 2)        # InternedData.debug_annotation_string_values
-_SMALL_VARINT = [varint(i) for i in range(1 << 14)]
 
 # InternedData fields
 _I_CATEGORY, _I_NAME, _I_ARG_NAME, _I_STRING = 1, 2, 3, 29
@@ -183,9 +182,9 @@ class _ArgEncoder:
         if name.__class__ is str:
             if cls is int and 0 <= value < 1 << 63:
                 head, entry = self._name_part(name)
-                body = head + _INT_VALUE + (_SMALL_VARINT[value] if value < 16384
+                body = head + _INT_VALUE + (_LEN[value] if value < 16384
                                             else varint(value))
-                return _TE_DEBUG + _SMALL_VARINT[len(body)] + body, (entry,)
+                return _TE_DEBUG + _LEN[len(body)] + body, (entry,)
             if cls is str:
                 key = (name, str, value)
                 hit = self.cache.get(key)
@@ -307,7 +306,8 @@ def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
 
 
 _EXACT = 1 << 53                 # ints of at most this magnitude are exact as doubles
-_LEN = [varint(i) for i in range(1 << 14)]
+_LEN = ([bytes((i,)) for i in range(128)]                  # varint(i) for i < 2^14
+        + [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, 1 << 14)])
 _DTS = [_TS + v for v in _LEN]     # timestamp field of the small deltas
 
 

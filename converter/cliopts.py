@@ -1,0 +1,21 @@
+"""Option parsing shared by the commands, kept apart from ``cli`` so that ``batch`` does not
+import every command (and its progress display) to read one option."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import click
+
+
+def clock_mhz(value: str | None) -> Fraction | None:
+    """``--clock-mhz``: a positive number, exactly (e.g. 1800, 50, 1.5)."""
+    if value is None:
+        return None
+    try:
+        mhz = Fraction(value)
+    except (ValueError, ZeroDivisionError):
+        raise click.BadParameter(f"{value!r} is not a number", param_hint="--clock-mhz")
+    if mhz <= 0:
+        raise click.BadParameter("must be positive", param_hint="--clock-mhz")
+    return mhz
