@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 from contextlib import contextmanager
@@ -122,6 +123,8 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     if source.archive is not None:
         inputs.append(source.archive)
     check_output(output, force, inputs)
+    if workers > 1 and options.workers < workers:
+        options = dataclasses.replace(options, workers=workers)
     trace = source.read(options)
     if derived and writer != "model":
         options.report("analysing", 0, 1)

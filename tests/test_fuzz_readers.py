@@ -64,7 +64,7 @@ def test_contract_rejects_internal_errors_and_escapes_line_breaks(tmp_path, monk
     from fuzzing import ContractViolation, run_cli
     path = _merged_copy(tmp_path)
 
-    def crash(self, events):
+    def crash(self, events, helper=None):
         raise RuntimeError("boom")
     monkeypatch.setattr(merged.ChromeEventLoader, "load", crash)
     with pytest.raises(ContractViolation, match="internal error"):
@@ -72,7 +72,7 @@ def test_contract_rejects_internal_errors_and_escapes_line_breaks(tmp_path, monk
 
     # A message quoting a line break from the input still reaches the user as one line
     # (the CLI escapes it), so it meets the contract.
-    def two_lines(self, events):
+    def two_lines(self, events, helper=None):
         raise InputError(self.path, "first line\nsecond line")
     monkeypatch.setattr(merged.ChromeEventLoader, "load", two_lines)
     outcome = run_cli(path)
@@ -86,8 +86,8 @@ def test_contract_rejects_an_invalid_trace(tmp_path, monkeypatch):
     path = _merged_copy(tmp_path)
     real = perfetto.write_perfetto
 
-    def broken(trace, out, progress=None):
-        counts = real(trace, out, progress)
+    def broken(trace, out, progress=None, workers=1):
+        counts = real(trace, out, progress, workers)
         out.write(b"\x0a\x05\x5a\x03\x48\x02\x58")      # a cut-off END packet
         return counts
     monkeypatch.setattr(perfetto, "write_perfetto", broken)

@@ -226,3 +226,42 @@ def test_typed_decoding_falls_back_on_what_it_cannot_type(tmp_path):
     from converter.errors import InputError
     with pytest.raises(InputError, match="t.json: malformed JSON"):
         load_events(p)
+
+
+@pytest.mark.parametrize("name", PYPTO_MERGED_RUNS)
+def test_reading_with_a_second_process_gives_the_same_model(name, monkeypatch):
+    """workers=2: a forked process reads counters and flows while this one reads the rest;
+    the model must be exactly the one a single process reads (every field, every arg, the
+    sharing of args dicts, the warnings)."""
+    from converter.modelfile.compare import model_differences
+    from converter.readers import ReadOptions
+    from converter.readers.pypto import merged
+    (src,) = find_runs(pypto_run_dir(name))
+    one = src.read(ReadOptions(workers=1))
+    forks = []
+    real = merged.fork_series_pass
+    monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(merged, "fork_series_pass", lambda d: forks.append(1) or real(d))
+    two = src.read(ReadOptions(workers=2))
+    assert forks == [1]
+    assert model_differences(one, two) == []
+    assert one.flows and one.counters
+
+
+def test_a_failing_second_reader_process_is_replaced_by_this_one(monkeypatch):
+    """The helper cannot decode what it reads: the pass runs here, nothing is lost, and the
+    trace says what happened."""
+    from converter.modelfile.compare import model_differences
+    from converter.readers import ReadOptions
+    from converter.readers.pypto import merged
+    (src,) = find_runs(pypto_run_dir("ffn_large"))
+    one = src.read(ReadOptions(workers=1))
+    monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(merged, "_LIGHT_DECODER", None)     # the child fails on .decode
+    two = src.read(ReadOptions(workers=2))
+    assert [w for w in two.meta.warnings if w not in one.meta.warnings] == [
+        f"{src.files['merged']}: the second process reading counters and flows failed "
+        "(AttributeError: 'NoneType' object has no attribute 'decode'); read them here "
+        "instead"]
+    two.meta.warnings = list(one.meta.warnings)
+    assert model_differences(one, two) == []

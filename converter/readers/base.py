@@ -15,6 +15,7 @@ class ReadOptions:
     clock_mhz: Fraction | None = None          # override the source's tick/cycle rate
     progress: Callable[[str, int, int], None] | None = None   # (stage, done, total)
     all_metrics: bool = False                  # keep every metric a source has (NCU)
+    workers: int = 1                           # processes a reader may use (large inputs)
 
     def report(self, stage: str, done: int, total: int) -> None:
         if self.progress:

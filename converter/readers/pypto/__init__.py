@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
-from ...fileio import find_variant, glob, is_dir, is_file, logical_name, read_head
+from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_bytes,
+                       read_head)
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .common import MERGED_US, MachineView
@@ -146,18 +147,28 @@ class PyptoReader:
         return trace
 
     def _read_merged(self, source: Source, options: ReadOptions) -> Trace:
-        from .merged import ChromeEventLoader, load_events
+        from .merged import (PARALLEL_MIN_BYTES, ChromeEventLoader, decode_events,
+                             fork_series_pass)
         path = source.files["merged"]
         meta = RunMeta(source.name, "pypto", tool="PyPTO", clock=MERGED_US,
                        source_files=[str(path)])
         trace = Trace(meta)
         options.report(f"reading {path.name}", 0, 1)
-        events = load_events(path, trace.warn)
-        view = MachineView(trace, "PyPTO Machine View",
-                           f"tasks per core from {path.name}; times in ns "
-                           "(PyPTO's microseconds x 1000)")
-        loader = ChromeEventLoader(trace, path, view)
-        loader.load(events)
+        data = read_bytes(path)
+        # A large file: a second process reads its counters and flows meanwhile.
+        helper = fork_series_pass(data) if options.workers > 1 and \
+            len(data) >= PARALLEL_MIN_BYTES else None
+        try:
+            events = decode_events(path, data, trace.warn)
+            del data
+            view = MachineView(trace, "PyPTO Machine View",
+                               f"tasks per core from {path.name}; times in ns "
+                               "(PyPTO's microseconds x 1000)")
+            loader = ChromeEventLoader(trace, path, view)
+            loader.load(events, helper)
+        finally:
+            if helper is not None:
+                helper.abandon()            # nothing left to do if load collected it
         view.finish()
         if options.clock_mhz is not None:
             trace.warn(f"{path}: --clock-mhz ignored: merged_swimlane.json is already in "

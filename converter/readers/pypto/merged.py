@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from ...errors import InputError
+from ...forkpass import ForkedPass, fork_pass
 from ...fileio import UTF8_BOM, load_json_records, read_bytes
 from ...model import GROUP, LANE, Flow, Slice, Trace
 from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
@@ -60,6 +61,32 @@ class _TraceDoc(msgspec.Struct, gc=False):
 
 # Typed decoding makes no dict per event: 2x faster than orjson.loads and half the memory.
 _DECODER = msgspec.json.Decoder(_TraceDoc | list[Event])
+
+
+class _LightEvent(Event, gc=False):
+    """An event whose args stay undecoded (``msgspec.Raw``) until a counter needs them."""
+
+    args: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _LightDoc(msgspec.Struct, gc=False):
+    traceEvents: list[_LightEvent]
+
+
+_LIGHT_DECODER = msgspec.json.Decoder(_LightDoc | list[_LightEvent])
+_RAW = msgspec.Raw
+_decode_any = msgspec.json.decode
+
+
+def fork_series_pass(data: bytes) -> ForkedPass | None:
+    """Start ``series_pass`` over the events of ``data`` (a file's bytes) in a forked process:
+    it decodes them itself, without the args of anything but counters, while this process
+    decodes the whole file.  None where it cannot fork; a file it cannot decode makes it
+    fail, and the loader then runs the pass itself."""
+    def run():
+        doc = _LIGHT_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
+        return series_pass(doc if doc.__class__ is list else doc.traceEvents, False)
+    return fork_pass(run)
 
 
 def as_event(e: Any) -> Any:
@@ -113,7 +140,6 @@ class ChromeEventLoader:
         self.other_groups: dict[Any, int] = {}
         self.other_lanes: dict[tuple[Any, str], int] = {}
         self.group_order = group_order
-        self.counters: dict[tuple[Any, str], Any] = {}
         self.skipped: dict[str, int] = {}
         self.tasks = 0
 
@@ -146,70 +172,66 @@ class ChromeEventLoader:
             self.lane(pid, tid)
 
     # -- events -----------------------------------------------------------------------
-    def load(self, events: list) -> None:
-        """Load ``Event`` objects (``load_events``); other items are skipped as malformed."""
+    def load(self, events: list, helper: ForkedPass | None = None) -> None:
+        """Load ``Event`` objects (``load_events``); other items are skipped as malformed.
+
+        Three passes: metadata (names before lanes); counter samples and flow ends
+        (``series_pass``, which only collects); then slices, instants and the rest
+        (``_main_pass``).  Counter tracks are then made in order of first appearance and
+        flows bound to slices.  ``helper`` (``fork_series_pass``) is a process already
+        running the second pass over the same file: its result is used instead, and when
+        it fails the pass runs here.  The result is the same either way.
+        """
+        for e in events:
+            if e.__class__ is Event and e.ph == "M":
+                self._metadata(e)
+        self.ensure_thread_lanes()
+        collected = None if helper is not None else series_pass(events, True)
+        try:
+            starts, ends = self._main_pass(events)
+        except BaseException:
+            if helper is not None:
+                helper.abandon()
+            raise
+        if helper is not None:
+            collected = helper.result()
+            if collected is None:               # the helper failed: do its pass here
+                self.trace.warn(f"{self.path}: the second process reading counters and "
+                                f"flows failed ({helper.error}); read them here instead")
+                collected = series_pass(events, True)
+        series, flow_pairs, skipped = collected
+        for what, count in skipped.items():
+            self._skip(what, count)
+        del events[:]
+        self._make_counters(series)
+        self._bind_flows(flow_pairs, starts, ends)
+        trace = self.trace
+        if self.hints.bad:
+            trace.warn(f"{self.path}: {self.hints.bad} operand hints could not be parsed "
+                       "(kept as text)")
+        for what, count in self.skipped.items():
+            trace.warn(f"{self.path}: {count} events skipped: {what}")
+
+    def _main_pass(self, events: list) -> tuple[dict, dict]:
+        """Slices, instants and everything but counters and flows (left to
+        ``series_pass``); returns the slices' (tid, pid, ns) start and end tables."""
         trace = self.trace
         slices = trace.slices
         lane_cache: dict[tuple[Any, Any], int] = {}
         starts: dict[tuple[Any, Any, int], int] = {}
         ends: dict[tuple[Any, Any, int], int] = {}
-        flow_src: dict[Any, tuple[Any, Any, float]] = {}
-        flow_pairs: list[tuple[tuple[Any, Any, float], tuple[Any, Any, float]]] = []
         open_b: dict[tuple[Any, Any], list] = {}
-        counter_add: dict[tuple[Any, Any], tuple[Any, Any]] = {}
         shared_args = SharedTaskArgs()
         task_cache: dict[Any, tuple[dict, str]] = {}   # per CALL: (shared args, category)
         bad_dur = 0
-        n = len(events)
-        # Metadata first: names are needed before lanes are created.
-        for e in events:
-            if e.__class__ is Event and e.ph == "M":
-                self._metadata(e)
-        self.ensure_thread_lanes()
-        for i in range(n):
+        done = _DONE
+        for i in range(len(events)):
             e = events[i]
-            events[i] = None          # free the parsed event as we go
+            if e is done:
+                continue
             try:
                 ph = e.ph
-                if ph == "C":
-                    a = e.args
-                    ts = e.ts
-                    if ts.__class__ not in _NUMBER:
-                        raise TypeError
-                    ts = round(ts * 1000)
-                    if not 0 <= ts < MAX_NS:
-                        raise _BadTime
-                    if a.__class__ is dict and len(a) == 1:
-                        add = counter_add.get((e.pid, e.name))
-                        if add is not None:
-                            (v,) = a.values()
-                            if v.__class__ is float or (v.__class__ is int and v in _INT64):
-                                add[0](ts)
-                                add[1](v)
-                                continue
-                    counter = self._counter(e, ts)
-                    if counter is not None and a.__class__ is dict and len(a) == 1:
-                        counter_add[(e.pid, e.name)] = (counter.ts.append,
-                                                        counter.values.append)
-                elif ph == "s":
-                    _ns(e.ts)
-                    src = (e.pid, e.tid, e.ts)
-                    hash(src)                   # TypeError: an unhashable pid or tid
-                    if e.id is UNSET:
-                        raise KeyError
-                    flow_src[e.id] = src
-                elif ph == "f" or ph == "t":
-                    _ns(e.ts)
-                    if e.id is UNSET:
-                        raise KeyError
-                    src = flow_src.pop(e.id, None)
-                    if src is None:
-                        self._skip("flow end without start")
-                    else:
-                        dst = (e.pid, e.tid, e.ts)
-                        hash(dst)
-                        flow_pairs.append((src, dst))
-                elif ph == "X":
+                if ph == "X":
                     pid = e.pid
                     tid = e.tid
                     lane = lane_cache.get((pid, tid))
@@ -253,6 +275,8 @@ class ChromeEventLoader:
                     idx = len(slices) - 1
                     starts.setdefault((tid, pid, ts), idx)
                     ends.setdefault((tid, pid, end), idx)
+                elif ph == "C" or ph == "s" or ph == "f" or ph == "t":
+                    continue                    # counters and flows: series_pass
                 elif ph == "M":
                     pass
                 elif ph in ("i", "I", "n"):
@@ -265,13 +289,13 @@ class ChromeEventLoader:
                     stack = open_b.get((e.pid, e.tid))
                     if not stack:
                         self._skip("E event without B")
-                        continue
-                    b = stack.pop()
-                    lane = self.lane(b.pid, b.tid)
-                    ts = _ns(b.ts)
-                    end = max(ts, _ns(e.ts))
-                    trace.add_slice(lane, ts, end - ts, _text(b.name), _text(b.cat),
-                                    _args(b.args))
+                    else:
+                        b = stack.pop()
+                        lane = self.lane(b.pid, b.tid)
+                        ts = _ns(b.ts)
+                        end = max(ts, _ns(e.ts))
+                        trace.add_slice(lane, ts, end - ts, _text(b.name), _text(b.cat),
+                                        _args(b.args))
                 elif ph is UNSET:
                     raise KeyError
                 else:
@@ -284,19 +308,24 @@ class ChromeEventLoader:
                     self._skip("not an object")
                 else:
                     self._skip(f"malformed {_phase(e)!r} event")
+            events[i] = done          # free the parsed event as we go
         for stack in open_b.values():
             if stack:
                 self._skip("B event without E", len(stack))
-        if flow_src:
-            self._skip("flow start without end", len(flow_src))
         if bad_dur:
             trace.warn(f"{self.path}: {bad_dur} slices with negative duration set to 0")
-        self._bind_flows(flow_pairs, starts, ends)
-        if self.hints.bad:
-            trace.warn(f"{self.path}: {self.hints.bad} operand hints could not be parsed "
-                       "(kept as text)")
-        for what, count in self.skipped.items():
-            trace.warn(f"{self.path}: {count} events skipped: {what}")
+        return starts, ends
+
+    def _make_counters(self, series: dict[tuple[Any, str], list]) -> None:
+        """Counter tracks, in order of first appearance: machine-view counters in the view,
+        others under their process's group (at the top level when it has no slices)."""
+        for (pid, name), (unit, ts, values) in series.items():
+            if self._is_machine(pid):
+                counter = self.view.counter(name, unit)
+            else:
+                counter = self.trace.add_counter(name, self.other_groups.get(pid), unit)
+            counter.ts.extend(ts)
+            counter.values.extend(values)
 
     def _skip(self, what: str, count: int = 1) -> None:
         self.skipped[what] = self.skipped.get(what, 0) + count
@@ -329,30 +358,6 @@ class ChromeEventLoader:
             hints.parse_exec(a.get("execution-hint") or ""))
         return shared, task_category(lane_name, fake)
 
-    def _counter(self, e: Event, ts: int):
-        pid = e.pid
-        name = _text(e.name)
-        args = e.args or {}
-        if args.__class__ is not dict:
-            raise TypeError
-        numeric = [(k, v) for k, v in args.items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if not numeric:
-            self._skip("counter without a numeric value")
-            return None
-        for k, v in numeric:
-            series = name if len(numeric) == 1 else f"{name} {k}"
-            counter = self.counters.get((pid, series))
-            if counter is None:
-                unit = "MHz" if "MHz" in series else ("tasks" if "Count" in series else "")
-                if self._is_machine(pid):
-                    counter = self.view.counter(series, unit)
-                else:
-                    counter = self.trace.add_counter(series, self.other_groups.get(pid), unit)
-                self.counters[(pid, series)] = counter
-            counter.add(ts, _counter_value(v))
-        return counter
-
     def _bind_flows(self, pairs, starts, ends) -> None:
         """PyPTO puts a flow start 0.0001 us before its source's end, the end at the
         destination's start; bind both to slices on the same thread."""
@@ -376,6 +381,112 @@ class ChromeEventLoader:
                             "slice and were dropped")
 
 
+PARALLEL_MIN_BYTES = 32 << 20  # below it a second process does not pay for its fork
+_DONE = object()                # an event slot already handled (and freed)
+
+
+def _count(skipped: dict[str, int], what: str, count: int = 1) -> None:
+    skipped[what] = skipped.get(what, 0) + count
+
+
+def _counter_samples(e: Event, args: Any, ts: int, series: dict,
+                     skipped: dict) -> list | None:
+    """Add the numeric values of counter event ``e`` (its ``args``) to ``series`` (one
+    series per value; named "<name> <key>" when the event has several); returns the last
+    series touched."""
+    pid = e.pid
+    name = _text(e.name)
+    args = args or {}
+    if args.__class__ is not dict:
+        raise TypeError
+    numeric = [(k, v) for k, v in args.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not numeric:
+        _count(skipped, "counter without a numeric value")
+        return None
+    one = None
+    for k, v in numeric:
+        key = (pid, name if len(numeric) == 1 else f"{name} {k}")
+        one = series.get(key)
+        if one is None:
+            unit = "MHz" if "MHz" in key[1] else ("tasks" if "Count" in key[1] else "")
+            one = series[key] = [unit, [], []]
+        one[1].append(ts)
+        one[2].append(_counter_value(v))
+    return one
+
+
+def series_pass(events: list, free: bool):
+    """Counter samples and flow ends, collected without touching the trace: returns
+    ({(pid, series): [unit, ts, values]} in order of first appearance, flow (start,
+    end) pairs, skipped).  ``free`` drops each handled event from ``events``."""
+    series: dict[tuple[Any, str], list] = {}
+    fast: dict[tuple[Any, Any], tuple[Any, Any]] = {}     # single-value counters
+    flow_src: dict[Any, tuple[Any, Any, float]] = {}
+    flow_pairs: list[tuple[tuple[Any, Any, float], tuple[Any, Any, float]]] = []
+    skipped: dict[str, int] = {}
+    done = _DONE
+    for i in range(len(events)):
+        e = events[i]
+        if e.__class__ is not Event and e.__class__ is not _LightEvent:
+            continue                        # the main pass reports it
+        ph = e.ph
+        try:
+            if ph == "C":
+                a = e.args
+                if a.__class__ is _RAW:
+                    a = _decode_any(a)
+                ts = e.ts
+                if ts.__class__ not in _NUMBER:
+                    raise TypeError
+                ts = round(ts * 1000)
+                if not 0 <= ts < MAX_NS:
+                    raise _BadTime
+                if a.__class__ is dict and len(a) == 1:
+                    add = fast.get((e.pid, e.name))
+                    if add is not None:
+                        (v,) = a.values()
+                        if v.__class__ is float or (v.__class__ is int and v in _INT64):
+                            add[0](ts)
+                            add[1](v)
+                            if free:
+                                events[i] = done
+                            continue
+                one = _counter_samples(e, a, ts, series, skipped)
+                if one is not None and a.__class__ is dict and len(a) == 1:
+                    fast[(e.pid, e.name)] = (one[1].append, one[2].append)
+            elif ph == "s":
+                _ns(e.ts)
+                src = (e.pid, e.tid, e.ts)
+                hash(src)                   # TypeError: an unhashable pid or tid
+                if e.id is UNSET:
+                    raise KeyError
+                flow_src[e.id] = src
+            elif ph == "f" or ph == "t":
+                _ns(e.ts)
+                if e.id is UNSET:
+                    raise KeyError
+                src = flow_src.pop(e.id, None)
+                if src is None:
+                    _count(skipped, "flow end without start")
+                else:
+                    dst = (e.pid, e.tid, e.ts)
+                    hash(dst)
+                    flow_pairs.append((src, dst))
+            else:
+                continue
+        except _BadTime:
+            _count(skipped, f"{ph!r} event with a time out of range (negative, or past "
+                   "2^62 ns)")
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+            _count(skipped, f"malformed {ph!r} event")
+        if free:
+            events[i] = done
+    if flow_src:
+        _count(skipped, "flow start without end", len(flow_src))
+    return series, flow_pairs, skipped
+
+
 def _phase(e: Event) -> Any:
     return None if e.ph is UNSET else e.ph
 
@@ -397,12 +508,17 @@ def _lookup(table: dict, tid: Any, pid: Any, ns: int) -> int | None:
 
 def load_events(path: Path, warn=None, typed: bool = True) -> list:
     """Parse a Chrome trace file and return its events as ``Event`` objects (``typed``) or
-    as parsed JSON (dicts), dropping the raw bytes early.
+    as parsed JSON (dicts).
 
     A file cut short gives the events before the cut (``warn`` is told what was lost), as
     Perfetto reads a JSON trace without its closing brackets.
     """
-    data = read_bytes(path)
+    return decode_events(path, read_bytes(path), warn, typed)
+
+
+def decode_events(path: Path, data: bytes, warn=None, typed: bool = True) -> list:
+    """``load_events`` of a file's bytes ``data`` (the caller should drop its reference:
+    they are released as soon as they are parsed)."""
     if typed:
         try:
             doc = _DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)

@@ -1,0 +1,87 @@
+"""Run one function in a forked process while this one goes on.
+
+Used where a large conversion splits into two independent halves (the PyPTO reader's
+counter and flow pass, the Perfetto writer's second half of the sequences).  The child
+shares the parent's memory copy-on-write, so its input costs nothing to hand over; its
+return value comes back pickled through a pipe (it is our own data, never the input's).
+A child that fails or dies is reported, and the caller decides: do the work itself, or
+fail with a one-line error.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from typing import Any, Callable
+
+
+class ForkedPass:
+    """A forked process running one function; ``result()`` collects it (once)."""
+
+    def __init__(self, pid: int, pipe: int):
+        self.pid = pid
+        self.pipe = pipe
+        self.error = ""
+
+    def result(self) -> Any:
+        """The function's return value, or None when it failed (``error`` says why)."""
+        with os.fdopen(self.pipe, "rb") as r:
+            self.pipe = -1
+            data = r.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        try:
+            ok, value = pickle.loads(data)
+        except Exception:                       # noqa: BLE001 - died before reporting
+            ok, value = False, f"it ended without a result (wait status {status})"
+        if not ok or status != 0:
+            self.error = str(value)
+            return None
+        return value
+
+    def abandon(self) -> None:
+        """Stop the process if it still runs and release the pipe (idempotent)."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
+        if self.pipe >= 0:
+            os.close(self.pipe)
+            self.pipe = -1
+
+
+def fork_pass(fn: Callable[[], Any]) -> ForkedPass | None:
+    """Start ``fn()`` in a forked process; None where processes cannot be forked.
+
+    The child leaves with ``os._exit``: nothing of the parent (open outputs and their
+    buffers, atexit handlers, temporary files) is flushed or cleaned twice.
+    """
+    if not hasattr(os, "fork"):
+        return None
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:                                        # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(r)
+            data = pickle.dumps((True, fn()), protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        except BaseException as e:                      # noqa: BLE001 - reported to the parent
+            data = pickle.dumps((False, f"{type(e).__name__}: {e}"))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+        finally:
+            os._exit(code)
+    os.close(w)
+    return ForkedPass(pid, r)
