@@ -19,17 +19,19 @@ __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default
            "find_runs", "read"]
 
 
-def _perfetto(trace, out, progress, workers=1):
+def _perfetto(trace, out, progress, workers=1, enrich=None):
     from .writers.perfetto import write_perfetto
-    return write_perfetto(trace, out, progress, workers)
+    return write_perfetto(trace, out, progress, workers, enrich)
 
 
-def _chrome(trace, out, progress, workers=1):
+def _chrome(trace, out, progress, workers=1, enrich=None):
     from .writers.chrome import write_chrome
+    if enrich is not None:
+        enrich(trace)
     return write_chrome(trace, out, progress)
 
 
-def _model(trace, out, progress, workers=1):
+def _model(trace, out, progress, workers=1, enrich=None):
     from .writers.model import write_model
     return write_model(trace, out, progress)
 
@@ -111,8 +113,17 @@ def add_derived_tracks(trace: Trace) -> dict[str, int]:
     ``trace`` (docs/analyses.md).  A trace that already has derived tracks is left alone."""
     if any(t.derived for t in trace.tracks):
         return {}
-    from .analyses import add_derived, analyze
-    return add_derived(trace, analyze(trace))
+    from .analyses import add_derived, analyze_tracks
+    return add_derived(trace, analyze_tracks(trace))     # no summary: only what they need
+
+
+def _analysing(options: ReadOptions) -> Callable[[Trace], None]:
+    """``add_derived_tracks``, with its progress stage."""
+    def enrich(trace: Trace) -> None:
+        options.report("analysing", 0, 1)
+        add_derived_tracks(trace)
+        options.report("analysing", 1, 1)
+    return enrich
 
 
 def _convert(source: Source, writer: str, output: Path, force: bool,
@@ -126,10 +137,8 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     if workers > 1 and options.workers < workers:
         options = dataclasses.replace(options, workers=workers)
     trace = source.read(options)
-    if derived and writer != "model":
-        options.report("analysing", 0, 1)
-        add_derived_tracks(trace)
-        options.report("analysing", 1, 1)
+    # The writer calls it: it may write the source tracks meanwhile.
+    enrich = _analysing(options) if derived and writer != "model" else None
 
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))
@@ -137,7 +146,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     if gzip_level is None and output.name.endswith(".gz"):
         gzip_level = 6
     with atomic_output(output, gzip_level) as f:
-        counts = spec.write(trace, f, progress, workers)
+        counts = spec.write(trace, f, progress, workers, enrich)
     try:
         size = output.stat().st_size
     except OSError as e:  # pragma: no cover - the rename just succeeded

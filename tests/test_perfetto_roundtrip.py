@@ -192,9 +192,9 @@ def test_two_process_write_holds_the_same_trace(monkeypatch):
     trace = src.read()
     add_derived_tracks(trace)
     forks = []
-    real_fork = perfetto._fork_part
+    real_fork = perfetto.fork_pass
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
-    monkeypatch.setattr(perfetto, "_fork_part", lambda *a: forks.append(1) or real_fork(*a))
+    monkeypatch.setattr(perfetto, "fork_pass", lambda fn: forks.append(1) or real_fork(fn))
     buf = io.BytesIO()
     counts = write_perfetto(trace, buf, None, workers=2)
     data = buf.getvalue()
@@ -228,3 +228,42 @@ def test_a_failing_second_process_is_a_one_line_error(monkeypatch):
         write_perfetto(trace, io.BytesIO(), None, workers=2)
     assert "second process failed: error: required argument is not a float" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def _enriched_pair(monkeypatch, enrich):
+    """(trace enriched by a two-process write, its bytes, forks made, the one-process
+    counts of the same enriched trace)."""
+    from converter.writers import perfetto
+    (src,) = find_runs(PYPTO / "ffn_large")
+    trace = src.read()
+    forks = []
+    real_fork = perfetto.fork_pass
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "fork_pass", lambda fn: forks.append(1) or real_fork(fn))
+    buf = io.BytesIO()
+    counts = write_perfetto(trace, buf, None, workers=2, enrich=enrich)
+    one = io.BytesIO()
+    assert write_perfetto(trace, one, None, workers=1) == counts
+    return trace, buf.getvalue(), forks
+
+
+def test_source_sequences_are_written_while_the_derived_tracks_are_made(monkeypatch):
+    """workers=2 with enrich: a forked process writes the run's own sequences while the
+    analyses run here; the critical-path marks the analyses put on source slices reach it."""
+    from converter.convert import add_derived_tracks
+    trace, data, forks = _enriched_pair(monkeypatch, add_derived_tracks)
+    assert forks == [1]
+    assert any(t.derived for t in trace.tracks)
+    marked = [s for s in trace.slices if s.args and "critical_path_step" in s.args]
+    assert marked and not any(trace.tracks[s.track].derived for s in marked)
+    assert_same_as_model(trace, data)           # the marks included
+
+
+def test_an_enrich_that_adds_to_source_tracks_is_written_by_one_process(monkeypatch):
+    """A slice added to an existing track would need its sequence in both processes: the
+    part already started is dropped and this process writes everything."""
+    def enrich(trace):
+        trace.add_slice(trace.slices[0].track, trace.slices[0].ts, 1, "added")
+    trace, data, forks = _enriched_pair(monkeypatch, enrich)
+    assert len(forks) == 2                      # the dropped part, then the halves' split
+    assert_same_as_model(trace, data)

@@ -24,7 +24,7 @@ from .timeline import Timeline
 
 SCHEMA = "tracecvt-analysis/1"
 
-__all__ = ["Analysis", "analyze", "add_derived", "SCHEMA"]
+__all__ = ["Analysis", "TrackAnalysis", "analyze", "analyze_tracks", "add_derived", "SCHEMA"]
 
 
 @dataclass
@@ -82,11 +82,27 @@ class Analysis:
         }
 
 
-def analyze(trace: Trace) -> Analysis:
-    """Every analysis of ``trace``, computed once (O(n log n) in slices and flows)."""
+@dataclass
+class TrackAnalysis:
+    """What the derived tracks are made from (``add_derived``): a trace written without a
+    summary needs no more than this."""
+
+    timeline: Timeline
+    bubbles: Bubbles
+    critical_path: CriticalPath
+
+
+def analyze_tracks(trace: Trace) -> TrackAnalysis:
+    """The timeline, bubbles and critical path of ``trace``."""
     tl = Timeline.build(trace)
     bubbles = compute_bubbles(trace, tl)
-    cp = compute_critical_path(trace, tl, bubbles)
+    return TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
+
+
+def analyze(trace: Trace) -> Analysis:
+    """Every analysis of ``trace``, computed once (O(n log n) in slices and flows)."""
+    core = analyze_tracks(trace)
+    tl, bubbles, cp = core.timeline, core.bubbles, core.critical_path
     critical = set(cp.tasks) if cp.computed else set()
     groups = slice_groups(trace, critical)
     labels = time_by_label(trace, critical, groups)
@@ -178,6 +194,6 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
     }
 
 
-def add_derived(trace: Trace, analysis: Analysis) -> dict[str, int]:
+def add_derived(trace: Trace, analysis: Analysis | TrackAnalysis) -> dict[str, int]:
     from .derived import add_derived_tracks
     return add_derived_tracks(trace, analysis)

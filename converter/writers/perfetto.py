@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import collections
 import os
+import pickle
 import shutil
-import signal
 import tempfile
 from typing import IO, Any, Callable
 
-import orjson
-
 from ..errors import OutputError, one_line
+from ..forkpass import fork_pass
 
 from ..model import COUNTER, Trace
 from .protowire import (_pack_double, _pack_fixed64, key_bytes, key_str, key_varint,
@@ -317,14 +316,27 @@ def _len(n: int) -> bytes:
 
 def write_perfetto(trace: Trace, out: IO[bytes],
                    progress: Callable[[int], None] | None = None,
-                   workers: int = 1) -> dict[str, int]:
+                   workers: int = 1,
+                   enrich: Callable[[Trace], Any] | None = None) -> dict[str, int]:
     """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``.
 
-    With ``workers`` > 1 on a large trace (and where ``os.fork`` exists), a forked process
-    writes about half of the track sequences into a temporary file while this one writes
-    the rest; its part is appended at the end (``_parallel``).  Sequences are independent
-    (each defines the interned entries it uses), so the trace means the same either way.
+    ``enrich(trace)``, if given, is called before anything is written: it may add tracks,
+    slices on its new tracks, counters and instants, and give existing slices new args
+    (replacing their ``args`` / ``shared_args`` dicts, never changing them in place); the
+    derived tracks are added this way.
+
+    With ``workers`` > 1 on a large trace (and where processes can be forked), a forked
+    process writes part of the track sequences into an unnamed temporary file, appended at
+    the end: with ``enrich``, the trace's own sequences (its counters at once, its slices
+    once ``enrich`` has run here, with the args it gave them) while this process runs
+    ``enrich`` and writes the rest; without, about half of the sequences by cost.  Sequences
+    are independent (each defines the interned entries it uses), so the trace means the
+    same either way.
     """
+    parallel = workers > 1 and hasattr(os, "fork")
+    if enrich is not None and not (parallel and _cost(trace) >= PARALLEL_MIN_COST):
+        enrich(trace)
+        enrich = None
     interner = _Interner()
     iid = interner.iid
     args_enc = _ArgEncoder(interner)
@@ -342,10 +354,12 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             counts["packets"] += len(chunk)
             chunk.clear()
 
-    # Sequence 1: clears incremental state, describes every track.
-    append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
-    for index, _depth in trace.walk():
-        append(_track_descriptor(trace, index))
+    def write_header() -> None:
+        """Sequence 1: clears incremental state, describes every track."""
+        append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
+        for index, _depth in trace.walk():
+            append(_track_descriptor(trace, index))
+        counts["tracks"] = len(trace.tracks)
 
     # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination BEGIN.
     # A flow whose destination starts before (or with) its source would reach Trace Processor
@@ -403,7 +417,10 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     dts = _DTS
     done = 0
 
-    def write_slices(units: list[tuple[int, list[int]]]) -> None:
+    def write_slices(units: list[tuple[int, list[int]]], record: dict | None = None) -> None:
+        """The sequences of ``units`` (track, slice ids).  With ``record``, every BEGIN's
+        place in ``chunk`` is kept (``record[i]``) and nothing is flushed, so that packets
+        can be built again (``begin_again``) before they are written."""
         nonlocal done
         # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME
         # stamp when time goes back) is written inline for ENDs, BEGINs and counter samples
@@ -472,14 +489,20 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                 else:
                     tsb = _TS + varint(ts) + _ABS_CLOCK
                 if pending:
-                    body = b"".join((tsb, head, seq.flush(), _TRACK_EVENT, _len(len(event)),
-                                     event))
+                    flushed = tuple(pending)
+                    pending.clear()
+                    data = b"".join(flushed)
+                    body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
+                                     _TRACK_EVENT, _len(len(event)), event))
                 else:
+                    flushed = ()
                     body = b"".join((tsb, head, _TRACK_EVENT, _len(len(event)), event))
+                if record is not None:
+                    record[i] = (len(chunk), tsb, head, flushed)
                 append(_PACKET + _len(len(body)) + body)
                 stack.append(ts + s.dur)
                 done += 1
-                if len(chunk) >= CHUNK_PACKETS:
+                if len(chunk) >= CHUNK_PACKETS and record is None:
                     flush()
                     if sink[1]:
                         sink[1](done)
@@ -493,6 +516,32 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                     tsb = _TS + varint(end) + _ABS_CLOCK
                 body = tsb + end_tail
                 append(_PACKET + _len(len(body)) + body)
+    def begin_again(i: int, place: tuple) -> None:
+        """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
+        from its current args, defining on its sequence every interned entry it uses: those
+        it defined there already, and its own (again, if need be: an iid keeps its string)."""
+        pos, tsb, head, flushed = place
+        s = slices[i]
+        deps = []
+        hit = names.get(s.name) or name_field(s.name)
+        event = _BEGIN + hit[0]
+        if hit[1] is not None:
+            deps.append(hit[1])
+        if s.cat:
+            hit = cats.get(s.cat) or cat_field(s.cat)
+            event += hit[0]
+            deps.append(hit[1])
+        for d in (s.shared_args, s.args):
+            if d:
+                enc, entries = encode_all(d)
+                event += enc
+                deps.extend(entries)
+        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
+        data = b"".join(dict.fromkeys((*flushed, *deps)))
+        body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
+                         _TRACK_EVENT, _len(len(event)), event))
+        chunk[pos] = _PACKET + _len(len(body)) + body
+
     def write_counters(units: list) -> None:
         small = _LEN
         for counter in units:
@@ -543,43 +592,156 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             append(_PACKET + _len(len(body)) + body)
             counts["instants"] += 1
 
-    # What each process writes: the slice sequences (BEGIN + END per slice, the heavier
-    # packets) and the counter sequences, balanced by an estimate of their cost.
-    slice_units = list(by_track.items())
-    counter_units = [c for c in trace.counters if c.ts]
-    mine: tuple[list, list] = (slice_units, counter_units)
-    theirs: tuple[list, list] = ([], [])
-    cost = 4 * len(slices) + sum(len(c.ts) for c in counter_units)
-    if workers > 1 and cost >= PARALLEL_MIN_COST and hasattr(os, "fork"):
-        mine, theirs = _halves(slice_units, counter_units)
-    child = None
-    if theirs[0] or theirs[1]:
-        def second_part() -> None:
-            nonlocal done
-            chunk.clear()               # the header stays with the first part
-            sink[:] = [child_out, None]
-            done = 0
-            for key in _PART_COUNTS:
-                counts[key] = 0
-            write_slices(theirs[0])
-            write_counters(theirs[1])
+    # -- helpers of the parts written by a forked process ------------------------------
+    def _to_part(part_out: IO[bytes]) -> None:
+        """In the forked process: write into ``part_out``, count from 0, report nothing."""
+        nonlocal done
+        chunk.clear()                   # the header, if any, stays with this process
+        sink[:] = [part_out, None]
+        done = 0
+        for key in _PART_COUNTS:
+            counts[key] = 0
+
+    def _part_counts() -> dict[str, int]:
+        flush()
+        sink[0].flush()
+        counts["slices"] = done
+        return {k: counts[k] for k in _PART_COUNTS}
+
+    def _append_part(helper, part_out: IO[bytes]) -> None:
+        result = helper.result()
+        if result is None:
+            raise OutputError("writing part of the trace in a second process failed: "
+                              f"{one_line(helper.error)}")
+        part_out.seek(0)
+        shutil.copyfileobj(part_out, out, 1 << 20)
+        for key in _PART_COUNTS:
+            counts[key] += result[key]
+
+    def _write_enriched() -> dict[str, int]:
+        """While ``enrich`` runs here, a forked process writes the trace's own sequences:
+        its counters, then its slices, held until the news from here arrive (the slices
+        whose args ``enrich`` replaced, built again) and the counters ``enrich`` added,
+        which it writes too; this process writes the header and the slices ``enrich``
+        added.  Should ``enrich`` change what the forked process writes otherwise, that
+        part is dropped and this process writes everything."""
+        n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
+        samples = [len(c.ts) for c in counter_units]
+        before = [(s.args, s.shared_args) for s in slices]
+        news_r, news_w = os.pipe()
+
+        def own_part() -> dict[str, int] | None:
+            os.close(news_w)
+            _to_part(part_out)
+            write_counters(counter_units)
+            flush()
+            places: dict[int, tuple] = {}
+            write_slices(slice_units, places)
+            with os.fdopen(news_r, "rb") as r:
+                news = pickle.loads(r.read())   # from this program, not the input
+            if news is None:
+                return None                     # the parent writes everything itself
+            changed, counters, ids = news
+            for i, (a, sh) in changed.items():
+                slices[i].args = a
+                slices[i].shared_args = sh
+                begin_again(i, places[i])
+            seq_ids.update(ids)
+            write_counters(counters)
+            return _part_counts()
+
+        part_out = tempfile.TemporaryFile()
+        helper = fork_pass(own_part)
+        os.close(news_r)
+        if helper is None:
+            os.close(news_w)
+            part_out.close()
+            enrich(trace)
+            return write_perfetto(trace, out, progress, workers)
+        news = None
+        try:
+            try:
+                enrich(trace)
+                added = slices[n_slices:]
+                if (len(trace.flows) == n_flows and len(slices) >= n_slices
+                        and all(s.track >= n_tracks for s in added)
+                        and [len(c.ts) for c in counter_units] == samples):
+                    changed = {i: (s.args, s.shared_args)
+                               for i, s in enumerate(slices[:n_slices])
+                               if s.args is not before[i][0]
+                               or s.shared_args is not before[i][1]}
+                    own = {id(c) for c in counter_units}
+                    new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
+                    new_units: dict[int, list[int]] = {}
+                    for i in range(n_slices, len(slices)):
+                        new_units.setdefault(slices[i].track, []).append(i)
+                    load = [(2 * len(ids), t) for t, ids in new_units.items()]
+                    load += [(len(c.ts), c.track) for c in new_counters]
+                    first = max(seq_ids.values(), default=SEQ_ID) + 1
+                    order = sorted(load, key=lambda lt: (-lt[0], lt[1]))
+                    seq_ids.update((t, n) for n, (_, t) in enumerate(order, first))
+                    news = (changed, new_counters,
+                            {c.track: seq_ids[c.track] for c in new_counters})
+            finally:
+                with os.fdopen(news_w, "wb") as w:
+                    w.write(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
+            if news is None:                    # enrich changed what the part writes
+                helper.abandon()
+                return write_perfetto(trace, out, progress, workers)
+            repeated.update(s.name for s in added)
+            write_header()
+            write_instants()
+            write_slices(list(new_units.items()))
             flush()
             counts["slices"] = done
+            _append_part(helper, part_out)
+        finally:
+            helper.abandon()
+            part_out.close()
+        return counts
 
-        child_out = tempfile.TemporaryFile()
-        child = _fork_part(second_part, child_out, counts)
+    slice_units = list(by_track.items())
+    counter_units = [c for c in trace.counters if c.ts]
+    if enrich is not None:
+        return _write_enriched()
+    # What each process writes: the slice sequences (BEGIN + END per slice, the heavier
+    # packets) and the counter sequences, balanced by an estimate of their cost.
+    mine: tuple[list, list] = (slice_units, counter_units)
+    theirs: tuple[list, list] = ([], [])
+    if parallel and _cost(trace) >= PARALLEL_MIN_COST:
+        mine, theirs = _halves(slice_units, counter_units)
+    helper = None
+    if theirs[0] or theirs[1]:
+        def second_part() -> dict[str, int]:
+            _to_part(part_out)
+            write_slices(theirs[0])
+            write_counters(theirs[1])
+            return _part_counts()
+
+        part_out = tempfile.TemporaryFile()
+        helper = fork_pass(second_part)
+        if helper is None:                      # cannot fork after all: write it here
+            mine = (slice_units, counter_units)
+            part_out.close()
     try:
+        write_header()
         write_slices(mine[0])
         write_instants()
         write_counters(mine[1])
         flush()
         counts["slices"] = done
-        if child is not None:
-            child.finish(out, counts)
+        if helper is not None:
+            _append_part(helper, part_out)
     finally:
-        if child is not None:
-            child.abandon()
+        if helper is not None:
+            helper.abandon()
+            part_out.close()
     return counts
+
+
+def _cost(trace: Trace) -> int:
+    """Writing cost estimate: a slice's two packets cost about four counter samples."""
+    return 4 * len(trace.slices) + sum(len(c.ts) for c in trace.counters)
 
 
 PARALLEL_MIN_COST = 200_000      # about 0.1 s of writing: below it, a fork does not pay
@@ -606,68 +768,3 @@ def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
     return halves[0], halves[1]
 
 
-class _Part:
-    """A forked process writing part of the trace into an unnamed temporary file."""
-
-    def __init__(self, pid: int, data: IO[bytes], pipe: int):
-        self.pid = pid
-        self.data = data
-        self.pipe = pipe
-
-    def finish(self, out: IO[bytes], counts: dict[str, int]) -> None:
-        """Wait for the part, append it to ``out`` and add its counts."""
-        with os.fdopen(self.pipe, "rb") as r:
-            self.pipe = -1
-            report = r.read()
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        try:
-            result = orjson.loads(report)
-        except orjson.JSONDecodeError:
-            result = {"error": f"it ended without a report (wait status {status})"}
-        if status != 0 or "error" in result:
-            raise OutputError(f"writing part of the trace in a second process failed: "
-                              f"{one_line(str(result.get('error', status)))}")
-        self.data.seek(0)
-        shutil.copyfileobj(self.data, out, 1 << 20)
-        for key in _PART_COUNTS:
-            counts[key] += result[key]
-
-    def abandon(self) -> None:
-        """Stop the part if it still runs and release what it holds (idempotent)."""
-        if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
-            self.pid = 0
-        if self.pipe >= 0:
-            os.close(self.pipe)
-            self.pipe = -1
-        self.data.close()
-
-
-def _fork_part(run: Callable[[], None], data: IO[bytes], counts: dict[str, int]) -> _Part:
-    """Fork a process that calls ``run`` (which writes into ``data``) and reports ``counts``
-    (or its error) through a pipe; it leaves with ``os._exit``, so nothing of this process
-    (buffers, atexit handlers, temporary outputs) is touched twice."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                        # pragma: no cover - the child
-        code = 1
-        try:
-            os.close(r)
-            run()
-            data.flush()
-            report = orjson.dumps({k: counts[k] for k in _PART_COUNTS})
-            code = 0
-        except BaseException as e:                      # noqa: BLE001 - reported to the parent
-            report = orjson.dumps({"error": f"{type(e).__name__}: {e}"})
-        try:
-            while report:
-                report = report[os.write(w, report):]
-        finally:
-            os._exit(code)
-    os.close(w)
-    return _Part(pid, data, r)

@@ -193,16 +193,16 @@ class ChromeEventLoader:
             if helper is not None:
                 helper.abandon()
             raise
+        del events[:]                           # (while the helper finishes)
         if helper is not None:
             collected = helper.result()
             if collected is None:               # the helper failed: do its pass here
                 self.trace.warn(f"{self.path}: the second process reading counters and "
                                 f"flows failed ({helper.error}); read them here instead")
-                collected = series_pass(events, True)
+                collected = series_pass(load_events(self.path), True)
         series, flow_pairs, skipped = collected
         for what, count in skipped.items():
             self._skip(what, count)
-        del events[:]
         self._make_counters(series)
         self._bind_flows(flow_pairs, starts, ends)
         trace = self.trace
