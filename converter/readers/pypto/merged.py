@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ...errors import InputError
-from ...forkpass import ForkedPass, fork_pass
+from ...forkpass import ForkedPass, fork_pass, pack_numbers, unpack_numbers
 from ...fileio import UTF8_BOM, load_json_records, read_bytes
 from ...model import GROUP, LANE, Flow, Slice, Trace
 from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
@@ -85,8 +85,19 @@ def fork_series_pass(data: bytes) -> ForkedPass | None:
     fail, and the loader then runs the pass itself."""
     def run():
         doc = _LIGHT_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
-        return series_pass(doc if doc.__class__ is list else doc.traceEvents, False)
+        series, flows, skipped = series_pass(
+            doc if doc.__class__ is list else doc.traceEvents, False)
+        return ({k: [unit, pack_numbers(ts), pack_numbers(v)]
+                 for k, (unit, ts, v) in series.items()},
+                [pack_numbers(c) for c in flows], skipped)
     return fork_pass(run)
+
+
+def _unpacked(collected):
+    series, flows, skipped = collected
+    return ({k: [unit, unpack_numbers(ts), unpack_numbers(v)]
+             for k, (unit, ts, v) in series.items()},
+            [unpack_numbers(c) for c in flows], skipped)
 
 
 def as_event(e: Any) -> Any:
@@ -196,15 +207,17 @@ class ChromeEventLoader:
         del events[:]                           # (while the helper finishes)
         if helper is not None:
             collected = helper.result()
-            if collected is None:               # the helper failed: do its pass here
+            if collected is not None:
+                collected = _unpacked(collected)
+            else:               # the helper failed: do its pass here
                 self.trace.warn(f"{self.path}: the second process reading counters and "
                                 f"flows failed ({helper.error}); read them here instead")
                 collected = series_pass(load_events(self.path), True)
-        series, flow_pairs, skipped = collected
+        series, flows, skipped = collected
         for what, count in skipped.items():
             self._skip(what, count)
         self._make_counters(series)
-        self._bind_flows(flow_pairs, starts, ends)
+        self._bind_flows(flows, starts, ends)
         trace = self.trace
         if self.hints.bad:
             trace.warn(f"{self.path}: {self.hints.bad} operand hints could not be parsed "
@@ -358,14 +371,15 @@ class ChromeEventLoader:
             hints.parse_exec(a.get("execution-hint") or ""))
         return shared, task_category(lane_name, fake)
 
-    def _bind_flows(self, pairs, starts, ends) -> None:
+    def _bind_flows(self, columns, starts, ends) -> None:
         """PyPTO puts a flow start 0.0001 us before its source's end, the end at the
-        destination's start; bind both to slices on the same thread."""
+        destination's start; bind both to slices on the same thread.  ``columns``: the
+        (pid, tid, ts) of every flow's start and end, as ``series_pass`` collects them."""
         flows = self.trace.flows
         get_end = ends.get
         get_start = starts.get
         unbound = 0
-        for (spid, stid, sts), (dpid, dtid, dts) in pairs:
+        for spid, stid, sts, dpid, dtid, dts in zip(*columns):
             src = get_end((stid, spid, round(sts * 1000 + 0.1)))
             if src is None:
                 src = _lookup(ends, stid, spid, round(sts * 1000 + 0.1))
@@ -418,12 +432,13 @@ def _counter_samples(e: Event, args: Any, ts: int, series: dict,
 
 def series_pass(events: list, free: bool):
     """Counter samples and flow ends, collected without touching the trace: returns
-    ({(pid, series): [unit, ts, values]} in order of first appearance, flow (start,
-    end) pairs, skipped).  ``free`` drops each handled event from ``events``."""
+    ({(pid, series): [unit, ts, values]} in order of first appearance, the flows as six
+    columns: (pid, tid, ts) of their starts and ends, skipped).  ``free`` drops each handled event from ``events``."""
     series: dict[tuple[Any, str], list] = {}
     fast: dict[tuple[Any, Any], tuple[Any, Any]] = {}     # single-value counters
     flow_src: dict[Any, tuple[Any, Any, float]] = {}
-    flow_pairs: list[tuple[tuple[Any, Any, float], tuple[Any, Any, float]]] = []
+    flows: tuple[list, ...] = ([], [], [], [], [], [])   # (pid, tid, ts) of start, end
+    spid, stid, sts, dpid, dtid, dts = (c.append for c in flows)
     skipped: dict[str, int] = {}
     done = _DONE
     for i in range(len(events)):
@@ -472,7 +487,12 @@ def series_pass(events: list, free: bool):
                 else:
                     dst = (e.pid, e.tid, e.ts)
                     hash(dst)
-                    flow_pairs.append((src, dst))
+                    spid(src[0])
+                    stid(src[1])
+                    sts(src[2])
+                    dpid(dst[0])
+                    dtid(dst[1])
+                    dts(dst[2])
             else:
                 continue
         except _BadTime:
@@ -484,7 +504,7 @@ def series_pass(events: list, free: bool):
             events[i] = done
     if flow_src:
         _count(skipped, "flow start without end", len(flow_src))
-    return series, flow_pairs, skipped
+    return series, flows, skipped
 
 
 def _phase(e: Event) -> Any:
