@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import io
 import math
+import sys
 
 from converter.model import RunMeta, Trace
 from converter.readers import find_runs
@@ -40,9 +41,21 @@ def _model_value(v):
         return d or "{}"
     if isinstance(v, (list, tuple)):
         return [_model_value(x) for x in v] or "[]"
+    if isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < 1 << 64:
+        return str(v)                       # no 64-bit field holds it: its exact digits
     if isinstance(v, (bool, int, float, str)):
         return v
     return str(v)
+
+
+def _counter_value(v):
+    """A counter value as the writer encodes it: int64, else a double."""
+    if isinstance(v, int) and -(1 << 63) <= v < 1 << 63:
+        return v
+    try:
+        return float(v)
+    except OverflowError:
+        return sys.float_info.max if v > 0 else -sys.float_info.max
 
 
 def read_back(data: bytes):
@@ -114,7 +127,8 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
          {k: _model_value(v) for k, v in (i.args or {}).items() if v is not None})
         for i in trace.instants)
     assert sorted(instants) == want_instants
-    want_counters = {c.track + 1: list(zip(c.ts, c.values)) for c in trace.counters if c.ts}
+    want_counters = {c.track + 1: [(t, _counter_value(v)) for t, v in zip(c.ts, c.values)]
+                     for c in trace.counters if c.ts}
     assert dict(counters) == want_counters
 
 
@@ -226,7 +240,8 @@ def test_a_failing_second_process_is_a_one_line_error(monkeypatch):
                         lambda s, c: ((s, []), ([], c)))   # the counter goes to the child
     with pytest.raises(OutputError) as e:
         write_perfetto(trace, io.BytesIO(), None, workers=2)
-    assert "second process failed: error: required argument is not a float" in str(e.value)
+    assert "second process failed: ValueError: could not convert string to float" \
+        in str(e.value)
     assert "\n" not in str(e.value)
 
 
@@ -267,3 +282,22 @@ def test_an_enrich_that_adds_to_source_tracks_is_written_by_one_process(monkeypa
     trace, data, forks = _enriched_pair(monkeypatch, enrich)
     assert len(forks) == 2                      # the dropped part, then the halves' split
     assert_same_as_model(trace, data)
+
+
+def test_ints_beyond_64_bits_keep_their_digits_or_become_doubles():
+    """Args: an int no 64-bit field holds is written as its exact digits; counters: as a
+    double (no varint longer than 64 bits is ever written)."""
+    trace = Trace(RunMeta("t", "test"))
+    lane = trace.add_track("lane")
+    trace.add_slice(lane, 0, 5, "s", "", {"big": 1 << 64, "low": -(1 << 63) - 1,
+                                           "top": (1 << 64) - 1, "bottom": -(1 << 63)})
+    c = trace.add_counter("c", None, "")
+    for i, v in enumerate([1 << 63, -(1 << 63) - 1, 10 ** 400, -(1 << 62), 3]):
+        c.add(i, v)
+    data = _write(trace)
+    assert_same_as_model(trace, data)
+    slices, _, counters = read_back(data)
+    assert slices[lane + 1][0][4] == {"big": str(1 << 64), "low": str(-(1 << 63) - 1),
+                                      "top": (1 << 64) - 1, "bottom": -(1 << 63)}
+    assert [v for _, v in counters[c.track + 1]] == [2.0 ** 63, -(2.0 ** 63),
+                                                     sys.float_info.max, -(1 << 62), 3]

@@ -33,6 +33,7 @@ import collections
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 from typing import IO, Any, Callable
 
@@ -248,6 +249,8 @@ class _ArgEncoder:
         if isinstance(value, bool):
             return key_varint(2, int(value))
         if isinstance(value, int):
+            if not -(1 << 63) <= value < 1 << 64:
+                return key_str(6, str(value))          # beyond 64 bits: its exact digits
             if value >= 1 << 63:
                 return key_varint(3, value)            # uint_value
             return key_varint(4, value)                # int_value (two's complement)
@@ -305,6 +308,16 @@ def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
 
 
 _EXACT = 1 << 53                 # ints of at most this magnitude are exact as doubles
+_INT64_END = 1 << 63
+
+
+def _as_double(value: Any) -> float:
+    """A counter value as a double (an int too large for one: the largest double, with its
+    sign; Trace Processor takes no infinite counter values)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return sys.float_info.max if value > 0 else -sys.float_info.max
 _LEN = ([bytes((i,)) for i in range(128)]                  # varint(i) for i < 2^14
         + [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, 1 << 14)])
 _DTS = [_TS + v for v in _LEN]     # timestamp field of the small deltas
@@ -551,13 +564,15 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             tail = seq.field + _TRACK_EVENT
             last = 0
             for ts, value in zip(counter.ts, counter.values):
-                if value.__class__ is int and not -_EXACT <= value < 0:
+                if value.__class__ is int and (0 <= value < _INT64_END
+                                               or -_INT64_END <= value < -_EXACT):
                     event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
                                                   else varint(value))
                 else:
                     # Negative ints too: a negative int64 varint takes 10 bytes, the double 8,
-                    # and Trace Processor stores every counter value as a double either way.
-                    event = _COUNTER + _TE_DOUBLE + _pack_double(value)
+                    # and Trace Processor stores every counter value as a double either way;
+                    # ints beyond int64 have no other way in.
+                    event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
                 d = ts - last
                 if d >= 0:
                     last = ts
