@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import click
 
 from . import __version__, archive
-from .convert import WRITERS, convert_source, default_output
+from .convert import convert_source, default_output
 from .cliopts import clock_mhz as clock_mhz_
 from .errors import TracecvtError, one_line
 from .progress import Reporter
@@ -63,6 +62,10 @@ _common = [
     click.option("--no-derived", is_flag=True,
                  help="Leave out the derived tracks (bubble lanes under each lane, busy and "
                       "ready counters, critical path)."),
+    click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+                 help="Processes one conversion may use (default: 2 on a machine with 2 or "
+                      "more CPUs): on a large run a second one reads and writes part of it "
+                      "meanwhile. -j 1: everything in this process."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
 ]
 
@@ -117,7 +120,7 @@ def _find(path: Path, fmt: str | None) -> list:
 
 def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
              clock_mhz: str | None, quiet: bool, all_metrics: bool = False,
-             derived: bool = True) -> None:
+             derived: bool = True, jobs: int | None = None) -> None:
     reporter = Reporter(enabled=not quiet)
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
                           all_metrics=all_metrics)
@@ -128,7 +131,8 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
         target = default_output(src, writer, output, many)
         reporter.restart()
         try:
-            result = convert_source(src, writer, target, force, options, derived=derived)
+            result = convert_source(src, writer, target, force, options, derived=derived,
+                                    workers=jobs)
         except TracecvtError as e:
             reporter.close()
             _fail(str(e))
@@ -169,29 +173,32 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
 
 @main.command("to-perfetto")
 @_with_common
-def to_perfetto(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quiet):
+def to_perfetto(path, output, force, fmt, clock_mhz, all_metrics, no_derived, jobs,
+                quiet):
     """Convert PATH to a Perfetto protobuf trace (.pftrace)."""
     _convert("perfetto", path, output, force, fmt, clock_mhz, quiet, all_metrics,
-             not no_derived)
+             not no_derived, jobs)
 
 
 @main.command("to-chrome")
 @_with_common
-def to_chrome(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quiet):
+def to_chrome(path, output, force, fmt, clock_mhz, all_metrics, no_derived, jobs,
+              quiet):
     """Convert PATH to Chrome trace JSON (.json; gzip when the name ends in .gz)."""
     _convert("chrome", path, output, force, fmt, clock_mhz, quiet, all_metrics,
-             not no_derived)
+             not no_derived, jobs)
 
 
 @main.command("to-model")
 @_with_common
-def to_model(path, output, force, fmt, clock_mhz, all_metrics, no_derived, quiet):
+def to_model(path, output, force, fmt, clock_mhz, all_metrics, no_derived, jobs,
+             quiet):
     """Save PATH as a compact, lossless model file (.tcmodel) that every command reads.
 
     Parse an archive of runs once; re-export, summarize or compare later without the
     source files (derived tracks are recomputed when a model file is converted).
     """
-    _convert("model", path, output, force, fmt, clock_mhz, quiet, all_metrics, False)
+    _convert("model", path, output, force, fmt, clock_mhz, quiet, all_metrics, False, jobs)
 
 
 @main.command("info")

@@ -255,3 +255,32 @@ def test_one_line_escapes_every_line_break():
     assert len(text.splitlines()) == 11
     assert len(one_line(text).splitlines()) == 1
     assert one_line("x\ny") == "x\\ny"
+
+
+def test_jobs_sets_the_processes_a_conversion_may_use(tmp_path, monkeypatch):
+    """-j 2 (the default on this machine) forks a second process for large runs (here: every
+    run, the thresholds lowered); -j 1 never does; the traces hold the same events."""
+    from converter import forkpass
+    from converter.readers.pypto import merged
+    from converter.writers import perfetto
+    src = copy_run("matmul_add", tmp_path / "in")
+    monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    forks = []
+    real = forkpass.fork_pass
+
+    def counting(fn):
+        forks.append(1)
+        return real(fn)
+    monkeypatch.setattr(merged, "fork_pass", counting)
+    monkeypatch.setattr(perfetto, "fork_pass", counting)
+    counts = {}
+    for jobs in ("1", "2"):
+        forks.clear()
+        out = tmp_path / f"j{jobs}.pftrace"
+        r = run("to-perfetto", str(src), "-o", str(out), "-j", jobs, "-q")
+        assert r.exit_code == 0, r.output
+        assert len(forks) == (0 if jobs == "1" else 2)      # reader helper + writer part
+        counts[jobs] = pftrace_counts(decode_pftrace(out.read_bytes()))
+    assert counts["1"] == counts["2"]
+    assert run("to-perfetto", str(src), "-j", "0").exit_code == 2
