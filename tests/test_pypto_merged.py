@@ -265,3 +265,23 @@ def test_a_failing_second_reader_process_is_replaced_by_this_one(monkeypatch):
         "instead"]
     two.meta.warnings = list(one.meta.warnings)
     assert model_differences(one, two) == []
+
+
+def test_a_file_only_the_general_parser_reads_needs_no_warning_about_the_helper(
+        tmp_path, monkeypatch):
+    """A non-object event: neither process can decode the file typed; the helper says so
+    and this process collects counters and flows itself, without a warning about it."""
+    from converter.modelfile.compare import model_differences
+    from converter.readers import ReadOptions
+    from converter.readers.pypto import merged
+    doc = json.loads((pypto_sim_dir("matmul_add") / "merged_swimlane.json").read_bytes())
+    doc["traceEvents"].insert(5, 7)
+    path = tmp_path / "merged_swimlane.json"
+    path.write_text(json.dumps(doc))
+    (src,) = find_runs(path)
+    one = src.read(ReadOptions(workers=1))
+    monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
+    two = src.read(ReadOptions(workers=2))
+    assert any("1 events skipped: not an object" in w for w in two.meta.warnings)
+    assert not any("second process" in w for w in two.meta.warnings)
+    assert model_differences(one, two) == [] and two.flows and two.counters

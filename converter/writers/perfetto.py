@@ -529,6 +529,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                     tsb = _TS + varint(end) + _ABS_CLOCK
                 body = tsb + end_tail
                 append(_PACKET + _len(len(body)) + body)
+
     def begin_again(i: int, place: tuple) -> None:
         """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
         from its current args, defining on its sequence every interned entry it uses: those

@@ -84,13 +84,19 @@ def fork_series_pass(data: bytes) -> ForkedPass | None:
     decodes the whole file.  None where it cannot fork; a file it cannot decode makes it
     fail, and the loader then runs the pass itself."""
     def run():
-        doc = _LIGHT_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
+        try:
+            doc = _LIGHT_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            return _UNTYPED     # this process reads it the general way too: no helper then
         series, flows, skipped = series_pass(
             doc if doc.__class__ is list else doc.traceEvents, False)
         return ({k: [unit, pack_numbers(ts), pack_numbers(v)]
                  for k, (unit, ts, v) in series.items()},
                 [pack_numbers(c) for c in flows], skipped)
     return fork_pass(run)
+
+
+_UNTYPED = "untyped"
 
 
 def _unpacked(collected):
@@ -207,11 +213,12 @@ class ChromeEventLoader:
         del events[:]                           # (while the helper finishes)
         if helper is not None:
             collected = helper.result()
-            if collected is not None:
+            if collected is not None and collected != _UNTYPED:
                 collected = _unpacked(collected)
-            else:               # the helper failed: do its pass here
-                self.trace.warn(f"{self.path}: the second process reading counters and "
-                                f"flows failed ({helper.error}); read them here instead")
+            else:               # the helper could not do its pass: do it here
+                if collected is None:
+                    self.trace.warn(f"{self.path}: the second process reading counters and "
+                                    f"flows failed ({helper.error}); read them here instead")
                 collected = series_pass(load_events(self.path), True)
         series, flows, skipped = collected
         for what, count in skipped.items():
