@@ -219,3 +219,52 @@ def test_output_onto_an_input_is_refused_however_named(tmp_path):
     os.link(merged, hard)
     _refused(["to-chrome", str(merged), "-o", str(hard), "--force"], merged)
     _refused(["to-perfetto", str(run), "-o", str(topo), "--force"], topo)
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" in state          # a zombie: ended, not yet reaped by init
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("stage", ["reading", "writing"])
+def test_a_killed_conversion_leaves_no_second_process_behind(big_input, tmp_path, stage):
+    """The reader's helper and the writer's part end by themselves when the conversion is
+    killed (their pipe closes), and leave no file."""
+    out = tmp_path / "big.pftrace"
+    lower = ("import converter.readers.pypto.merged as m, converter.writers.perfetto as w\n"
+             "m.PARALLEL_MIN_BYTES = 0\nw.PARALLEL_MIN_COST = 0\n")
+    if stage == "writing":      # hold the parent inside the writer once its part started
+        lower += ("import time, converter.writers.perfetto as w\n_f = w.fork_pass\n"
+                  "def fp(fn):\n    p = _f(fn)\n    time.sleep(30)\n    return p\n"
+                  "w.fork_pass = fp\n")
+    else:                       # hold the parent while the reader's helper runs
+        lower += ("import time\n_f = m.fork_series_pass\n"
+                  "def fp(d):\n    p = _f(d)\n    time.sleep(30)\n    return p\n"
+                  "m.fork_series_pass = fp\n")
+    proc = cli("to-perfetto", str(big_input), "-o", str(out), "-q", code=lower)
+    deadline = time.monotonic() + 60
+    kids: set[int] = set()
+    while not kids and time.monotonic() < deadline and proc.poll() is None:
+        kids = _children(proc.pid)
+        time.sleep(0.01)
+    assert kids, "no second process started: " + proc.communicate()[1].decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(_gone(k) for k in kids):
+        time.sleep(0.05)
+    assert all(_gone(k) for k in kids)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] in ([], [n.name for n in
+                                                         temporaries(tmp_path, out.name)])

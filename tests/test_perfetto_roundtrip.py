@@ -301,3 +301,19 @@ def test_ints_beyond_64_bits_keep_their_digits_or_become_doubles():
                                       "top": (1 << 64) - 1, "bottom": -(1 << 63)}
     assert [v for _, v in counters[c.track + 1]] == [2.0 ** 63, -(2.0 ** 63),
                                                      sys.float_info.max, -(1 << 62), 3]
+
+
+def test_two_process_write_into_a_gzip_stream(monkeypatch):
+    """The other process's part is appended through the output stream, so a .pftrace.gz
+    holds the whole trace."""
+    import gzip
+
+    from converter.convert import add_derived_tracks
+    from converter.writers import perfetto
+    (src,) = find_runs(PYPTO / "matmul_add")
+    trace = src.read()
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb") as gz:
+        write_perfetto(trace, gz, None, workers=2, enrich=add_derived_tracks)
+    assert_same_as_model(trace, gzip.decompress(buf.getvalue()))
