@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from . import __version__, archive
-from .convert import convert_source, default_output
+from .convert import convert_source, default_output, default_workers
 from .cliopts import clock_mhz as clock_mhz_
 from .errors import TracecvtError, one_line
 from .progress import Reporter
@@ -211,7 +211,8 @@ def info(path, fmt, clock_mhz, as_json, quiet):
     """Show the runs found under PATH: formats, files, tasks, time span, tracks."""
     from .summary_info import describe, render_text
     reporter = Reporter(enabled=not quiet and not as_json)
-    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter)
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
+                          workers=default_workers())
     runs = _find(path, fmt)
     reports = []
     failed = 0
@@ -336,7 +337,8 @@ def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
     ratings, lanes and bubbles, critical path, time by label."""
     from .summary import render, summary_data
     reporter = Reporter(enabled=not quiet and output is not None and str(output) != "-")
-    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter)
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
+                          workers=default_workers())
     runs = _find(path, fmt)
     base = _one_run_data(baseline, None, options, "--baseline") if baseline else None
     many = len(runs) > 1
@@ -385,7 +387,7 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
     """Compare two runs: BASELINE (previous) and CURRENT, each a run directory, a file or a
     JSON summary written by 'tracecvt summary --format json'."""
     from .summary.compare import comparison_data
-    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz))
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), workers=default_workers())
     a = _one_run_data(baseline, fmt, options, "BASELINE")
     b = _one_run_data(current, fmt, options, "CURRENT")
     c = comparison_data(a, b)

@@ -16,7 +16,7 @@ from .model import Trace
 from .readers import ReadOptions, Source, find_runs
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
-           "find_runs", "read"]
+           "default_workers", "find_runs", "read"]
 
 
 def _perfetto(trace, out, progress, workers=1, enrich=None):
@@ -81,6 +81,11 @@ def default_output(source: Source, writer: str, out: Path | None, many: bool) ->
     return out
 
 
+def default_workers() -> int:
+    """Processes one conversion uses by default: 2 on a machine with 2 or more CPUs."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
+
+
 @contextmanager
 def gc_paused():
     """Pause the cyclic garbage collector: readers build millions of acyclic objects, and
@@ -103,7 +108,7 @@ def convert_source(source: Source, writer: str, output: Path, force: bool,
     ``workers``: processes the writer may use (None: 2 on a machine with 2 or more CPUs;
     batch conversion, which runs several conversions at once, passes 1)."""
     if workers is None:
-        workers = 2 if (os.cpu_count() or 1) >= 2 else 1
+        workers = default_workers()
     with gc_paused():
         return _convert(source, writer, output, force, options, gzip_level, derived, workers)
 
