@@ -19,12 +19,17 @@ Layout of the written trace:
 * a slice is a BEGIN/END pair on its lane, emitted per lane in nesting order; flows ride on
   the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination;
   flow ids are global, not sequence-scoped);
-* event names, categories, argument names and repeated string values are interned.  An iid
-  means the same string on every sequence; each sequence defines, before its first use there,
-  only the entries it uses.  Packets that define or use them carry SEQ_NEEDS_INCREMENTAL_STATE;
+* event names, categories, argument names and repeated string values are interned.  Each
+  sequence defines, before its first use there, the entries it uses, and only those: what an
+  iid means is the sequence's own business (within one process an iid means the same string
+  everywhere; a second process numbers its strings its own way).  Packets that define or use
+  them carry SEQ_NEEDS_INCREMENTAL_STATE;
 * counters are TYPE_COUNTER events on counter tracks (negative ints as doubles: shorter, and
-  the same value in Trace Processor, which keeps counter values as doubles);
-* output is flushed in chunks, so memory does not grow with the trace.
+  the same value in Trace Processor, which keeps counter values as doubles); an int no 64-bit
+  field holds is an arg's digits, or a counter's double;
+* output is flushed in chunks, so memory does not grow with the trace;
+* on a large trace a forked process may write some of the sequences (``write_perfetto``);
+  they follow this process's, in the same layout.
 """
 
 from __future__ import annotations
