@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import COUNTER, GROUP, LANE, Clock, Trace
+from ...model import GROUP, LANE, Clock, Trace
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
