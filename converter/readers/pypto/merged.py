@@ -81,22 +81,28 @@ _decode_any = msgspec.json.decode
 def fork_series_pass(data: bytes) -> ForkedPass | None:
     """Start ``series_pass`` over the events of ``data`` (a file's bytes) in a forked process:
     it decodes them itself, without the args of anything but counters, while this process
-    decodes the whole file.  None where it cannot fork; a file it cannot decode makes it
-    fail, and the loader then runs the pass itself."""
+    decodes the whole file.  None where it cannot fork.  A file it cannot decode typed (this
+    process then reads it the general way) gets ``_UNTYPED`` back, and the loader runs the
+    pass itself."""
     def run():
         try:
             doc = _LIGHT_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
         except (msgspec.DecodeError, ValueError, RecursionError):
-            return _UNTYPED     # this process reads it the general way too: no helper then
-        series, flows, skipped = series_pass(
-            doc if doc.__class__ is list else doc.traceEvents, False)
-        return ({k: [unit, pack_numbers(ts), pack_numbers(v)]
-                 for k, (unit, ts, v) in series.items()},
-                [pack_numbers(c) for c in flows], skipped)
+            return _UNTYPED
+        return _packed(series_pass(doc if doc.__class__ is list else doc.traceEvents,
+                                   False))
     return fork_pass(run)
 
 
 _UNTYPED = "untyped"
+
+
+def _packed(collected):
+    """``series_pass``'s result with its number lists as arrays (they pickle in ms)."""
+    series, flows, skipped = collected
+    return ({k: [unit, pack_numbers(ts), pack_numbers(v)]
+             for k, (unit, ts, v) in series.items()},
+            [pack_numbers(c) for c in flows], skipped)
 
 
 def _unpacked(collected):
@@ -348,7 +354,7 @@ class ChromeEventLoader:
             counter.values.extend(values)
 
     def _skip(self, what: str, count: int = 1) -> None:
-        self.skipped[what] = self.skipped.get(what, 0) + count
+        _count(self.skipped, what, count)
 
     def _metadata(self, e: Event) -> None:
         name = e.name
