@@ -99,17 +99,17 @@ _UNTYPED = "untyped"
 
 def _packed(collected):
     """``series_pass``'s result with its number lists as arrays (they pickle in ms)."""
-    series, flows, skipped = collected
+    series, (threads, columns), skipped = collected
     return ({k: [unit, pack_numbers(ts), pack_numbers(v)]
              for k, (unit, ts, v) in series.items()},
-            [pack_numbers(c) for c in flows], skipped)
+            (threads, [pack_numbers(c) for c in columns]), skipped)
 
 
 def _unpacked(collected):
-    series, flows, skipped = collected
+    series, (threads, columns), skipped = collected
     return ({k: [unit, unpack_numbers(ts), unpack_numbers(v)]
              for k, (unit, ts, v) in series.items()},
-            [unpack_numbers(c) for c in flows], skipped)
+            (threads, [unpack_numbers(c) for c in columns]), skipped)
 
 
 def as_event(e: Any) -> Any:
@@ -165,6 +165,8 @@ class ChromeEventLoader:
         self.group_order = group_order
         self.skipped: dict[str, int] = {}
         self.tasks = 0
+        # (pid, tid) -> its number << THREAD_SHIFT: a slice's start or end is one int key
+        self.thread_offsets: dict[tuple[Any, Any], int] = {}
 
     # -- tracks -----------------------------------------------------------------------
     def _is_machine(self, pid: Any) -> bool:
@@ -240,12 +242,14 @@ class ChromeEventLoader:
 
     def _main_pass(self, events: list) -> tuple[dict, dict]:
         """Slices, instants and everything but counters and flows (left to
-        ``series_pass``); returns the slices' (tid, pid, ns) start and end tables."""
+        ``series_pass``); returns the slices' start and end tables, keyed by the thread's
+        offset (``thread_offsets``) plus the ns."""
         trace = self.trace
         slices = trace.slices
-        lane_cache: dict[tuple[Any, Any], int] = {}
-        starts: dict[tuple[Any, Any, int], int] = {}
-        ends: dict[tuple[Any, Any, int], int] = {}
+        lane_cache: dict[tuple[Any, Any], tuple[int, int]] = {}   # -> lane, key offset
+        offsets = self.thread_offsets
+        starts: dict[int, int] = {}         # thread offset + ns -> slice
+        ends: dict[int, int] = {}
         open_b: dict[tuple[Any, Any], list] = {}
         shared_args = SharedTaskArgs()
         task_cache: dict[Any, tuple[dict, str]] = {}   # per CALL: (shared args, category)
@@ -260,9 +264,11 @@ class ChromeEventLoader:
                 if ph == "X":
                     pid = e.pid
                     tid = e.tid
-                    lane = lane_cache.get((pid, tid))
-                    if lane is None:
-                        lane = lane_cache[(pid, tid)] = self.lane(pid, tid)
+                    cached = lane_cache.get((pid, tid))
+                    if cached is None:
+                        off = offsets.setdefault((pid, tid), len(offsets) << THREAD_SHIFT)
+                        cached = lane_cache[(pid, tid)] = (self.lane(pid, tid), off)
+                    lane, off = cached
                     ts_us = e.ts
                     dur_us = e.dur
                     if ts_us.__class__ not in _NUMBER or dur_us.__class__ not in _NUMBER:
@@ -299,8 +305,8 @@ class ChromeEventLoader:
                     else:
                         slices.append(Slice(lane, ts, end - ts, name, _text(e.cat), a or None))
                     idx = len(slices) - 1
-                    starts.setdefault((tid, pid, ts), idx)
-                    ends.setdefault((tid, pid, end), idx)
+                    starts.setdefault(off + ts, idx)
+                    ends.setdefault(off + end, idx)
                 elif ph == "C" or ph == "s" or ph == "f" or ph == "t":
                     continue                    # counters and flows: series_pass
                 elif ph == "M":
@@ -384,31 +390,45 @@ class ChromeEventLoader:
             hints.parse_exec(a.get("execution-hint") or ""))
         return shared, task_category(lane_name, fake)
 
-    def _bind_flows(self, columns, starts, ends) -> None:
+    def _bind_flows(self, flows, starts, ends) -> None:
         """PyPTO puts a flow start 0.0001 us before its source's end, the end at the
-        destination's start; bind both to slices on the same thread.  ``columns``: the
-        (pid, tid, ts) of every flow's start and end, as ``series_pass`` collects them."""
-        flows = self.trace.flows
+        destination's start; bind both to slices on the same thread.  ``flows``: the threads
+        and columns ``series_pass`` collects."""
+        threads, (sthread, sts, dthread, dts) = flows
+        offsets = [self.thread_offsets.get(t) for t in threads]   # None: no slices there
+        out = self.trace.flows
         get_end = ends.get
         get_start = starts.get
         unbound = 0
-        for spid, stid, sts, dpid, dtid, dts in zip(*columns):
-            src = get_end((stid, spid, round(sts * 1000 + 0.1)))
+        for st, s_us, dt, d_us in zip(sthread, sts, dthread, dts):
+            so = offsets[st]
+            do = offsets[dt]
+            if so is None or do is None:
+                unbound += 1
+                continue
+            key = so + round(s_us * 1000 + 0.1)
+            src = get_end(key)
             if src is None:
-                src = _lookup(ends, stid, spid, round(sts * 1000 + 0.1))
-            dst = get_start((dtid, dpid, round(dts * 1000)))
+                src = get_end(key - 1)
+                if src is None:
+                    src = get_end(key + 1)
+            key = do + round(d_us * 1000)
+            dst = get_start(key)
             if dst is None:
-                dst = _lookup(starts, dtid, dpid, round(dts * 1000))
+                dst = get_start(key - 1)
+                if dst is None:
+                    dst = get_start(key + 1)
             if src is None or dst is None:
                 unbound += 1
                 continue
-            flows.append(Flow(src, dst))
+            out.append(Flow(src, dst))
         if unbound:
             self.trace.warn(f"{self.path}: {unbound} flows could not be bound to a task "
                             "slice and were dropped")
 
 
 PARALLEL_MIN_BYTES = 32 << 20  # below it a second process does not pay for its fork
+THREAD_SHIFT = 63               # ns < 2^62 (MAX_NS): a thread's keys, and +-1, stay its own
 _DONE = object()                # an event slot already handled (and freed)
 
 
@@ -445,13 +465,15 @@ def _counter_samples(e: Event, args: Any, ts: int, series: dict,
 
 def series_pass(events: list, free: bool):
     """Counter samples and flow ends, collected without touching the trace: returns
-    ({(pid, series): [unit, ts, values]} in order of first appearance, the flows as six
-    columns: (pid, tid, ts) of their starts and ends, skipped).  ``free`` drops each handled event from ``events``."""
+    ({(pid, series): [unit, ts, values]} in order of first appearance, the flows: the
+    (pid, tid) threads they touch and four columns, thread number and ts of each start and
+    each end; skipped).  ``free`` drops each handled event from ``events``."""
     series: dict[tuple[Any, str], list] = {}
     fast: dict[tuple[Any, Any], tuple[Any, Any]] = {}     # single-value counters
-    flow_src: dict[Any, tuple[Any, Any, float]] = {}
-    flows: tuple[list, ...] = ([], [], [], [], [], [])   # (pid, tid, ts) of start, end
-    spid, stid, sts, dpid, dtid, dts = (c.append for c in flows)
+    flow_src: dict[Any, tuple[int, Any]] = {}
+    threads: dict[tuple[Any, Any], int] = {}    # (pid, tid) -> its number in the columns
+    columns: tuple[list, ...] = ([], [], [], [])   # thread and ts of each start, each end
+    sthread, sts, dthread, dts = (c.append for c in columns)
     skipped: dict[str, int] = {}
     done = _DONE
     for i in range(len(events)):
@@ -485,11 +507,13 @@ def series_pass(events: list, free: bool):
                     fast[(e.pid, e.name)] = (one[1].append, one[2].append)
             elif ph == "s":
                 _ns(e.ts)
-                src = (e.pid, e.tid, e.ts)
-                hash(src)                   # TypeError: an unhashable pid or tid
+                pair = (e.pid, e.tid)       # TypeError below: an unhashable pid or tid
+                thread = threads.get(pair)
+                if thread is None:
+                    thread = threads[pair] = len(threads)
                 if e.id is UNSET:
                     raise KeyError
-                flow_src[e.id] = src
+                flow_src[e.id] = (thread, e.ts)
             elif ph == "f" or ph == "t":
                 _ns(e.ts)
                 if e.id is UNSET:
@@ -498,14 +522,14 @@ def series_pass(events: list, free: bool):
                 if src is None:
                     _count(skipped, "flow end without start")
                 else:
-                    dst = (e.pid, e.tid, e.ts)
-                    hash(dst)
-                    spid(src[0])
-                    stid(src[1])
-                    sts(src[2])
-                    dpid(dst[0])
-                    dtid(dst[1])
-                    dts(dst[2])
+                    pair = (e.pid, e.tid)
+                    thread = threads.get(pair)
+                    if thread is None:
+                        thread = threads[pair] = len(threads)
+                    sthread(src[0])
+                    sts(src[1])
+                    dthread(thread)
+                    dts(e.ts)
             else:
                 continue
         except _BadTime:
@@ -517,7 +541,7 @@ def series_pass(events: list, free: bool):
             events[i] = done
     if flow_src:
         _count(skipped, "flow start without end", len(flow_src))
-    return series, flows, skipped
+    return series, (list(threads), columns), skipped
 
 
 def _phase(e: Event) -> Any:
@@ -528,15 +552,6 @@ def _after_third_dash(name: str) -> int:
     """Index after ``seq-func-op-`` in a PyPTO task name (the rest: rootIndex-psgId(label))."""
     p = name.find("-", name.find("-", name.find("-") + 1) + 1)
     return p + 1 if p >= 0 else 0
-
-
-def _lookup(table: dict, tid: Any, pid: Any, ns: int) -> int | None:
-    idx = table.get((tid, pid, ns))
-    if idx is None:
-        idx = table.get((tid, pid, ns - 1))
-        if idx is None:
-            idx = table.get((tid, pid, ns + 1))
-    return idx
 
 
 def load_events(path: Path, warn=None, typed: bool = True) -> list:
