@@ -285,3 +285,29 @@ def test_a_file_only_the_general_parser_reads_needs_no_warning_about_the_helper(
     assert any("1 events skipped: not an object" in w for w in two.meta.warnings)
     assert not any("second process" in w for w in two.meta.warnings)
     assert model_differences(one, two) == [] and two.flows and two.counters
+
+
+def test_a_phase_the_skimming_decoder_does_not_know_gives_the_same_model(tmp_path, monkeypatch):
+    """With a helper, this process skims (counters and flows left empty, one struct per known
+    phase); an unknown phase makes it decode the file whole instead: nothing changes."""
+    from converter.modelfile.compare import model_differences
+    from converter.readers import ReadOptions
+    from converter.readers.pypto import merged
+    doc = json.loads((pypto_sim_dir("matmul_add") / "merged_swimlane.json").read_bytes())
+    doc["traceEvents"].insert(7, {"ph": "P", "ts": 1.0, "pid": 1, "tid": 1002, "name": "p"})
+    path = tmp_path / "merged_swimlane.json"
+    path.write_text(json.dumps(doc))
+    (src,) = find_runs(path)
+    one = src.read(ReadOptions(workers=1))
+    monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
+    skims = []
+    real = merged.decode_events
+
+    def spy(*a, **k):
+        skims.append(k.get("skim"))
+        return real(*a, **k)
+    monkeypatch.setattr(merged, "decode_events", spy)
+    two = src.read(ReadOptions(workers=2))
+    assert skims == [True]
+    assert any("1 events skipped: event phase 'P'" in w for w in two.meta.warnings)
+    assert model_differences(one, two) == [] and two.flows and two.counters

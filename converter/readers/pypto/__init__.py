@@ -159,7 +159,7 @@ class PyptoReader:
         helper = fork_series_pass(data) if options.workers > 1 and \
             len(data) >= PARALLEL_MIN_BYTES else None
         try:
-            events = decode_events(path, data, trace.warn)
+            events = decode_events(path, data, trace.warn, skim=helper is not None)
             del data
             view = MachineView(trace, "PyPTO Machine View",
                                f"tasks per core from {path.name}; times in ns "
