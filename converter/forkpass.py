@@ -91,14 +91,19 @@ def fork_pass(fn: Callable[[], Any]) -> ForkedPass | None:
 def pack_numbers(values: list) -> Any:
     """``values`` in a form that pickles fast: an array when the items are all ints of 64 bits
     or all floats (so their types come back exactly), else the list itself."""
-    if values and all(v.__class__ is int for v in values):
+    kinds = set(map(type, values))
+    if kinds == _INT:
         try:
             return array("q", values)
         except OverflowError:
             return values
-    if values and all(v.__class__ is float for v in values):
+    if kinds == _FLOAT:
         return array("d", values)
     return values
+
+
+_INT = {int}
+_FLOAT = {float}
 
 
 def unpack_numbers(packed: Any) -> list:

@@ -572,16 +572,24 @@ def series_pass(events: list, free: bool):
                 if one is not None and a.__class__ is dict and len(a) == 1:
                     fast[(e.pid, e.name)] = (one[1].append, one[2].append)
             elif ph == "s":
-                _ns(e.ts)
+                ts = e.ts
+                if ts.__class__ not in _NUMBER:
+                    raise TypeError
+                if not 0 <= round(ts * 1000) < MAX_NS:      # (inlined _ns: 266k flow ends)
+                    raise _BadTime
                 pair = (e.pid, e.tid)       # TypeError below: an unhashable pid or tid
                 thread = threads.get(pair)
                 if thread is None:
                     thread = threads[pair] = len(threads)
                 if e.id is UNSET:
                     raise KeyError
-                flow_src[e.id] = (thread, e.ts)
+                flow_src[e.id] = (thread, ts)
             elif ph == "f" or ph == "t":
-                _ns(e.ts)
+                ts = e.ts
+                if ts.__class__ not in _NUMBER:
+                    raise TypeError
+                if not 0 <= round(ts * 1000) < MAX_NS:
+                    raise _BadTime
                 if e.id is UNSET:
                     raise KeyError
                 src = flow_src.pop(e.id, None)
@@ -595,7 +603,7 @@ def series_pass(events: list, free: bool):
                     sthread(src[0])
                     sts(src[1])
                     dthread(thread)
-                    dts(e.ts)
+                    dts(ts)
             else:
                 continue
         except _BadTime:
