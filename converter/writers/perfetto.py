@@ -382,21 +382,32 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination BEGIN.
     # A flow whose destination starts before (or with) its source would reach Trace Processor
     # end first and be dropped; giving both ends a plain flow id keeps it as an arrow between the
-    # two slices (drawn from the earlier one).
+    # two slices (drawn from the earlier one).  Each process fills them for its own slices.
     flow_bytes: dict[int, bytes] = {}
     slices = trace.slices
-    backward = 0
-    for fid, flow in enumerate(trace.flows, 1):
-        b = _pack_fixed64(fid)
-        src, dst = flow.src, flow.dst
-        flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
-        d, s0 = slices[dst].ts, slices[src].ts
-        if d <= s0:     # equal starts too: Trace Processor may meet the destination first
-            backward += d < s0
-            flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_FLOW + b
-        else:
-            flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
-    counts["flows_backward"] = backward
+    counts["flows_backward"] = 0
+
+    def flows_of(tracks: set[int] | None) -> None:
+        """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the backward flows
+        that end there."""
+        backward = 0
+        for fid, flow in enumerate(trace.flows, 1):
+            src, dst = flow.src, flow.dst
+            here_src = tracks is None or slices[src].track in tracks
+            here_dst = tracks is None or slices[dst].track in tracks
+            if not (here_src or here_dst):
+                continue
+            b = _pack_fixed64(fid)
+            if here_src:
+                flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
+            if here_dst:
+                d, s0 = slices[dst].ts, slices[src].ts
+                if d <= s0:     # equal starts too: Trace Processor may meet the destination first
+                    backward += d < s0
+                    flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_FLOW + b
+                else:
+                    flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
+        counts["flows_backward"] += backward
 
     by_track = trace.slices_by_track()
     # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
@@ -405,9 +416,15 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     seq_ids = {t: n for n, (_, t) in
                enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])), SEQ_ID + 1)}
 
-    # Names used once are written inline: interning them would only add an entry.
-    repeated = collections.Counter(s.name for s in slices)
-    repeated.update(i.name for i in trace.instants)
+    # Names used once are written inline: interning them would only add an entry.  Each
+    # process counts the names it writes (``count_names``).
+    repeated: collections.Counter = collections.Counter()
+
+    def count_names(units: list[tuple[int, list[int]]], instants: bool) -> None:
+        repeated.update(slices[i].name for _, ids in units for i in ids)
+        if instants:
+            repeated.update(i.name for i in trace.instants)
+
     names: dict[str, tuple[bytes, bytes | None]] = {}
     cats: dict[str, tuple[bytes, bytes]] = {}
 
@@ -654,6 +671,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         def own_part() -> dict[str, int] | None:
             os.close(news_w)
             _to_part(part_out)
+            flows_of(None)
+            count_names(slice_units, False)
             write_counters(counter_units)
             flush()
             places: dict[int, tuple] = {}
@@ -709,7 +728,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             if news is None:                    # enrich changed what the part writes
                 helper.abandon()
                 return write_perfetto(trace, out, progress, workers)
-            repeated.update(s.name for s in added)
+            count_names(list(new_units.items()), True)
             write_header()
             write_instants()
             write_slices(list(new_units.items()))
@@ -735,6 +754,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     if theirs[0] or theirs[1]:
         def second_part() -> dict[str, int]:
             _to_part(part_out)
+            flows_of({t for t, _ in theirs[0]})
+            count_names(theirs[0], False)
             write_slices(theirs[0])
             write_counters(theirs[1])
             return _part_counts()
@@ -745,6 +766,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             mine = (slice_units, counter_units)
             part_out.close()
     try:
+        flows_of({t for t, _ in mine[0]} if helper is not None else None)
+        count_names(mine[0], True)
         write_header()
         write_slices(mine[0])
         write_instants()
@@ -766,7 +789,7 @@ def _cost(trace: Trace) -> int:
 
 
 PARALLEL_MIN_COST = 200_000      # about 0.1 s of writing: below it, a fork does not pay
-_PART_COUNTS = ("packets", "slices", "counter_samples")
+_PART_COUNTS = ("packets", "slices", "counter_samples", "flows_backward")
 
 
 def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
