@@ -105,18 +105,42 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
     for i, s in enumerate(trace.slices):
         by_track[s.track].append(i)
     flow_ends = collections.defaultdict(set)
+    outgoing = collections.defaultdict(list)      # slice -> flow ids its BEGIN must carry
+    ending = collections.defaultdict(list)        # slice -> terminating flow ids
+    for fid, f in enumerate(trace.flows, 1):
+        outgoing[f.src].append(fid)
+        if trace.slices[f.dst].ts > trace.slices[f.src].ts:
+            ending[f.dst].append(fid)
+        else:
+            outgoing[f.dst].append(fid)
     for uuid, ids in by_track.items():
         ids.sort(key=lambda i: (trace.slices[i].ts, -trace.slices[i].dur))
         got = slices.pop(uuid + 1)
         assert len(got) == len(ids), trace.tracks[uuid]
-        for i, g in zip(ids, got):
-            s = trace.slices[i]
-            want_args = {k: _model_value(v) for k, v in s.all_args.items() if v is not None}
-            assert g[:5] == (s.ts, s.dur, s.name, (s.cat,) if s.cat else (), want_args), (s, g)
-            for fid in g[5]:
-                flow_ends[fid].add((i, False))
-            for fid in g[6]:
-                flow_ends[fid].add((i, True))
+        # Slices of the same start and duration nest in either order: within such a group,
+        # each is matched to the read-back slice with its content and its flow ids.
+        k = 0
+        while k < len(ids):
+            span = (trace.slices[ids[k]].ts, trace.slices[ids[k]].dur)
+            j = k
+            while j < len(ids) and (trace.slices[ids[j]].ts, trace.slices[ids[j]].dur) == span:
+                j += 1
+            pending = list(got[k:j])
+            for i in ids[k:j]:
+                s = trace.slices[i]
+                want_args = {name: _model_value(v) for name, v in s.all_args.items()
+                             if v is not None}
+                want = (s.ts, s.dur, s.name, (s.cat,) if s.cat else (), want_args)
+                flows = (sorted(outgoing[i]), sorted(ending[i]))
+                match = next((n for n, g in enumerate(pending)
+                              if g[:5] == want and (sorted(g[5]), sorted(g[6])) == flows), None)
+                assert match is not None, (s, flows, pending)
+                g = pending.pop(match)
+                for fid in g[5]:
+                    flow_ends[fid].add((i, False))
+                for fid in g[6]:
+                    flow_ends[fid].add((i, True))
+            k = j
     assert not slices
     assert len(flow_ends) == len(trace.flows)
     for fid, f in enumerate(trace.flows, 1):
