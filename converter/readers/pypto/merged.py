@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Union
 
 import msgspec
 
@@ -40,19 +40,13 @@ class _BadTime(ValueError):
 UNSET = msgspec.UNSET
 
 
-class Event(msgspec.Struct, gc=False):
-    """One Chrome trace event.  A key the event lacks holds the default the loader expects
-    (``UNSET`` for the keys an event of its phase must have)."""
+# An event's keys but "ph" (which ``Event`` puts first), and the default each holds when the
+# event lacks it (UNSET: the keys an event of its phase must have).
+_FIELDS = [("ts", Any, UNSET), ("dur", Any, 0), ("pid", Any, None), ("tid", Any, None),
+           ("name", Any, ""), ("cat", Any, ""), ("id", Any, UNSET), ("args", Any, None)]
 
-    ph: Any = UNSET
-    ts: Any = UNSET
-    dur: Any = 0
-    pid: Any = None
-    tid: Any = None
-    name: Any = ""
-    cat: Any = ""
-    id: Any = UNSET
-    args: Any = None
+Event = msgspec.defstruct("Event", [("ph", Any, UNSET), *_FIELDS], gc=False,
+                          module=__name__, namespace={"__doc__": "One Chrome trace event."})
 
 
 class _TraceDoc(msgspec.Struct, gc=False):
@@ -78,59 +72,15 @@ _LIGHT_DECODER = msgspec.json.Decoder(_LightDoc | list[_LightEvent])
 
 # Skimming: events typed by phase, counters and flows left empty, for a process whose helper
 # reads those (``fork_series_pass``): 15-20 % less decoding.  A phase not listed here makes
-# the decode fail, and the file is decoded whole.
-class _Tagged(msgspec.Struct, tag_field="ph", gc=False):
-    pass
-
-
-class _Full(_Tagged):
-    ts: Any = UNSET
-    dur: Any = 0
-    pid: Any = None
-    tid: Any = None
-    name: Any = ""
-    cat: Any = ""
-    id: Any = UNSET
-    args: Any = None
-
-
-class _X(_Full, tag="X"):
-    ph: ClassVar[str] = "X"
-
-
-class _M(_Full, tag="M"):
-    ph: ClassVar[str] = "M"
-
-
-class _B(_Full, tag="B"):
-    ph: ClassVar[str] = "B"
-
-
-class _E(_Full, tag="E"):
-    ph: ClassVar[str] = "E"
-
-
-class _I(_Full, tag="i"):
-    ph: ClassVar[str] = "i"
-
-
-class _C(_Tagged, tag="C"):
-    ph: ClassVar[str] = "C"
-
-
-class _S(_Tagged, tag="s"):
-    ph: ClassVar[str] = "s"
-
-
-class _F(_Tagged, tag="f"):
-    ph: ClassVar[str] = "f"
-
-
-class _T(_Tagged, tag="t"):
-    ph: ClassVar[str] = "t"
-
-
-_SKIMMED = _X | _M | _B | _E | _I | _C | _S | _F | _T
+# the decode fail, and the file is decoded whole.  The phase is each class's ``ph``.
+_Tagged = msgspec.defstruct("_Tagged", [], tag_field="ph", gc=False, module=__name__)
+_READ_PHASES = {ph: msgspec.defstruct(f"_Event{ph}", _FIELDS, bases=(_Tagged,), tag=ph,
+                                      module=__name__, namespace={"ph": ph})
+                for ph in ("X", "M", "B", "E", "i")}
+_SKIMMED_PHASES = [msgspec.defstruct(f"_Skipped{ph}", [], bases=(_Tagged,), tag=ph,
+                                     module=__name__, namespace={"ph": ph})
+                   for ph in ("C", "s", "f", "t")]
+_SKIMMED = Union[tuple(_READ_PHASES.values()) + tuple(_SKIMMED_PHASES)]
 
 
 class _SkimDoc(msgspec.Struct, gc=False):
@@ -139,7 +89,7 @@ class _SkimDoc(msgspec.Struct, gc=False):
 
 _SKIM_DECODER = msgspec.json.Decoder(_SkimDoc | list[_SKIMMED])
 # The classes whose objects are events the loader reads (not skimmed ones).
-_EVENTS = frozenset((Event, _LightEvent, _X, _M, _B, _E, _I))
+_EVENTS = frozenset((Event, _LightEvent, *_READ_PHASES.values()))
 _RAW = msgspec.Raw
 _decode_any = msgspec.json.decode
 
@@ -571,39 +521,29 @@ def series_pass(events: list, free: bool):
                 one = _counter_samples(e, a, ts, series, skipped)
                 if one is not None and a.__class__ is dict and len(a) == 1:
                     fast[(e.pid, e.name)] = (one[1].append, one[2].append)
-            elif ph == "s":
+            elif ph == "s" or ph == "f" or ph == "t":
                 ts = e.ts
                 if ts.__class__ not in _NUMBER:
                     raise TypeError
                 if not 0 <= round(ts * 1000) < MAX_NS:      # (inlined _ns: 266k flow ends)
                     raise _BadTime
-                pair = (e.pid, e.tid)       # TypeError below: an unhashable pid or tid
-                thread = threads.get(pair)
-                if thread is None:
-                    thread = threads[pair] = len(threads)
                 if e.id is UNSET:
                     raise KeyError
-                flow_src[e.id] = (thread, ts)
-            elif ph == "f" or ph == "t":
-                ts = e.ts
-                if ts.__class__ not in _NUMBER:
-                    raise TypeError
-                if not 0 <= round(ts * 1000) < MAX_NS:
-                    raise _BadTime
-                if e.id is UNSET:
-                    raise KeyError
-                src = flow_src.pop(e.id, None)
-                if src is None:
+                src = None if ph == "s" else flow_src.pop(e.id, None)
+                if ph != "s" and src is None:
                     _count(skipped, "flow end without start")
                 else:
-                    pair = (e.pid, e.tid)
+                    pair = (e.pid, e.tid)   # TypeError: an unhashable pid or tid
                     thread = threads.get(pair)
                     if thread is None:
                         thread = threads[pair] = len(threads)
-                    sthread(src[0])
-                    sts(src[1])
-                    dthread(thread)
-                    dts(ts)
+                    if src is None:
+                        flow_src[e.id] = (thread, ts)
+                    else:
+                        sthread(src[0])
+                        sts(src[1])
+                        dthread(thread)
+                        dts(ts)
             else:
                 continue
         except _BadTime:
