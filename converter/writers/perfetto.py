@@ -411,10 +411,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
 
     by_track = trace.slices_by_track()
     # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
-    load = [(2 * len(ids), t) for t, ids in by_track.items()]
-    load += [(len(c.ts), c.track) for c in trace.counters if c.ts]
-    seq_ids = {t: n for n, (_, t) in
-               enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])), SEQ_ID + 1)}
+    seq_ids = _sequence_ids(by_track, trace.counters, SEQ_ID + 1)
 
     # Names used once are written inline: interning them would only add an entry.  Each
     # process counts the names it writes (``count_names``).
@@ -715,11 +712,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                     new_units: dict[int, list[int]] = {}
                     for i in range(n_slices, len(slices)):
                         new_units.setdefault(slices[i].track, []).append(i)
-                    load = [(2 * len(ids), t) for t, ids in new_units.items()]
-                    load += [(len(c.ts), c.track) for c in new_counters]
-                    first = max(seq_ids.values(), default=SEQ_ID) + 1
-                    order = sorted(load, key=lambda lt: (-lt[0], lt[1]))
-                    seq_ids.update((t, n) for n, (_, t) in enumerate(order, first))
+                    seq_ids.update(_sequence_ids(new_units, new_counters,
+                                                 max(seq_ids.values(), default=SEQ_ID) + 1))
                     news = (changed, new_counters,
                             {c.track: seq_ids[c.track] for c in new_counters})
             finally:
@@ -781,6 +775,15 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             helper.abandon()
             part_out.close()
     return counts
+
+
+def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) -> dict[int, int]:
+    """Sequence ids from ``first`` for the tracks with slices or samples, the busiest first
+    (so that most are one-byte varints)."""
+    load = [(2 * len(ids), t) for t, ids in by_track.items()]
+    load += [(len(c.ts), c.track) for c in counters if c.ts]
+    return {t: n for n, (_, t) in enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])),
+                                              first)}
 
 
 def _cost(trace: Trace) -> int:
