@@ -262,6 +262,30 @@ def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch):
     assert "2 of 3 runs failed" in r.output
 
 
+def test_workers_start_while_the_archive_is_scanned(archive, tmp_path, monkeypatch):
+    """-j 2: the worker processes exist (and import what the jobs need) before the scan
+    ends; -j 1 converts in this process and starts none.  Both give the same outputs."""
+    import multiprocessing
+
+    import converter.batch.command as command
+    real = command.plan
+    seen = []
+
+    def watching_plan(*args, **kwargs):
+        seen.append(len(multiprocessing.active_children()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(command, "plan", watching_plan)
+    root, _ = archive
+    for jobs in (2, 1):
+        r = run(root, "-o", tmp_path / f"out{jobs}", "-j", str(jobs))
+        assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
+    assert seen == [2, 0]
+    assert ({k: v["status"] for k, v in rows_by_dir(tmp_path / "out2").items()}
+            == {k: v["status"] for k, v in rows_by_dir(tmp_path / "out1").items()})
+    assert not multiprocessing.active_children()
+
+
 # -- errors and options ----------------------------------------------------------------
 
 def test_no_runs_is_one_line_error(tmp_path):

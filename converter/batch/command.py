@@ -147,7 +147,6 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     redoes it).  One bad run never stops the others: it is listed with its error in
     OUT_DIR/index.json and index.html, and the exit code is 2.
     """
-    from .. import __version__
     from ..cliopts import clock_mhz as _clock
     targets = _parse_targets(to)
     clock = _clock(clock_mhz)
@@ -173,15 +172,32 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
         _fail(f"{out_dir}: not a directory")
         sys.exit(EXIT_ERROR)
     table = available_targets()
+    started = None
+    if engine != "dask":
+        from .local import default_jobs, start_workers
+        jobs = jobs or default_jobs()
+        started = start_workers(jobs)       # they get ready while the archive is scanned
     try:
-        runs = plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)
-    except TracecvtError as e:
-        _fail(str(e))
-        sys.exit(EXIT_ERROR)
-    if not runs:
-        from ..readers import format_names
-        _fail(f"{archive_dir}: no supported run found (formats: {', '.join(format_names())})")
-        sys.exit(EXIT_ERROR)
+        try:
+            runs = plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)
+        except TracecvtError as e:
+            _fail(str(e))
+            sys.exit(EXIT_ERROR)
+        if not runs:
+            from ..readers import format_names
+            _fail(f"{archive_dir}: no supported run found (formats: "
+                  f"{', '.join(format_names())})")
+            sys.exit(EXIT_ERROR)
+        _convert(runs, out_dir, archive_dir, targets, engine, scheduler, jobs, started,
+                 clock, all_metrics, no_derived, quiet)
+    finally:
+        if started is not None:
+            started.shutdown(wait=False, cancel_futures=True)
+
+
+def _convert(runs, out_dir, archive_dir, targets, engine, scheduler, jobs, started, clock,
+             all_metrics, no_derived, quiet) -> None:
+    from .. import __version__
 
     previous = idx.load_previous(out_dir)
     rows: list[dict[str, Any]] = []
@@ -207,8 +223,8 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
             from .dask_engine import run_dask
             stream = run_dask(specs, scheduler)
         else:
-            from .local import default_jobs, run_local
-            stream = run_local(specs, jobs or default_jobs())
+            from .local import run_local
+            stream = run_local(specs, jobs, started)
         for row in stream:
             row["outputs"] = idx.relative_outputs(row["outputs"], out_dir)
             rows.append(row)

@@ -49,8 +49,14 @@ def _on_sigint(signum, frame):
     os._exit(130)
 
 
-def _init_worker() -> None:
+def _init_worker(warm: bool = False) -> None:
     signal.signal(signal.SIGINT, _on_sigint)
+    if warm:
+        _warm()
+
+
+def _ready() -> None:
+    """A first task that only makes the pool start its workers."""
 
 
 def _pool_job(spec: dict[str, Any]) -> dict[str, Any]:
@@ -62,11 +68,29 @@ def _pool_job(spec: dict[str, Any]) -> dict[str, Any]:
         _busy = False
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
+def _pool(workers: int, warm: bool = False) -> ProcessPoolExecutor:
     # fork is cheapest (workers inherit the imported modules); elsewhere the default.
     ctx = (multiprocessing.get_context("fork")
            if "fork" in multiprocessing.get_all_start_methods() else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(warm,))
+
+
+def start_workers(jobs: int) -> ProcessPoolExecutor | None:
+    """Start ``jobs`` worker processes now, before the archive is scanned: each imports what
+    the jobs need (``_warm``) while this process scans, on the cores that would otherwise
+    wait (measured: ffn_medium x 8, the serial scan + imports went from 57 ms to about the
+    imports alone).  None for ``-j 1`` converting in this process, or when workers cannot
+    start; ``run_local`` then makes its own pool."""
+    if jobs <= 1 and IN_PROCESS_SERIAL:
+        return None
+    pool = _pool(jobs, warm=True)
+    try:
+        pool.submit(_ready)         # (a fork pool starts all its workers on the first task)
+    except (BrokenProcessPool, OSError):
+        pool.shutdown(wait=False, cancel_futures=True)
+        return None
+    return pool
 
 
 def _died(spec: dict[str, Any], e: BaseException) -> dict[str, Any]:
@@ -87,23 +111,28 @@ def _solo(spec: dict[str, Any]) -> dict[str, Any]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
+def run_local(specs: list[dict[str, Any]], jobs: int,
+              started: ProcessPoolExecutor | None = None) -> Iterator[dict[str, Any]]:
     """Yield one row per spec, in completion order.
 
     ``jobs == 1`` runs in this process (no pool: the fair serial baseline); otherwise
-    ``min(jobs, len(specs))`` worker processes, fed at most two runs ahead of them.
+    ``min(jobs, len(specs))`` worker processes (or the pool ``started`` by
+    ``start_workers``), fed at most two runs ahead of them.  ``started`` is shut down here.
     """
-    if not specs:
-        return
-    if jobs <= 1 and IN_PROCESS_SERIAL:
+    if not specs or (jobs <= 1 and IN_PROCESS_SERIAL):
+        if started is not None:
+            started.shutdown(wait=False, cancel_futures=True)
         for spec in specs:
             yield _job.run_job(spec)
         return
-    _warm()
     workers = min(jobs, len(specs))
     queue = deque(specs)
     while queue:
-        pool = _pool(workers)
+        if started is not None:
+            pool, started = started, None
+        else:
+            _warm()
+            pool = _pool(workers)
         submitted = 0
         inflight: dict = {}
         suspects: list[dict[str, Any]] = []
