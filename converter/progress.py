@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import time
-
-from rich.console import Console
-from rich.progress import (BarColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn)
+from typing import Any
 
 DELAY_S = 1.0
 
@@ -14,11 +11,11 @@ DELAY_S = 1.0
 class Reporter:
     """Receives (stage, done, total) callbacks from readers and writers."""
 
-    def __init__(self, enabled: bool, console: Console | None = None):
+    def __init__(self, enabled: bool, console: Any = None):
         self.enabled = enabled
-        self.console = console or Console(stderr=True)
+        self.console = console          # a rich Console; stderr's when the bar first shows
         self.started = time.monotonic()
-        self.progress: Progress | None = None
+        self.progress: Any = None
         self.tasks: dict[str, int] = {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -27,6 +24,13 @@ class Reporter:
         if self.progress is None:
             if time.monotonic() - self.started < DELAY_S:
                 return
+            # rich is imported only now: most conversions end before a bar is worth showing
+            # (its import is about 20 ms of every command's start-up otherwise)
+            from rich.console import Console
+            from rich.progress import (BarColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn)
+            if self.console is None:
+                self.console = Console(stderr=True)
             self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
                                      BarColumn(), TextColumn("{task.completed}/{task.total}"),
                                      TimeElapsedColumn(), console=self.console,

@@ -284,3 +284,19 @@ def test_jobs_sets_the_processes_a_conversion_may_use(tmp_path, monkeypatch):
         counts[jobs] = pftrace_counts(decode_pftrace(out.read_bytes()))
     assert counts["1"] == counts["2"]
     assert run("to-perfetto", str(src), "-j", "0").exit_code == 2
+
+
+def test_start_up_imports_only_what_the_command_needs():
+    """validate (protobuf) and batch are imported when used, rich when a progress bar first
+    shows; both lazily loaded commands still take --max-entry-size like the others."""
+    import subprocess
+    import sys
+    code = ("import sys; import converter.cli as c; "
+            "print(sorted(m for m in ('converter.validate', 'converter.batch', 'rich', "
+            "'google.protobuf') if m in sys.modules)); "
+            "ctx = c.click.Context(c.main); "
+            "print([n for n in c.main.list_commands(ctx) if not any("
+            "p.name == 'max_entry_size' for p in c.main.get_command(ctx, n).params)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(REPO), check=True).stdout
+    assert out.splitlines() == ["[]", "[]"]
