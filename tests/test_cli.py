@@ -300,3 +300,28 @@ def test_start_up_imports_only_what_the_command_needs():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=str(REPO), check=True).stdout
     assert out.splitlines() == ["[]", "[]"]
+
+
+def test_progress_bar_shows_after_the_delay_only(monkeypatch):
+    """The conversion progress bar (``progress.Reporter``): nothing before DELAY_S, then a bar
+    with each stage and its count; disabled, never."""
+    import io
+
+    from rich.console import Console
+
+    from converter import progress
+    out = io.StringIO()
+    r = progress.Reporter(True, Console(file=out, force_terminal=True, width=100))
+    r("reading", 5, 10)
+    assert r.progress is None
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    r("reading", 7, 10)
+    r("writing", 3, 0)
+    assert r.progress is not None
+    r.progress.refresh()
+    r.close()
+    assert "reading" in out.getvalue() and "7/10" in out.getvalue()
+    assert "writing" in out.getvalue()
+    quiet = progress.Reporter(False)
+    quiet("reading", 1, 2)
+    assert quiet.progress is None and quiet.console is None
