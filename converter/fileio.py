@@ -180,14 +180,21 @@ def read_text(path: Path) -> str:
         raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
 
 
-def load_json(path: Path, data: bytes | None = None):
-    """Parse a JSON file; malformed or truncated content is a one-line InputError."""
+def _json_bytes(path: Path, data: bytes | None) -> bytes:
+    """A JSON file's bytes (``data``, or read from ``path``) without a UTF-8 BOM; an empty
+    file is an InputError."""
     if data is None:
         data = read_bytes(path)
     if data[:3] == UTF8_BOM:
         data = data[3:]
     if not data.strip():
         raise InputError(path, "empty file")
+    return data
+
+
+def load_json(path: Path, data: bytes | None = None):
+    """Parse a JSON file; malformed or truncated content is a one-line InputError."""
+    data = _json_bytes(path, data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:
@@ -230,12 +237,7 @@ def load_json_records(path: Path, data: bytes | None = None,
     the file held before the cut is kept.  Returns (document, Truncation or None); content
     that is malformed before the end, or cut before its first record, is an InputError.
     """
-    if data is None:
-        data = read_bytes(path)
-    if data[:3] == UTF8_BOM:
-        data = data[3:]
-    if not data.strip():
-        raise InputError(path, "empty file")
+    data = _json_bytes(path, data)
     try:
         return orjson.loads(data), None
     except orjson.JSONDecodeError as e:
