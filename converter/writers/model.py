@@ -124,21 +124,18 @@ class _Values:
             return
         counts = self.counts
         stack: list = []
-        for v in values:
-            if isinstance(v, _CONTAINERS):
-                n = counts.get(id(v), 0)
-                counts[id(v)] = n + 1
-                if not n:
-                    stack.append(v)
-        while stack:
-            c = stack.pop()
-            children = [*c.values(), *c] if isinstance(c, dict) else c
+        children = values
+        while True:
             for v in children:
                 if isinstance(v, _CONTAINERS):
                     n = counts.get(id(v), 0)
                     counts[id(v)] = n + 1
-                    if not n:
+                    if not n:                   # first reference: look inside it once
                         stack.append(v)
+            if not stack:
+                break
+            c = stack.pop()
+            children = [*c.values(), *c] if isinstance(c, dict) else c
 
     def _as_json(self, v) -> bytes | None:
         """``v`` as JSON when that is exact: only dicts with str keys, lists, None, bool,
