@@ -147,6 +147,7 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     redoes it).  One bad run never stops the others: it is listed with its error in
     OUT_DIR/index.json and index.html, and the exit code is 2.
     """
+    from .. import __version__
     from ..cliopts import clock_mhz as _clock
     targets = _parse_targets(to)
     clock = _clock(clock_mhz)
@@ -178,26 +179,18 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
         jobs = jobs or default_jobs()
         started = start_workers(jobs)       # they get ready while the archive is scanned
     try:
-        try:
-            runs = plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)
-        except TracecvtError as e:
-            _fail(str(e))
-            sys.exit(EXIT_ERROR)
+        runs = plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)
         if not runs:
             from ..readers import format_names
-            _fail(f"{archive_dir}: no supported run found (formats: "
-                  f"{', '.join(format_names())})")
-            sys.exit(EXIT_ERROR)
-        _convert(runs, out_dir, archive_dir, targets, engine, scheduler, jobs, started,
-                 clock, all_metrics, no_derived, quiet)
-    finally:
+            raise TracecvtError(f"{archive_dir}: no supported run found (formats: "
+                                f"{', '.join(format_names())})")
+    except BaseException as e:              # no runs to give them: the workers go
         if started is not None:
             started.shutdown(wait=False, cancel_futures=True)
-
-
-def _convert(runs, out_dir, archive_dir, targets, engine, scheduler, jobs, started, clock,
-             all_metrics, no_derived, quiet) -> None:
-    from .. import __version__
+        if isinstance(e, TracecvtError):
+            _fail(str(e))
+            sys.exit(EXIT_ERROR)
+        raise
 
     previous = idx.load_previous(out_dir)
     rows: list[dict[str, Any]] = []
