@@ -111,10 +111,12 @@ class _Commands(click.Group):
             import importlib
             module, attr = self.ELSEWHERE[name]
             command = getattr(importlib.import_module(module), attr)
-            if not any(p.name == "max_entry_size" for p in command.params):
-                command.params.append(_max_entry_option())
             self.add_command(command)
         return command
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.params.append(_max_entry_option())     # every command that reads PATH reads
+        super().add_command(cmd, name)             # archives
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]},
@@ -429,10 +431,6 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
     except TracecvtError as e:
         _fail(str(e))
         sys.exit(EXIT_ERROR)
-
-
-for _command in main.commands.values():      # every command that reads PATH reads archives
-    _command.params.append(_max_entry_option())   # (``_Commands`` adds it to the others)
 
 
 if __name__ == "__main__":  # pragma: no cover
