@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from childrun import compile_tracecvt
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = REPO.parent / "shared" / "samples" / "pypto" / "ffn_medium"
 
@@ -69,6 +71,7 @@ def main() -> None:
     ap.add_argument("--to", default="perfetto")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON here")
     a = ap.parse_args()
+    compile_tracecvt(REPO)
     if not a.run.is_dir():
         sys.exit(f"{a.run}: not a directory")
 

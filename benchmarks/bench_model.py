@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from childrun import compile_tracecvt
+
 REPO = Path(__file__).resolve().parents[1]
 
 READ = r"""
@@ -92,6 +94,7 @@ def main() -> None:
                     help="leave the garbage collector enabled while reading (default: paused, "
                          "as tracecvt's conversions do)")
     a = ap.parse_args()
+    compile_tracecvt(REPO)
 
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "run.tcmodel")

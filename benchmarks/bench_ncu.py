@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from childrun import run_child
+from childrun import compile_tracecvt, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO.parent / "shared" / "samples" / "ncu" / "h200-nvtx-many" / "many_nvtx.ncu-rep.xz"
@@ -76,6 +76,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the figures as JSON here")
     a = ap.parse_args()
+    compile_tracecvt(REPO)
 
     sys.path.insert(0, str(REPO))
     from converter.readers.ncu.metrics import ALL_READ_METRICS

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from childrun import run_child
+from childrun import compile_tracecvt, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--no-plain", action="store_true",
                     help="skip the (slow) plain reference converter")
     a = ap.parse_args()
+    compile_tracecvt(REPO)
 
     merged = sorted(a.run.rglob("merged_swimlane.json*"))
     if not merged:
