@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -262,17 +263,18 @@ def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch):
     assert "2 of 3 runs failed" in r.output
 
 
-def test_workers_start_while_the_archive_is_scanned(archive, tmp_path, monkeypatch):
-    """-j 2: the worker processes exist (and import what the jobs need) before the scan
-    ends; -j 1 converts in this process and starts none.  Both give the same outputs."""
-    import multiprocessing
-
+def test_archive_is_scanned_in_another_process_while_this_one_imports(archive, tmp_path,
+                                                                     monkeypatch):
+    """-j 2: the scan runs in a forked process while this one imports what the jobs need
+    (the workers forked afterwards inherit it); -j 1 scans here.  Both give the same rows,
+    and a scan that fails there fails here with its own one-line error."""
     import converter.batch.command as command
     real = command.plan
-    seen = []
+    pids = tmp_path / "pids"
 
     def watching_plan(*args, **kwargs):
-        seen.append(len(multiprocessing.active_children()))
+        with open(pids, "a") as f:      # the forked scan cannot report through memory
+            f.write(f"{os.getpid()}\n")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(command, "plan", watching_plan)
@@ -280,10 +282,16 @@ def test_workers_start_while_the_archive_is_scanned(archive, tmp_path, monkeypat
     for jobs in (2, 1):
         r = run(root, "-o", tmp_path / f"out{jobs}", "-j", str(jobs))
         assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
-    assert seen == [2, 0]
+    scanned_in = [int(x) for x in pids.read_text().split()]
+    assert len(scanned_in) == 2
+    assert scanned_in[0] != os.getpid() and scanned_in[1] == os.getpid()
     assert ({k: v["status"] for k, v in rows_by_dir(tmp_path / "out2").items()}
             == {k: v["status"] for k, v in rows_by_dir(tmp_path / "out1").items()})
     assert not multiprocessing.active_children()
+
+    r = run(tmp_path / "nope", "-o", tmp_path / "out3", "-j", "2")
+    assert r.exit_code == 2 and r.output.strip().count("\n") == 0
+    assert "nope: no such file" in r.output
 
 
 # -- errors and options ----------------------------------------------------------------

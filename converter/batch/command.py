@@ -173,24 +173,25 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
         _fail(f"{out_dir}: not a directory")
         sys.exit(EXIT_ERROR)
     table = available_targets()
-    started = None
-    if engine != "dask":
-        from .local import default_jobs, start_workers
-        jobs = jobs or default_jobs()
-        started = start_workers(jobs)       # they get ready while the archive is scanned
+
+    def make_plan():
+        return plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)
+
     try:
-        runs = plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)
+        if engine == "dask":
+            runs = make_plan()
+        else:
+            from .local import IN_PROCESS_SERIAL, default_jobs, plan_while_importing
+            jobs = jobs or default_jobs()
+            runs = (plan_while_importing(make_plan) if jobs > 1 or not IN_PROCESS_SERIAL
+                    else make_plan())
         if not runs:
             from ..readers import format_names
             raise TracecvtError(f"{archive_dir}: no supported run found (formats: "
                                 f"{', '.join(format_names())})")
-    except BaseException as e:              # no runs to give them: the workers go
-        if started is not None:
-            started.shutdown(wait=False, cancel_futures=True)
-        if isinstance(e, TracecvtError):
-            _fail(str(e))
-            sys.exit(EXIT_ERROR)
-        raise
+    except TracecvtError as e:
+        _fail(str(e))
+        sys.exit(EXIT_ERROR)
 
     previous = idx.load_previous(out_dir)
     rows: list[dict[str, Any]] = []
@@ -217,7 +218,7 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
             stream = run_dask(specs, scheduler)
         else:
             from .local import run_local
-            stream = run_local(specs, jobs, started)
+            stream = run_local(specs, jobs)
         for row in stream:
             row["outputs"] = idx.relative_outputs(row["outputs"], out_dir)
             rows.append(row)

@@ -7,15 +7,18 @@ fresh single-worker pool, so only the run that kills its worker fails and the ot
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
+import pkgutil
 import signal
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import TracecvtError
+from ..forkpass import fork_pass
 from . import job as _job
 
 _busy = False
@@ -32,13 +35,21 @@ def default_jobs() -> int:
 
 
 def _warm() -> None:
-    """Import what every job needs before the workers fork, so none pays for it."""
+    """Import what every job needs (every reader module, the analyses, the writers), so that
+    worker processes forked afterwards inherit it instead of each importing it again."""
     _job.targets()
     from ..writers import chrome, perfetto  # noqa: F401
     try:
         from .. import analyses  # noqa: F401
+        from ..analyses import derived  # noqa: F401
     except ImportError:
         pass
+    from .. import readers              # a reader imports its parsers when it first reads
+    for m in pkgutil.walk_packages(readers.__path__, readers.__name__ + "."):
+        try:
+            importlib.import_module(m.name)
+        except ImportError:             # an optional extra that is not installed
+            pass
 
 
 def _on_sigint(signum, frame):
@@ -49,14 +60,8 @@ def _on_sigint(signum, frame):
     os._exit(130)
 
 
-def _init_worker(warm: bool = False) -> None:
+def _init_worker() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
-    if warm:
-        _warm()
-
-
-def _ready() -> None:
-    """A first task that only makes the pool start its workers."""
 
 
 def _pool_job(spec: dict[str, Any]) -> dict[str, Any]:
@@ -68,29 +73,28 @@ def _pool_job(spec: dict[str, Any]) -> dict[str, Any]:
         _busy = False
 
 
-def _pool(workers: int, warm: bool = False) -> ProcessPoolExecutor:
+def _pool(workers: int) -> ProcessPoolExecutor:
     # fork is cheapest (workers inherit the imported modules); elsewhere the default.
     ctx = (multiprocessing.get_context("fork")
            if "fork" in multiprocessing.get_all_start_methods() else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                               initargs=(warm,))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
 
 
-def start_workers(jobs: int) -> ProcessPoolExecutor | None:
-    """Start ``jobs`` worker processes now, before the archive is scanned: each imports what
-    the jobs need (``_warm``) while this process scans, on a CPU that would otherwise wait
-    (measured on 8 copies of ffn_medium: ``-j 2`` 288 -> 257 ms).  None for ``-j 1``
-    converting in this process, or when workers cannot start; ``run_local`` then makes its
-    own pool."""
-    if jobs <= 1 and IN_PROCESS_SERIAL:
-        return None
-    pool = _pool(jobs, warm=True)
+def plan_while_importing(make_plan: Callable[[], list]) -> list:
+    """``make_plan()`` (the archive scan), run in a forked process while this one imports
+    what the jobs need (``_warm``): the workers ``run_local`` forks afterwards inherit those
+    modules, so they are imported once, not once per worker, and on the CPU the scan leaves
+    free (measured on 8 copies of ffn_medium, ``-j 2``: see docs/performance.md).  Where
+    processes cannot be forked, or the scan failed there, it runs here (and raises its
+    error here, as it would have)."""
+    helper = fork_pass(make_plan)
     try:
-        pool.submit(_ready)         # (a fork pool starts all its workers on the first task)
-    except (BrokenProcessPool, OSError):
-        pool.shutdown(wait=False, cancel_futures=True)
-        return None
-    return pool
+        _warm()
+        planned = helper.result() if helper is not None else None
+    finally:
+        if helper is not None:
+            helper.abandon()
+    return planned if planned is not None else make_plan()
 
 
 def _died(spec: dict[str, Any], e: BaseException) -> dict[str, Any]:
@@ -111,28 +115,22 @@ def _solo(spec: dict[str, Any]) -> dict[str, Any]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def run_local(specs: list[dict[str, Any]], jobs: int,
-              started: ProcessPoolExecutor | None = None) -> Iterator[dict[str, Any]]:
+def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
     """Yield one row per spec, in completion order.
 
     ``jobs == 1`` runs in this process (no pool: the fair serial baseline); otherwise
-    ``min(jobs, len(specs))`` worker processes (or the pool ``started`` by
-    ``start_workers``), fed at most two runs ahead of them.  ``started`` is shut down here.
+    ``min(jobs, len(specs))`` worker processes, forked once this process has imported what
+    the jobs need, fed at most two runs ahead of them.
     """
     if not specs or (jobs <= 1 and IN_PROCESS_SERIAL):
-        if started is not None:
-            started.shutdown(wait=False, cancel_futures=True)
         for spec in specs:
             yield _job.run_job(spec)
         return
     workers = min(jobs, len(specs))
     queue = deque(specs)
+    _warm()
     while queue:
-        if started is not None:
-            pool, started = started, None
-        else:
-            _warm()
-            pool = _pool(workers)
+        pool = _pool(workers)
         submitted = 0
         inflight: dict = {}
         suspects: list[dict[str, Any]] = []
