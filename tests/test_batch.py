@@ -263,6 +263,37 @@ def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch):
     assert "2 of 3 runs failed" in r.output
 
 
+def test_fewer_runs_than_jobs_use_the_cpus_left_free(tmp_path, monkeypatch):
+    """With fewer runs than -j, a run may use two processes, as to-perfetto does: the
+    writer's second process writes the source tracks while this one makes the derived
+    tracks.  The trace is the one to-perfetto writes that way."""
+    from converter.batch.local import run_processes
+    from converter.writers import perfetto
+    assert [run_processes(j, n) for j, n in ((1, 1), (2, 1), (2, 2), (4, 2), (4, 3), (8, 1))] \
+        == [1, 2, 1, 2, 1, 2]
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)     # fork even for a small run
+    real = perfetto.write_perfetto
+    calls = tmp_path / "calls"
+
+    def watching(trace, out, progress=None, workers=1, enrich=None):
+        with open(calls, "a") as f:         # the worker process cannot report through memory
+            f.write(f"{workers} {enrich is not None}\n")
+        return real(trace, out, progress, workers, enrich)
+
+    monkeypatch.setattr(perfetto, "write_perfetto", watching)
+    run_dir = copy_run("matmul_add", tmp_path / "archive" / "matmul_add")
+    r = run(tmp_path / "archive", "-o", tmp_path / "out", "-j", "2")
+    assert r.exit_code == 0, r.output
+    assert calls.read_text().splitlines() == ["2 True"]
+    (row,) = json.loads((tmp_path / "out" / "index.json").read_text())["runs"]
+    assert row["status"] == "converted" and row["tasks"] == 34 and row["bottleneck"]
+    (src,) = find_runs(run_dir)
+    direct = tmp_path / "direct.pftrace"
+    convert_source(src, "perfetto", direct, True, ReadOptions(), workers=2)
+    assert (tmp_path / "out" / row["outputs"]["perfetto"]).read_bytes() == direct.read_bytes()
+    assert calls.read_text().splitlines() == ["2 True"] * 2
+
+
 def test_archive_is_scanned_in_another_process_while_this_one_imports(archive, tmp_path,
                                                                      monkeypatch):
     """-j 2: the scan runs in a forked process while this one imports what the jobs need

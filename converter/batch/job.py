@@ -26,9 +26,11 @@ class RunContext:
     """One run being converted: its source, its model, and (computed once, on first use)
     its analysis, shared by the summary outputs and the index figures."""
 
-    def __init__(self, source, trace):
+    def __init__(self, source, trace, workers: int = 1):
         self.source = source
         self.trace = trace
+        self.workers = workers          # processes the trace writers may use
+        self.wants_derived = False      # the output being written wants the derived tracks
         self._analysis = None
         self._analysis_error: Exception | None = None
         self._derived_done = False
@@ -62,6 +64,14 @@ class RunContext:
             from ..analyses import add_derived
             add_derived(self.trace, analysis)
 
+    def derived_adder(self) -> Callable[[Any], None] | None:
+        """``add_derived`` as a trace writer's ``enrich`` (the writer runs it, while a second
+        process writes the source tracks if it uses one), when the output being written
+        wants the derived tracks and they are not in yet; else None."""
+        if not self.wants_derived or self._derived_done:
+            return None
+        return lambda trace: self.add_derived()
+
 
 # When an output is written: the plain model first (the "model" writer keeps the source data
 # only), then the summaries (their analysis sees the model as read), then the derived tracks
@@ -78,13 +88,15 @@ class Target:
     suffix: str
     write: Callable[[RunContext, Any], Any]
     stage: int = DERIVED
+    adds_derived: bool = False      # ``write`` adds the derived tracks (``derived_adder``)
 
 
 def _writer_target(name: str, spec) -> Target:
     def write(ctx, out):
-        return spec.write(ctx.trace, out, None)
+        return spec.write(ctx.trace, out, None, ctx.workers, ctx.derived_adder())
     # convert_source adds derived tracks for every writer but "model".
-    return Target(name, spec.suffix, write, PLAIN if name == "model" else DERIVED)
+    return Target(name, spec.suffix, write, PLAIN if name == "model" else DERIVED,
+                  adds_derived=True)
 
 
 def targets() -> dict[str, Target]:
@@ -248,12 +260,14 @@ def _run(spec: dict[str, Any], row: dict[str, Any]) -> None:
     for p in outputs.values():
         check_output(p, True, inputs)
     clock = spec.get("clock_mhz")
+    workers = int(spec.get("workers") or 1)
     options = ReadOptions(clock_mhz=Fraction(clock) if clock else None,
-                          all_metrics=bool(spec.get("all_metrics")))
-    ctx = RunContext(source, source.read(options))
+                          all_metrics=bool(spec.get("all_metrics")), workers=workers)
+    ctx = RunContext(source, source.read(options), workers)
     derived = spec.get("derived", True)
     for t in sorted(outputs, key=lambda t: table[t].stage):
-        if table[t].stage == DERIVED and derived:
+        ctx.wants_derived = table[t].stage == DERIVED and derived
+        if ctx.wants_derived and not table[t].adds_derived:
             ctx.add_derived()
         path = outputs[t]
         with atomic_output(path) as f:

@@ -80,6 +80,12 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
 
 
+def run_processes(jobs: int, runs: int) -> int:
+    """Processes each run may use (a large run is read and written by two, as
+    ``to-perfetto`` does): with fewer runs than ``jobs``, the CPUs no run would use."""
+    return max(1, min(2, jobs // max(runs, 1)))
+
+
 def plan_while_importing(make_plan: Callable[[], list]) -> list:
     """``make_plan()`` (the archive scan), run in a forked process while this one imports
     what the jobs need (``_warm``): the workers ``run_local`` forks afterwards inherit those
@@ -120,13 +126,17 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
 
     ``jobs == 1`` runs in this process (no pool: the fair serial baseline); otherwise
     ``min(jobs, len(specs))`` worker processes, forked once this process has imported what
-    the jobs need, fed at most two runs ahead of them.
+    the jobs need, fed at most two runs ahead of them.  With fewer runs than ``jobs``, each
+    run may use two processes (``run_processes``).
     """
     if not specs or (jobs <= 1 and IN_PROCESS_SERIAL):
         for spec in specs:
             yield _job.run_job(spec)
         return
     workers = min(jobs, len(specs))
+    share = run_processes(jobs, len(specs))
+    if share > 1:
+        specs = [{**spec, "workers": share} for spec in specs]
     queue = deque(specs)
     _warm()
     while queue:
