@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import multiprocessing
@@ -22,7 +21,6 @@ from converter.readers import ReadOptions, find_runs
 
 from conftest import check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
 
-HAVE_ANALYSES = importlib.util.find_spec("converter.analyses") is not None
 
 
 def copy_run(name: str, dest: Path) -> Path:
@@ -86,11 +84,8 @@ def test_converts_every_run_lists_the_bad_one(archive, tmp_path):
         assert row["source"] == rel and row["run"] == run_dir.name
         assert row["format"] == "pypto" and row["variant"] == "merged"
         assert row["tasks"] == n_tasks and row["makespan_ns"] > 0
-        if HAVE_ANALYSES:
-            assert 0 < row["utilization_pct"] <= 100 and 0 <= row["bubble_rate_pct"] <= 100
-            assert row["bottleneck"] and row["figures_note"] is None
-        else:
-            assert row["utilization_pct"] is None and "analyses" in row["figures_note"]
+        assert 0 < row["utilization_pct"] <= 100 and 0 <= row["bubble_rate_pct"] <= 100
+        assert row["bottleneck"] and row["figures_note"] is None
         assert row["outputs"] == {"perfetto": rel + ".pftrace", "chrome": rel + ".json"}
         # the same bytes as a direct conversion of the run
         (src,) = find_runs(run_dir)
@@ -380,7 +375,6 @@ def test_progress_bar_counts_runs_failures_and_rate():
     assert _Display(3, False, Console(file=io.StringIO())).progress is None
 
 
-@pytest.mark.skipif(not HAVE_ANALYSES, reason="converter.analyses not installed")
 def test_failing_analysis(archive, tmp_path, monkeypatch):
     """Without derived tracks a failed analysis only costs the figures; with them (the
     default, as in to-perfetto) the run fails with a one-line error, and the others go on."""
@@ -429,10 +423,8 @@ def test_reachable_from_the_main_command(archive, tmp_path):
     assert "2 runs: 2 converted" in r.output
 
 
-def test_model_output_when_the_writer_exists(archive, tmp_path):
+def test_model_output(archive, tmp_path):
     from converter.convert import WRITERS
-    if "model" not in WRITERS:
-        pytest.skip("no model writer in this installation")
     root, runs = archive
     shutil.rmtree(runs["broken"])
     out = tmp_path / "out"
@@ -449,12 +441,7 @@ def test_model_output_when_the_writer_exists(archive, tmp_path):
     assert (out / rel).read_bytes() == (tmp_path / "direct.tcmodel").read_bytes()
 
 
-def test_summary_output_when_available(archive, tmp_path):
-    from converter.batch.job import targets
-    if "summary" not in targets():
-        r = run(archive[0], "-o", tmp_path / "out", "--to", "summary")
-        assert r.exit_code == 2 and "summary" in r.output
-        pytest.skip("no summary renderer in this installation yet")
+def test_summary_outputs(archive, tmp_path):
     root, runs = archive
     shutil.rmtree(runs["broken"])
     out = tmp_path / "out"

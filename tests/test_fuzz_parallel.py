@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import os
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,8 +41,7 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
     from converter.convert import add_derived_tracks
     fam = family("pypto-merged")
     seeds = [s for s in fam.seeds() if any("merged" in t.name for t in s.targets)]
-    if not seeds:
-        pytest.skip("no PyPTO merged sample runs")
+    assert seeds, "no PyPTO merged sample runs"
     monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
     where = tmp_path_factory.mktemp("parallel")

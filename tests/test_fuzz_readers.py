@@ -25,8 +25,7 @@ RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "ye
 @pytest.mark.parametrize("name", [f.name for f in FAMILIES])
 def test_reader_family_survives_mutated_inputs(name, tmp_path_factory):
     fam = family(name)
-    if not fam.seeds():
-        pytest.skip(f"no sample runs of {name} found")
+    assert fam.seeds(), f"no sample runs of {name} found"
     where = tmp_path_factory.mktemp(name)
 
     @settings(max_examples=budget(), deadline=None, derandomize=not RANDOM,
