@@ -177,7 +177,7 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
             row[1] += seg.dur
         else:
             row[2] += seg.dur
-    longest = sorted((seg for seg in cp.segments), key=lambda s: -s.dur)[:10]
+    longest = sorted(cp.segments, key=lambda s: -s.dur)[:10]
     return {
         "computed": True, "reason": None, "start_ns": cp.start, "end_ns": cp.end,
         "length_us": us(cp.length), "task_time_us": us(cp.task_time),

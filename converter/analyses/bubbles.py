@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Trace
-from .timeline import FAKE, Timeline
+from .timeline import FAKE, VIRTUAL, Timeline
 
 WAIT_PREDECESSOR = "wait predecessor"
 WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
 CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)
 _CAUSE = {0: WAIT_PREDECESSOR, 1: WAIT_SCHEDULE, 2: IDLE}
-NOT_QUEUED = ("hub", FAKE)        # PyPTO's ReadyCount leaves HUB tasks out
+NOT_QUEUED = (VIRTUAL, FAKE)      # PyPTO's ReadyCount leaves HUB tasks out
 
 
 def us(ns: int | float | None) -> float | None:
@@ -202,9 +202,6 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices
-        first = slices[ids[0]].ts
-        fig = LaneFigures(lane.name, lane.path, lane.kind, len(ids), first, first,
-                          makespan=makespan, virtual=lane.virtual)
         graph = lane.graph
         bd = busy_delta.setdefault(lane.kind, {})
         bget = bd.get
@@ -273,16 +270,11 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
                 cur_slice = i
         bd[block] = bget(block, 0) + 1
         bd[cur] = bget(cur, 0) - 1
-        fig.busy = busy
-        fig.wait = wait
-        fig.wait_predecessor = wp
-        fig.wait_schedule = ws
-        fig.idle = idle
-        fig.gaps = ngaps
-        fig.ignored_dependencies = ignored
-        fig.last_end = cur
-        ignored_total += fig.ignored_dependencies
-        result.lanes.append(fig)
+        result.lanes.append(LaneFigures(
+            lane.name, lane.path, lane.kind, len(ids), slices[ids[0]].ts, cur, busy=busy,
+            wait=wait, wait_schedule=ws, wait_predecessor=wp, idle=idle, gaps=ngaps,
+            ignored_dependencies=ignored, makespan=makespan, virtual=lane.virtual))
+        ignored_total += ignored
     result.ignored_dependencies = ignored_total
     kinds: dict[str, Totals] = {}
     for fig in result.lanes:

@@ -22,12 +22,11 @@ from typing import Any
 
 from ..model import Trace
 from .bubbles import WAIT_SCHEDULE, Bubbles, us
-from .timeline import FAKE, Timeline
+from .timeline import FAKE, VIRTUAL, Timeline
 
 DEPENDENCY = "dependency"
 LANE_ORDER = "lane order"
 RUN_START = "run start"
-VIRTUAL = ("hub",)                # PyPTO's HUB pseudo-core: 1-cycle markers, not a resource
 
 
 @dataclass
@@ -112,7 +111,7 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
                     and (best_end is None or pe > best_end):
                 best, best_end = p, pe
         how = DEPENDENCY
-        q = lane_prev.get(i, -1) if s.cat not in VIRTUAL else -1
+        q = lane_prev.get(i, -1) if s.cat != VIRTUAL else -1
         if q >= 0 and q not in seen:
             qs = slices[q]
             qe = qs.ts + qs.dur

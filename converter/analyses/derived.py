@@ -42,7 +42,6 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
     with_gaps = sorted({g[0] for g in b.gaps})
     lane_track: dict[int, int] = {}
     after: dict[int, int] = {}            # last track of a logical lane -> its bubble lane
-    cause_model = b.cause_model
     for li in with_gaps:
         lane = tl.lanes[li]
         main = tracks[lane.track]
@@ -55,7 +54,6 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
         after[last] = t
     _place_after(trace, after)
     counts["bubble_lanes"] = len(lane_track)
-    names = _CAUSE
     new = []
     # Only "wait predecessor" parts carry an arg (the predecessor they wait for): the task a
     # bubble precedes is the next slice on the lane above.  The arg dict is shared by every
@@ -67,14 +65,14 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
             shared = waits.get(by)
             if shared is None:
                 shared = waits[by] = {"waiting_for": slices[by].name}
-        new.append(Slice(lane_track[li], start, end - start, names[cause], BUBBLE_CAT, None,
+        new.append(Slice(lane_track[li], start, end - start, _CAUSE[cause], BUBBLE_CAT, None,
                          shared))
     # -- analysis group: critical path and counters -------------------------------------
     for r in trace.roots:
         tracks[r].order += 1
     group = trace.add_track(GROUP_NAME, None, GROUP, 0,
                             "derived by tracecvt: critical path, busy lanes, ready tasks "
-                            f"(bubble causes: {cause_model})", derived=True)
+                            f"(bubble causes: {b.cause_model})", derived=True)
     cp = a.critical_path
     if cp.computed and cp.segments:
         lane = trace.add_track("critical path", group, LANE, 0,
@@ -108,23 +106,18 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
                 f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
                 f.name = "critical path"
     order = 1
-    for kind, series in b.busy_series.items():
-        c = trace.add_counter(f"busy lanes{SEP}{kind}", group, "lanes", order,
-                              f"how many {kind} lanes are running a task", derived=True)
-        c.ts = [t for t, _ in series]
-        c.values = [v for _, v in series]
-        order += 1
-        counts["counter_tracks"] += 1
-        counts["counter_samples"] += len(series)
-    for kind, series in b.ready_series.items():
-        c = trace.add_counter(f"ready but waiting{SEP}{kind}", group, "tasks", order,
-                              f"{kind} tasks whose predecessors have all ended but that have "
-                              "not started", derived=True)
-        c.ts = [t for t, _ in series]
-        c.values = [v for _, v in series]
-        order += 1
-        counts["counter_tracks"] += 1
-        counts["counter_samples"] += len(series)
+    for by_kind, title, unit, what in (
+            (b.busy_series, "busy lanes", "lanes", "how many {} lanes are running a task"),
+            (b.ready_series, "ready but waiting", "tasks",
+             "{} tasks whose predecessors have all ended but that have not started")):
+        for kind, series in by_kind.items():
+            c = trace.add_counter(f"{title}{SEP}{kind}", group, unit, order, what.format(kind),
+                                  derived=True)
+            c.ts = [t for t, _ in series]
+            c.values = [v for _, v in series]
+            order += 1
+            counts["counter_tracks"] += 1
+            counts["counter_samples"] += len(series)
     counts["bubble_slices"] = len(b.gaps)
     trace.slices.extend(new)
     return counts

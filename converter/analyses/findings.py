@@ -7,9 +7,9 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import LANE, Trace
+from ..model import Trace
 from .bubbles import Totals, pct, us
-from .timeline import FAKE
+from .timeline import FAKE, source_lanes
 
 if TYPE_CHECKING:
     from . import Analysis
@@ -110,10 +110,7 @@ def _shapes(groups, limit: int = 8) -> list[dict[str, Any]]:
 
 def top_tasks(trace: Trace, critical: set[int], n: int = 10) -> list[dict[str, Any]]:
     tracks = trace.tracks
-    ok = bytearray(len(tracks))
-    for t in tracks:
-        if t.kind == LANE and not t.derived:
-            ok[t.index] = 1
+    ok = source_lanes(trace)
     slices = trace.slices
     durs = [s.dur if ok[s.track] and s.cat != FAKE else -1 for s in slices]
     best = [i for i in heapq.nlargest(n, range(len(durs)), key=durs.__getitem__)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import LANE, Trace
+from ..model import Trace
 from .bubbles import pct, us
-from .timeline import FAKE
+from .timeline import FAKE, VIRTUAL, source_lanes
 
 MAX_ROWS = 200                    # per table; the rest is summed into one "(other)" row
 
@@ -75,11 +75,7 @@ class _Group:
 
 def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
     """One pass over the slices of source lanes (fake ones out)."""
-    tracks = trace.tracks
-    ok = bytearray(len(tracks))
-    for t in tracks:
-        if t.kind == LANE and not t.derived:
-            ok[t.index] = 1
+    ok = source_lanes(trace)
     groups: dict[Any, _Group] = {}
     keys = {a for _, _, a in _ARG_TABLES} | {"short_name"}
     for i, s in enumerate(trace.slices):
@@ -135,7 +131,7 @@ def time_by_label(trace: Trace, critical: set[int] | None = None,
 
 def _label(value: Any, cat: str) -> str:
     if value is None or value == "":
-        return "(hub)" if cat == "hub" else "(none)"
+        return "(hub)" if cat == VIRTUAL else "(none)"
     return str(value)
 
 

@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PIPES = ("cube", "vector", "scalar", "mte1", "mte2", "mte3", "fixpipe")
-PIPE_TITLES = {"cube": "cube (matrix)", "vector": "vector", "scalar": "scalar (control)",
-               "mte1": "MTE1 (L1 -> L0)", "mte2": "MTE2 (GM -> L1/UB loads)",
-               "mte3": "MTE3 (UB -> GM stores)", "fixpipe": "fixpipe (L0C out)"}
 
 
 def _num(v: Any) -> float | None:

@@ -108,34 +108,26 @@ def checks(args: dict[str, Any]) -> list[dict[str, Any]]:
     for name, keys, op, limit, meaning in CHECKS:
         vals = [_num(args.get(k)) for k in keys]
         vals = [v for v in vals if v is not None]
+        unit = " %" if keys[0].endswith("_pct") else ""
         if not vals:
-            unit = " %" if keys[0].endswith("_pct") else ""
             out.append({"check": name, "value": None, "threshold": f"{op} {limit:g}{unit}",
                         "ok": None, "note": "not measured in this report",
                         "text": f"{name} not measured"})
             continue
         v = max(vals)
         ok = v > limit if op == ">" else v == limit
-        unit = " %" if keys[0].endswith("_pct") else ""
         out.append({"check": name, "value": round(v, 3), "threshold": f"{op} {limit:g}{unit}",
                     "ok": ok, "note": "" if ok else meaning,
                     "text": f"{name} {v:.1f}{unit}" if unit else f"{name} {v:g}"})
     return out
 
 
-def _arg(s, key):
-    a = s.args
-    if a and key in a:
-        return a[key]
-    return s.shared_args.get(key) if s.shared_args else None
-
-
 def analyze_ncu(trace: Trace) -> NcuResult | None:
-    kernels = [i for i, s in enumerate(trace.slices) if s.cat == "kernel"]
     extra = trace.meta.extra
     if trace.meta.format != "ncu" and "ncu_rules" not in extra and not extra.get(
             "ncu_serialized"):
         return None
+    kernels = [i for i, s in enumerate(trace.slices) if s.cat == "kernel"]
     out: list[KernelBound] = []
     mem_weighted = 0.0
     mem_time = 0
@@ -158,7 +150,7 @@ def analyze_ncu(trace: Trace) -> NcuResult | None:
     if rules is None:           # fall back to the per-kernel lists
         rules = []
         for k in out:
-            for r in _arg(trace.slices[k.index], "rules") or []:
+            for r in trace.slices[k.index].all_args.get("rules") or []:
                 if isinstance(r, dict):
                     rules.append({"kernel": k.name, **r})
     for r in rules:

@@ -138,6 +138,15 @@ class Timeline:
         return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts)
 
 
+def source_lanes(trace: Trace) -> bytearray:
+    """1 at the index of every lane read from the source (not derived), else 0."""
+    ok = bytearray(len(trace.tracks))
+    for t in trace.tracks:
+        if t.kind == LANE and not t.derived:
+            ok[t.index] = 1
+    return ok
+
+
 def _lanes_in_order(trace: Trace) -> list[int]:
     return [i for i, _ in trace.walk() if trace.tracks[i].kind == LANE]
 

@@ -11,10 +11,8 @@ from typing import Any
 from .. import __version__
 from ..model import Trace
 
-FORMATS = ("md", "json", "html")
 SUFFIXES = {"md": ".summary.md", "json": ".summary.json", "html": ".summary.html"}
 SUFFIX = SUFFIXES["md"]           # what write_summary writes by default
-COMPARE_SUFFIX = {"md": ".compare.md", "json": ".compare.json", "html": ".compare.html"}
 SCHEMA = "tracecvt-summary/1"
 
 

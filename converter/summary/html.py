@@ -11,10 +11,11 @@ headless-browser test looks for).
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
-from .markdown import num, pct_, us_
+from .markdown import change_cell, figure_cell, num, pct_, us_
 
 W = 920                           # picture width in px
 PALETTE = ["#3b6fb6", "#3a9a5b", "#d08a2c", "#8d5ab8", "#c2464b", "#3aa3a8", "#8a8a3a",
@@ -84,6 +85,25 @@ def _anchor(p: int) -> str:
     return "start" if p == 0 else ("end" if p == 100 else "middle")
 
 
+def _ticks(left: float, bar: float, y: float, total_us: float) -> list[str]:
+    """Axis labels at 0, 25, ... 100 % of ``total_us`` along a bar."""
+    return [f'<text x="{left + bar * p / 100:.1f}" y="{y}" class="axis" '
+            f'text-anchor="{_anchor(p)}">{num(total_us * p / 100, 1)} µs</text>'
+            for p in range(0, 101, 25)]
+
+
+def _causes(graph: bool) -> tuple[tuple[str, str], ...]:
+    """(bubble cause, its key in a lane or kind row)."""
+    return ((("wait predecessor", "wait_predecessor_us"), ("wait schedule", "wait_schedule_us"))
+            if graph else (("idle", "idle_us"),))
+
+
+def _shares(row: dict[str, Any], graph: bool) -> list[tuple[str, float]]:
+    """(part, µs) of a lane or kind row: busy, then its bubbles by cause."""
+    return [("busy", row["busy_us"] or 0.0)] + [(cause, row[key] or 0.0)
+                                                for cause, key in _causes(graph)]
+
+
 def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
     bub = d["bubbles"]
     lanes = bub["lanes"]
@@ -107,12 +127,7 @@ def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
                      f'text-anchor="end">{p}%</text>')
     for k, lane in enumerate(lanes):
         x = left + k * col
-        shares = [("busy", lane["busy_us"] or 0.0)]
-        if graph:
-            shares += [("wait predecessor", lane["wait_predecessor_us"] or 0.0),
-                       ("wait schedule", lane["wait_schedule_us"] or 0.0)]
-        else:
-            shares += [("idle", lane["idle_us"] or 0.0)]
+        shares = _shares(lane, graph)
         shares.append(("tail", lane["tail_us"] or 0.0))
         y = top + h
         tip = (f"{lane['name']}: utilization {pct_(lane['utilization_pct'])}, bubble rate "
@@ -146,9 +161,7 @@ def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
 
 def _legend(graph: bool, colors: dict[str, str], y: int, x0: int) -> str:
     items = [(f"busy ({k})", c) for k, c in colors.items()]
-    items += [("wait predecessor", CAUSE_COLORS["wait predecessor"]),
-              ("wait schedule", CAUSE_COLORS["wait schedule"])] if graph else \
-        [("idle", CAUSE_COLORS["idle"])]
+    items += [(cause, CAUSE_COLORS[cause]) for cause, _ in _causes(graph)]
     items.append(("after the lane's last task", CAUSE_COLORS["tail"]))
     out = []
     x = x0
@@ -176,14 +189,10 @@ def _bubble_breakdown(d: dict[str, Any], colors: dict[str, str]) -> str:
         if not total:
             continue
         y = 6 + k * row
-        busy = kind["busy_us"] or 0.0
         what = "pseudo-core" if kind.get("pseudo_core") else f"{kind['lanes_used']} lanes"
         parts.append(f'<text x="{left - 8}" y="{y + 15}" class="label" text-anchor="end">'
                      f'{_e(kind["name"])} ({_e(what)})</text>')
-        shares = [("busy", busy)]
-        shares += [("wait predecessor", kind["wait_predecessor_us"] or 0.0),
-                   ("wait schedule", kind["wait_schedule_us"] or 0.0)] if graph else \
-            [("idle", kind["idle_us"] or 0.0)]
+        shares = _shares(kind, graph)
         used = sum(v for _, v in shares)
         shares.append(("tail", max(total - used, 0.0)))
         x = float(left)
@@ -238,11 +247,7 @@ def _timeline_strip(v: dict[str, Any], colors: dict[str, str], makespan_us: floa
             parts.append(f'<rect x="{left + start * bw:.2f}" y="{y}" '
                          f'width="{(j - start) * bw:.2f}" height="{row - 1}" fill="{color}" '
                          f'fill-opacity="{level:.2f}"/>')
-    y = len(lanes) * row + 14
-    for p in range(0, 101, 25):
-        x = left + bar * p / 100
-        parts.append(f'<text x="{x:.1f}" y="{y}" class="axis" text-anchor="{_anchor(p)}">'
-                     f'{num(makespan_us * p / 100, 1)} µs</text>')
+    parts += _ticks(left, bar, len(lanes) * row + 14, makespan_us)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -269,10 +274,7 @@ def _cp_strip(v: dict[str, Any], colors: dict[str, str], length_us: float) -> st
         parts.append(f'<rect x="{x:.2f}" y="6" width="{w:.2f}" height="24" fill="{fill}" '
                      f'class="cp-{s["kind"]}" data-tip="{_e(tip)}"><title>{_e(tip)}</title>'
                      '</rect>')
-    for p in range(0, 101, 25):
-        x = left + bar * p / 100
-        parts.append(f'<text x="{x:.1f}" y="46" class="axis" text-anchor="{_anchor(p)}">'
-                     f'{num(length_us * p / 100, 1)} µs</text>')
+    parts += _ticks(left, bar, 46, length_us)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -288,6 +290,17 @@ def _table(head: list[str], rows: list[list[Any]], cls: str = "", raw: set[int] 
                                     for k, c in enumerate(r)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _change_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """Key-figure rows (``compare_rows``) with the change marked better or worse."""
+    out = []
+    for r in rows:
+        cls = {True: "good", False: "bad", None: ""}[r["improved"]]
+        out.append([r["figure"], figure_cell(r["previous"], r["unit"]),
+                    figure_cell(r["current"], r["unit"]),
+                    f'<span class="{cls}">{_e(change_cell(r))}</span>'])
+    return out
 
 
 def _ratings(d: dict[str, Any]) -> str:
@@ -394,13 +407,7 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
           else "not estimated", o["metric"], o["estimate"]] for k, o in enumerate(opps, 1)])
         if opps else "<p>None found.</p>")))
     if d.get("vs_baseline") is not None:
-        rows = []
-        for r in d["vs_baseline"]:
-            from .markdown import change_cell, figure_cell
-            cls = {True: "good", False: "bad", None: ""}[r["improved"]]
-            rows.append([r["figure"], figure_cell(r["previous"], r["unit"]),
-                         figure_cell(r["current"], r["unit"]),
-                         f'<span class="{cls}">{_e(change_cell(r))}</span>'])
+        rows = _change_rows(d["vs_baseline"])
         sections.append(("baseline", f"<h2>vs baseline ({_e((d.get('baseline') or {}).get('run'))})"
                                      "</h2>" + _table(["figure", "previous", "current",
                                                        "change"], rows, "", {3})))
@@ -497,7 +504,6 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     need += [x for x in ("util-bars", "bubble-breakdown", "timeline-strip",
                          "critical-path-strip") if f'id="{x}"' in "".join(h for _, h in sections)]
     body = "".join(f'<section id="{sid}">{h}</section>' for sid, h in sections)
-    import json
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>tracecvt · {_e(d['run'])}</title><style>{CSS}</style></head><body>"
@@ -510,16 +516,9 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
 
 
 def render_compare_html(c: dict[str, Any]) -> str:
-    from .markdown import change_cell, figure_cell
     base, cur = c["baseline"], c["current"]
-    rows = []
-    for r in c["rows"]:
-        cls = {True: "good", False: "bad", None: ""}[r["improved"]]
-        rows.append([r["figure"], figure_cell(r["previous"], r["unit"]),
-                     figure_cell(r["current"], r["unit"]),
-                     f'<span class="{cls}">{_e(change_cell(r))}</span>'])
     sections = [("baseline", "<h2>Key figures</h2>" + _table(
-        ["figure", "previous", "current", "change"], rows, "", {3}))]
+        ["figure", "previous", "current", "change"], _change_rows(c["rows"]), "", {3}))]
     bl = "".join(f"<li><b>{who}</b>: {_e((d.get('bottleneck') or {}).get('summary', ''))} "
                  f"{_e((d.get('bottleneck') or {}).get('root_cause', ''))}</li>"
                  for who, d in (("previous", base), ("current", cur)))
@@ -532,7 +531,6 @@ def render_compare_html(c: dict[str, Any]) -> str:
              for r in c["labels"]])))
     need = [sid for sid, _ in sections]
     body = "".join(f'<section id="{sid}">{h}</section>' for sid, h in sections)
-    import json
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>tracecvt · {_e(cur['run'])} vs {_e(base['run'])}</title>"
             f"<style>{CSS}</style></head><body><header><h1>Comparison: {_e(cur['run'])} vs "

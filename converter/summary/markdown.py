@@ -65,6 +65,14 @@ def vs_baseline(rows: list[dict[str, Any]]) -> list[str]:
                    figure_cell(r["current"], r["unit"]), change_cell(r)) for r in rows))
 
 
+def _totals_row(name: str, k: dict[str, Any], graph: bool) -> list[str]:
+    """A lanes-table row of a kind's or the run's totals, up to the waits."""
+    return [name, f"{k.get('lanes_used')} of {k.get('lanes')}", us_(k.get("duration_us")),
+            pct_(k.get("utilization_pct")), pct_(k.get("bubble_rate_pct"))] + (
+        [us_(k.get("wait_predecessor_us")), us_(k.get("wait_schedule_us"))] if graph
+        else [us_(k.get("idle_us"))])
+
+
 def render_markdown(d: dict[str, Any]) -> str:
     out: list[str] = []
     conf = d.get("configuration") or {}
@@ -152,23 +160,10 @@ def render_markdown(d: dict[str, Any]) -> str:
         head = ["lanes", "used", "duration", "utilization", "bubble rate"]
         head += ["wait predecessor", "wait schedule"] if graph else ["idle"]
         head += ["bottleneck", "key issue"]
-        rows = []
-        for k in bub.get("kinds") or []:
-            r = [k["name"] + (" (pseudo-core)" if k.get("pseudo_core") else ""),
-                 f"{k['lanes_used']} of {k['lanes']}", us_(k["duration_us"]),
-                 pct_(k["utilization_pct"]), pct_(k["bubble_rate_pct"])]
-            r += [us_(k["wait_predecessor_us"]), us_(k["wait_schedule_us"])] if graph \
-                else [us_(k["idle_us"])]
-            r += [k["bottleneck"], k["key_issue"]]
-            rows.append(r)
-        run = bub.get("run") or {}
-        r = ["**all (run)**", f"{run.get('lanes_used')} of {run.get('lanes')}",
-             us_(run.get("duration_us")), pct_(run.get("utilization_pct")),
-             pct_(run.get("bubble_rate_pct"))]
-        r += [us_(run.get("wait_predecessor_us")), us_(run.get("wait_schedule_us"))] if graph \
-            else [us_(run.get("idle_us"))]
-        r += ["", ""]
-        rows.append(r)
+        rows = [_totals_row(k["name"] + (" (pseudo-core)" if k.get("pseudo_core") else ""),
+                            k, graph) + [k["bottleneck"], k["key_issue"]]
+                for k in bub.get("kinds") or []]
+        rows.append(_totals_row("**all (run)**", bub.get("run") or {}, graph) + ["", ""])
         out += table(head, rows)
         out.append("")
         out.append("Utilization = busy time / (lanes used × run makespan); bubble rate = "
