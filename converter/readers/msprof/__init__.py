@@ -78,7 +78,7 @@ class MsprofReader:
             out.append(self._sim_source(d.sim_root(directory)))
         op_root = directory.parent if name == "dump" else directory
         if "op" in runs and not is_dir(op_root / "simulator"):
-            out.extend(self._op_sources(directory, runs, kinds))
+            out.extend(self._op_sources(directory, runs))
         stats_here = "stats" in runs
         if "app" in runs or (stats_here and name == d.PROF_OUT):
             if not d.inside_torch_run(directory):
@@ -127,8 +127,7 @@ class MsprofReader:
         _roles(files, "", items)
         return self._source("sim", root.name, root, files)
 
-    def _op_sources(self, directory: Path, runs: dict[str, list[Path]],
-                    kinds: dict[Path, str]) -> list[Source]:
+    def _op_sources(self, directory: Path, runs: dict[str, list[Path]]) -> list[Source]:
         root = directory.parent if directory.name == "dump" else directory
         items, _ = _classified(root, lambda k: k in d.OP_KINDS)
         dump = root / "dump" / "op_basic_info.txt"
@@ -188,19 +187,19 @@ class MsprofReader:
             out = rank / d.PT_OUT if d.is_rank_dir(rank) else rank
             items, other = _classified(out, lambda k: d.run_kind(k) in ("torch", "stats")
                                        or k == "db")
-            extra = []
             if out != rank:
-                more, rest = _classified(rank, lambda k: k in ("profiler_info",
-                                                               "profiler_metadata"))
+                more, extra = _classified(rank, lambda k: k in ("profiler_info",
+                                                                "profiler_metadata"))
                 items.extend(more)
-                extra = [p for p in rest]
             else:
-                more = [(k, p) for k, p in ((d.classify(p), p) for p in other)
-                        if k in ("profiler_info", "profiler_metadata")]
-                items.extend(more)
-                other = [p for p in other if p not in {p for _, p in more}]
-                other = [p for p in other if d.run_kind(d.classify(p) or "") not in
-                         ("op", "sim", "app")]
+                extra, rest = [], []
+                for p in other:
+                    k = d.classify(p)
+                    if k in ("profiler_info", "profiler_metadata"):
+                        items.append((k, p))
+                    elif d.run_kind(k or "") not in ("op", "sim", "app"):
+                        rest.append(p)
+                other = rest
             _roles(files, prefix, items)
             _roles(files, prefix, [("ignored", p) for p in other + extra])
         cluster = root / d.CLUSTER_OUT

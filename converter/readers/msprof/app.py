@@ -75,10 +75,10 @@ def _add_step_trace(trace: Trace, layout: Layout, path) -> dict[str, Any]:
         if start is None or end is None or start < 0 or end < start:
             skipped += 1
             continue
-        dev = row_args(names, row).get("device_id")
+        args = row_args(names, row)
+        dev = args.get("device_id")
         lane = layout.lane(layout.device(dev if isinstance(dev, int) else None), "Iterations",
                            order=1, description="iterations from step_trace (msprof)")
-        args = row_args(names, row)
         args["step_trace_row"] = r
         it = row[c_it].strip() if c_it is not None else str(r)
         trace.add_slice(lane, start, end - start, f"Iteration {it}", "step", args)

@@ -107,7 +107,7 @@ def import_timelines(trace: Trace, layout: Layout, paths: list[Path], index: Tas
         loaded = guard(load_events, p)
         if loaded is None:
             continue
-        events, top, note = loaded
+        events, _, note = loaded
         read.append(p)
         stats = imp.add_file(p, events)
         if note:
@@ -120,8 +120,7 @@ def import_timelines(trace: Trace, layout: Layout, paths: list[Path], index: Tas
         trace.meta.source_files.append(str(p))
     imp.finish_counters()
     flows = imp.bind_flows()
-    paths = read
-    for p in paths:
+    for p in read:
         sources[str(p)]["flows"] = flows
     for what, n in sorted(imp.skipped.items()):
         trace.warn(f"{what}: {n} not converted")
@@ -129,7 +128,7 @@ def import_timelines(trace: Trace, layout: Layout, paths: list[Path], index: Tas
         trace.warn(f"{what} ({n} events)")
     lost = flows["unpaired"] + flows["unbound"] + flows["self"]
     if lost:
-        trace.warn(f"{', '.join(str(p) for p in paths)}: {flows['flows']} flows converted; "
+        trace.warn(f"{', '.join(str(p) for p in read)}: {flows['flows']} flows converted; "
                    f"{flows['unpaired']} flow ends without a partner, {flows['unbound']} "
                    f"pairs with no slice at an end and {flows['self']} pairs within one slice "
                    "not drawn")

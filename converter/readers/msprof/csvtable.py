@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...fileio import logical_name, read_bytes
+from ...fileio import UTF8_BOM, logical_name, read_bytes
 from .timefmt import is_missing
 
 csv.field_size_limit(1 << 30)
@@ -213,7 +213,7 @@ def read_table(path: Path, data: bytes | None = None) -> Table:
     """Parse ``path`` (gz-transparent) into a :class:`Table`; an empty file is an InputError."""
     if data is None:
         data = read_bytes(path)
-    bom = data.startswith(b"\xef\xbb\xbf")
+    bom = data.startswith(UTF8_BOM)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -22,8 +22,6 @@ PROF_OUT = "mindstudio_profiler_output"
 PT_OUT = "ASCEND_PROFILER_OUTPUT"
 CLUSTER_OUT = "cluster_analysis_output"
 CORE_DIR = re.compile(r"^core\d+\.(cube|vec)core\d+$")
-METRICS = ("OpBasicInfo", "PipeUtilization", "ArithmeticUtilization", "L2Cache", "MemoryL0",
-           "MemoryUB", "Memory", "ResourceConflictRatio")
 
 APP_KINDS = {"msprof_json", "op_summary", "task_time", "step_trace"}
 TORCH_KINDS = {"trace_view", "kernel_details", "memory_record", "npu_module_mem",

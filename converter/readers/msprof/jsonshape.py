@@ -3,6 +3,7 @@ hand-edited file must give a warning or one-line error, never a crash)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 INT32 = (1 << 31) - 1
@@ -14,6 +15,16 @@ def obj(value: Any) -> dict:
 
 def seq(value: Any) -> list:
     return value if isinstance(value, list) else []
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None for a value that is not one (text that is not a number,
+    NaN, infinities, objects)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def hkey(value: Any) -> Any:

@@ -8,7 +8,6 @@ tracks, ``s``/``f`` pairs flows bound to the enclosing slice on their thread.
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -18,7 +17,7 @@ from ...errors import InputError
 from ...fileio import load_json_records
 from ...model import Trace
 from .csvtable import arg_name, canonical, normalize_task_type
-from .jsonshape import hkey, obj
+from .jsonshape import hkey, number, obj
 from .timefmt import UINT32_MAX, event_span, us_to_ns
 
 if TYPE_CHECKING:
@@ -84,11 +83,9 @@ class ChromeImporter:
         self.trace = trace
         self.layout = layout
         self.processes: dict[tuple[int | None, str], _Process] = {}
-        self.lane_of_slice: list[int] = []
         self.task_slices: list[int] = []          # device tasks (Ascend Hardware, HCCL)
         self.lane_process: dict[int, _Process] = {}
         self._flow_ends: dict[tuple, list[tuple[str, int, int, bool]]] = defaultdict(list)
-        self.counts = defaultdict(int)            # per-file stats for tests and metadata
         self.skipped: dict[str, int] = defaultdict(int)
         self.fixed: dict[str, int] = defaultdict(int)
 
@@ -232,7 +229,7 @@ class ChromeImporter:
         for key, value in args.items():
             if key in _SERIES_KEYS:
                 continue
-            v = _number(value) if not isinstance(value, bool) else None
+            v = number(value) if not isinstance(value, bool) else None
             if v is None:
                 self.skipped[f"non-numeric counter value ({name} {key})"] += 1
                 continue
@@ -371,11 +368,3 @@ def _int(value) -> int | None:
         return int(value)
     except (TypeError, ValueError, OverflowError):
         return None
-
-
-def _number(value) -> float | None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return v if math.isfinite(v) else None

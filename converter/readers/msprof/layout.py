@@ -69,9 +69,6 @@ class Layout:
                                                          description=description)
         return g
 
-    def register_group(self, parent: int, name: str, track: int) -> None:
-        self._groups.setdefault((parent, name), track)
-
     def lane(self, parent: int, name: str, order: int | None = None, nesting: bool = False,
              description: str = "", derived: bool = False) -> int:
         key = (parent, name)
@@ -81,6 +78,3 @@ class Layout:
                 name, parent, order=clamp(order), nesting=nesting, description=description,
                 derived=derived)
         return lane
-
-    def register_lane(self, parent: int, name: str, track: int) -> None:
-        self._lanes.setdefault((parent, name), track)

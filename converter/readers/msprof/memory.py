@@ -16,9 +16,14 @@ from .timefmt import is_scientific, us_to_ns
 _SKIP = {"component", "timestamp", "stream_ptr", "device_type", "device", "name"}
 
 
-def _device(text: str) -> int | None:
+def device_number(text: str) -> int | None:
+    """The NPU id a memory file's Device Type cell writes (``NPU:0`` -> 0), or None."""
     m = re.search(r"(\d+)", text or "")
     return int(m.group(1)) if m else None
+
+
+def device_column(table: Table) -> int | None:
+    return table.col_any("device_type", "device_id")
 
 
 def _unit(header: str) -> str:
@@ -30,13 +35,15 @@ def _metric(header: str) -> str:
     return re.sub(r"\([^)]*\)", "", header).strip()
 
 
-def add_memory_counters(trace: Trace, layout: Layout, path: Path, device: int | None
-                        ) -> dict[str, Any]:
-    """memory_record.csv / npu_module_mem.csv: one counter per (component[, stream], metric)."""
-    table = read_table(path)
+def add_memory_counters(trace: Trace, layout: Layout, path: Path, device: int | None,
+                        table: Table | None = None) -> dict[str, Any]:
+    """memory_record.csv / npu_module_mem.csv: one counter per (component[, stream], metric).
+    ``table``: the file already parsed, if it was."""
+    if table is None:
+        table = read_table(path)
     c_comp = table.col("component")
     c_ts = table.col("timestamp")
-    c_dev = table.col_any("device_type", "device_id")
+    c_dev = device_column(table)
     c_ptr = table.col("stream_ptr")
     stats = {"file": table.name, "rows": len(table), "samples": 0, "skipped_rows": 0,
              "scientific_timestamps": 0}
@@ -60,8 +67,7 @@ def add_memory_counters(trace: Trace, layout: Layout, path: Path, device: int | 
         if is_scientific(row[c_ts]):
             stats["scientific_timestamps"] += 1
         comp = row[c_comp].strip() if c_comp is not None else stem
-        dev = _device(row[c_dev]) if c_dev is not None else None
-        dev = device if dev is None else dev
+        dev = _row_device(row, c_dev, device)
         series = comp
         if c_ptr is not None and len(ptrs[comp]) > 1 and row[c_ptr].strip():
             series = f"{comp} stream {row[c_ptr].strip()}"
@@ -71,34 +77,29 @@ def add_memory_counters(trace: Trace, layout: Layout, path: Path, device: int | 
                 continue
             key = (dev, series, i)
             if key not in counters:
-                group = layout.group(layout.group(layout.device(dev), "Memory", order=1 << 20,
-                                                  description="memory counters from the "
-                                                              "torch_npu CSV files"),
-                                     stem, description=f"from {table.name}")
+                group = _memory_group(layout, dev, stem, table)
                 counters[key] = trace.add_counter(f"{series} {_metric(table.header[i])}", group,
                                                   unit=_unit(table.header[i]),
                                                   description=f"{table.header[i]} of {comp} "
                                                               f"({table.name})")
             samples[key].append((ts, float(v)))
             stats["samples"] += 1
-    for key, pts in samples.items():
-        pts.sort(key=lambda p: p[0])
-        c = counters[key]
-        for ts, v in pts:
-            c.add(ts, v)
+    _add_samples(counters, samples)
     _report(trace, table, stats)
     trace.meta.source_files.append(str(path))
     return stats
 
 
-def add_operator_memory(trace: Trace, layout: Layout, path: Path, device: int | None
-                        ) -> dict[str, Any]:
+def add_operator_memory(trace: Trace, layout: Layout, path: Path, device: int | None,
+                        table: Table | None = None) -> dict[str, Any]:
     """operator_memory.csv: total allocated/reserved/active counters sampled at each
-    allocation and release, and one instant per allocation carrying the whole row."""
-    table = read_table(path)
+    allocation and release, and one instant per allocation carrying the whole row.
+    ``table``: the file already parsed, if it was."""
+    if table is None:
+        table = read_table(path)
     c_alloc = table.col("allocation_time")
     c_rel = table.col("release_time")
-    c_dev = table.col_any("device_type", "device_id")
+    c_dev = device_column(table)
     c_name = table.col("name")
     stats = {"file": table.name, "rows": len(table), "samples": 0, "instants": 0,
              "skipped_rows": 0}
@@ -124,12 +125,8 @@ def add_operator_memory(trace: Trace, layout: Layout, path: Path, device: int | 
         rel_ts = us_to_ns(row[c_rel]) if c_rel is not None else None
         if rel_ts is not None and rel_ts < 0:
             rel_ts = None
-        dev = _device(row[c_dev]) if c_dev is not None else None
-        dev = device if dev is None else dev
-        group = layout.group(layout.group(layout.device(dev), "Memory", order=1 << 20,
-                                          description="memory counters from the torch_npu "
-                                                      "CSV files"),
-                             "operator_memory", description=f"from {table.name}")
+        dev = _row_device(row, c_dev, device)
+        group = _memory_group(layout, dev, "operator_memory", table)
         for metric, ca, cr in pairs:
             key = (dev, metric)
             if key not in counters:
@@ -156,13 +153,31 @@ def add_operator_memory(trace: Trace, layout: Layout, path: Path, device: int | 
         trace.add_instant(lane, ts, row[c_name].strip() if c_name is not None else "alloc",
                           "memory", args)
         stats["instants"] += 1
-    for key, pts in samples.items():
-        pts.sort(key=lambda p: p[0])
-        for when, v in pts:
-            counters[key].add(when, v)
+    _add_samples(counters, samples)
     _report(trace, table, stats)
     trace.meta.source_files.append(str(path))
     return stats
+
+
+def _row_device(row: list[str], c_dev: int | None, default: int | None) -> int | None:
+    dev = device_number(row[c_dev]) if c_dev is not None else None
+    return default if dev is None else dev
+
+
+def _memory_group(layout: Layout, dev: int | None, name: str, table: Table) -> int:
+    """The ``name`` group (one per file kind) in the device's Memory group."""
+    memory = layout.group(layout.device(dev), "Memory", order=1 << 20,
+                          description="memory counters from the torch_npu CSV files")
+    return layout.group(memory, name, description=f"from {table.name}")
+
+
+def _add_samples(counters: dict[tuple, Any], samples: dict[tuple, list[tuple[int, float]]]
+                 ) -> None:
+    """Each counter's samples in time order."""
+    for key, pts in samples.items():
+        pts.sort(key=lambda p: p[0])
+        for ts, v in pts:
+            counters[key].add(ts, v)
 
 
 def _report(trace: Trace, table: Table, stats: dict[str, Any]) -> None:

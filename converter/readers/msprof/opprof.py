@@ -6,7 +6,6 @@ rows become the slice's args, and basic info, roofline verdicts and advice go to
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from ...model import GROUP, RunMeta, Trace
 from ..base import ReadOptions, Source
 from .common import Guard, role_kind
 from .csvtable import PIPES, arg_name, cell_value, normalize_pipe, read_table
-from .jsonshape import obj, rank, seq
+from .jsonshape import number, obj, rank, seq
 from .timefmt import BLOCK_US, us_to_ns
 from .visualize_bin import read_blocks
 
@@ -157,9 +156,9 @@ def _metric_csv(trace: Trace, op: dict[str, Any], blocks: _Blocks, path: Path,
             side = ("aiv_time_us", "aic_time_us") if sub.startswith("vector") else \
                 ("aic_time_us", "aiv_time_us")
             for k in side:
-                if isinstance(values.get(k), (int, float)) and (_f(values[k]) or 0) >= 0 \
-                        and _f(values[k]) is not None:
-                    e["duration_us"] = float(values[k])
+                us = number(values[k]) if isinstance(values.get(k), (int, float)) else None
+                if us is not None and us >= 0:
+                    e["duration_us"] = us
                     e["duration_from"] = f"{label}.{k}"
                     break
         if metric in ("PipeUtilization", "ArithmeticUtilization"):
@@ -290,7 +289,7 @@ def _bin_duration(blocks: _Blocks, bid, sub: str, value) -> None:
     v = cell_value(str(value)) if not isinstance(value, (int, float)) else value
     e = blocks.get(bid, _norm_sub(sub))
     e["args"].setdefault("visualize_data.bin", {})["duration_us"] = v
-    if e["duration_us"] is None and isinstance(v, (int, float)) and _f(v) is not None \
+    if e["duration_us"] is None and isinstance(v, (int, float)) and number(v) is not None \
             and v >= 0:
         e["duration_us"] = float(v)
         e["duration_from"] = "visualize_data.bin"
@@ -326,10 +325,10 @@ def _rooflines(p: dict[str, Any]) -> list[dict[str, Any]]:
         title = str(group.get("title", ""))
         for r in seq(group.get("rooflines")):
             r = obj(r)
-            bw = _f(r.get("bw"))
-            comp = _f(r.get("computility"))
+            bw = number(r.get("bw"))
+            comp = number(r.get("computility"))
             point = seq(r.get("point")) or [None, None]
-            x = _f(point[0])
+            x = number(point[0])
             bound = None
             if bw and comp and x is not None:
                 bound = "memory" if x < comp / bw else "compute"
@@ -337,16 +336,8 @@ def _rooflines(p: dict[str, Any]) -> list[dict[str, Any]]:
                         "bound": bound, "verdict": p.get("advice"),
                         "bandwidth": bw, "bandwidth_name": r.get("bw_name"),
                         "computility": comp, "computility_name": r.get("computility_name"),
-                        "point": point, "ratio": _f(r.get("ratio"))})
+                        "point": point, "ratio": number(r.get("ratio"))})
     return out
-
-
-def _f(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 # -- tracks ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ...fileio import load_json, logical_name
 from ...model import Trace
@@ -118,54 +118,48 @@ def _convert(d: dict[str, Any], keep_keys: bool = False) -> dict[str, Any]:
     return out
 
 
+def _records(node: Any, marks: tuple[str, ...], rank: int | None, path: list[str] | None = None
+             ) -> Iterator[tuple[list[str], dict[str, Any], dict[str, Any]]]:
+    """(key path, object, new record) for each object below ``node`` that holds one of the
+    keys ``marks`` (objects inside such an object are not visited)."""
+    path = path or []
+    if not isinstance(node, dict):
+        return
+    if any(m in node for m in marks):
+        rec: dict[str, Any] = {"path": list(path)}
+        if rank is not None:
+            rec["rank"] = rank
+        yield path, node, rec
+        return
+    for k, v in node.items():
+        yield from _records(v, marks, rank, path + [str(k)])
+
+
 def communication_records(obj: Any, rank: int | None, cluster: bool
                           ) -> tuple[list[dict], list[dict]]:
     ops: list[dict] = []
     totals: list[dict] = []
-
-    def walk(node: Any, path: list[str]) -> None:
-        if not isinstance(node, dict):
-            return
-        if "Communication Time Info" in node or "Communication Bandwidth Info" in node:
-            rec: dict[str, Any] = {"path": list(path)}
-            if rank is not None:
-                rec["rank"] = rank
-            rec.update(_describe_path(path, cluster))
-            rec.update(_convert(as_dict(node.get("Communication Time Info"))))
-            rec["bandwidth"] = _convert(as_dict(node.get("Communication Bandwidth Info")),
-                                        keep_keys=True)
-            (totals if "Total Op Info" in path else ops).append(rec)
-            return
-        for k, v in node.items():
-            walk(v, path + [str(k)])
-
-    walk(obj, [])
+    for path, node, rec in _records(obj, ("Communication Time Info",
+                                          "Communication Bandwidth Info"), rank):
+        rec.update(_describe_path(path, cluster))
+        rec.update(_convert(as_dict(node.get("Communication Time Info"))))
+        rec["bandwidth"] = _convert(as_dict(node.get("Communication Bandwidth Info")),
+                                    keep_keys=True)
+        (totals if "Total Op Info" in path else ops).append(rec)
     return ops, totals
 
 
 def matrix_records(obj: Any, rank: int | None) -> list[dict]:
     links: list[dict] = []
-
-    def walk(node: Any, path: list[str]) -> None:
-        if not isinstance(node, dict):
-            return
-        if "Transport Type" in node or "Transit Size(MB)" in node:
-            rec: dict[str, Any] = {"path": list(path)}
-            if rank is not None:
-                rec["rank"] = rank
-            link = path[-1] if path else ""
-            src, _, dst = link.partition("-")
-            rec["link"] = link
-            rec["src_rank"] = _intish(src)
-            rec["dst_rank"] = _intish(dst)
-            rec.update(_describe_path(path[:-1], cluster=False))
-            rec.update(_convert(node))
-            links.append(rec)
-            return
-        for k, v in node.items():
-            walk(v, path + [str(k)])
-
-    walk(obj, [])
+    for path, node, rec in _records(obj, ("Transport Type", "Transit Size(MB)"), rank):
+        link = path[-1] if path else ""
+        src, _, dst = link.partition("-")
+        rec["link"] = link
+        rec["src_rank"] = _intish(src)
+        rec["dst_rank"] = _intish(dst)
+        rec.update(_describe_path(path[:-1], cluster=False))
+        rec.update(_convert(node))
+        links.append(rec)
     return links
 
 

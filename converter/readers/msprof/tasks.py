@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from ...model import Trace
-from .csvtable import Table, arg_name, canonical, cell_value, normalize_task_type, \
+from .csvtable import PIPES, Table, arg_name, canonical, cell_value, normalize_task_type, \
     normalize_pipe, tensor_list
 from .layout import Layout
 from .timefmt import MAX_NS, is_scientific, us_to_ns
@@ -68,7 +68,7 @@ def pipe_ratios(args: dict[str, Any]) -> dict[str, dict[str, float]]:
                 side, base = name, base[len(prefix):]
                 break
         pipe = normalize_pipe(base)
-        if pipe in ("cube", "vector", "scalar", "mte1", "mte2", "mte3", "fixpipe"):
+        if pipe in PIPES:
             out.setdefault(side, {})[pipe] = float(v)
     return out
 

@@ -11,10 +11,10 @@ from ...fileio import load_json
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .common import Guard, add_stats_files, files_of, import_timelines, note_ignored
-from .csvtable import read_table
+from .csvtable import Table, read_table
 from .jsonshape import obj
 from .layout import Layout
-from .memory import add_memory_counters, add_operator_memory
+from .memory import add_memory_counters, add_operator_memory, device_column, device_number
 from .tasks import TaskIndex, add_task_table
 from .timefmt import EPOCH_US
 
@@ -63,12 +63,13 @@ def _read_rank(trace: Trace, source: Source, prefix: str, rank: int | None,
                info: dict[str, Any], sources: dict[str, Any], multi: bool,
                guard: Guard) -> None:
     layout = Layout(trace, rank=rank, order=rank or 0) if rank is not None else Layout(trace)
-    layout.default_device = _device_hint(source, prefix)
+    layout.default_device, parsed = _device_hint(source, prefix)
     index = TaskIndex(trace)
     views = files_of(source, "trace_view", prefix)
     if views:
         import_timelines(trace, layout, views, index, sources, guard)
-    for p in files_of(source, "kernel_details", prefix):
+    kernels = files_of(source, "kernel_details", prefix)
+    for p in kernels:
         table = guard(read_table, p)
         if table is None:
             continue
@@ -78,16 +79,17 @@ def _read_rank(trace: Trace, source: Source, prefix: str, rank: int | None,
     for kind in ("memory_record", "npu_module_mem"):
         for p in files_of(source, kind, prefix):
             sources[str(p)] = guard(add_memory_counters, trace, layout, p,
-                                    layout.default_device)
+                                    layout.default_device, parsed.get(p))
     for p in files_of(source, "operator_memory", prefix):
-        sources[str(p)] = guard(add_operator_memory, trace, layout, p, layout.default_device)
+        sources[str(p)] = guard(add_operator_memory, trace, layout, p, layout.default_device,
+                                parsed.get(p))
     _steps(trace, layout, source, prefix, rank, sources, guard)
     add_stats_files(trace, source, prefix, rank if (multi or rank is not None) else None,
                     sources, guard)
-    if files_of(source, "db", prefix):
-        guard.accept()           # a SQLite-only rank is a run (with its warning), not an error
     dbs = files_of(source, "db", prefix)
-    if dbs and not views and not files_of(source, "kernel_details", prefix):
+    if dbs:
+        guard.accept()           # a SQLite-only rank is a run (with its warning), not an error
+    if dbs and not views and not kernels:
         trace.warn(f"{dbs[0].parent}: only the SQLite export is present "
                    f"({', '.join(p.name for p in dbs)}); the msprof reader converts the text "
                    "export, so this rank has no timeline")
@@ -218,21 +220,19 @@ def _rank_ids(source: Source, prefixes: list[str], infos: dict[str, dict]) -> di
     return out
 
 
-def _device_hint(source: Source, prefix: str) -> int | None:
-    """The rank's NPU id as its memory files write it (``NPU:0``); None if unknown."""
+def _device_hint(source: Source, prefix: str) -> tuple[int | None, dict[Path, Table]]:
+    """The rank's NPU id as its memory files write it (``NPU:0``; None if unknown), and the
+    memory tables parsed to find it (converted from there, not parsed again)."""
+    parsed: dict[Path, Table] = {}
     for kind in ("memory_record", "npu_module_mem", "operator_memory"):
         for p in files_of(source, kind, prefix):
             try:
-                table = read_table(p)
+                table = parsed[p] = read_table(p)
             except Exception:
                 continue
-            c = table.col_any("device_type", "device_id")
+            c = device_column(table)
             if c is not None and table.rows:
-                m = re.search(r"(\d+)", table.rows[0][c])
-                if m:
-                    return int(m.group(1))
-    return None
-
-
-def rank_dirs_of(source: Source) -> list[Path]:
-    return list(getattr(source, "ranks", []) or [])
+                dev = device_number(table.rows[0][c])
+                if dev is not None:
+                    return dev, parsed
+    return None, parsed
