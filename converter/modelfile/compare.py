@@ -41,10 +41,9 @@ class _Differences:
         self.items: list[str] = []
         self.limit = limit
 
-    def add(self, text: str) -> bool:
+    def add(self, text: str) -> None:
         if len(self.items) < self.limit:
             self.items.append(text)
-        return len(self.items) < self.limit
 
     @property
     def full(self) -> bool:
@@ -111,11 +110,8 @@ def model_differences(a: Trace, b: Trace, limit: int = 20) -> list[str]:
            ("args",))
     _items(d, "flow", a.flows, b.flows, ("src", "dst", "name"), sharing, ("args",))
     _items(d, "counter", a.counters, b.counters, ("track", "ts"), sharing, ("values",))
-    extra_a = set(vars(a)) - {"meta", "tracks", "slices", "instants", "counters", "flows",
-                              "_roots"}
-    extra_b = set(vars(b)) - {"meta", "tracks", "slices", "instants", "counters", "flows",
-                              "_roots"}
-    for name in sorted(extra_a | extra_b):
+    compared = {"meta", "tracks", "slices", "instants", "counters", "flows", "_roots"}
+    for name in sorted((set(vars(a)) | set(vars(b))) - compared):
         if not same_value(getattr(a, name, None), getattr(b, name, None)):
             d.add(f"trace.{name} differs")
     return d.items

@@ -7,9 +7,7 @@ from pathlib import Path
 from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
-from . import msprof, pypto
-from . import ncu
-from . import model
+from . import model, msprof, ncu, pypto
 
 READERS: list[Reader] = [
     pypto.READER,

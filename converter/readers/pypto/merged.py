@@ -94,6 +94,10 @@ _RAW = msgspec.Raw
 _decode_any = msgspec.json.decode
 
 
+def _without_bom(data: bytes) -> bytes:
+    return data[3:] if data[:3] == UTF8_BOM else data
+
+
 def fork_series_pass(data: bytes) -> ForkedPass | None:
     """Start ``series_pass`` over the events of ``data`` (a file's bytes) in a forked process:
     it decodes them itself, without the args of anything but counters, while this process
@@ -102,7 +106,7 @@ def fork_series_pass(data: bytes) -> ForkedPass | None:
     pass itself."""
     def run():
         try:
-            doc = _LIGHT_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
+            doc = _LIGHT_DECODER.decode(_without_bom(data))
         except (msgspec.DecodeError, ValueError, RecursionError):
             return _UNTYPED
         return _packed(series_pass(doc if doc.__class__ is list else doc.traceEvents,
@@ -227,6 +231,9 @@ class ChromeEventLoader:
             if e.__class__ in _EVENTS and e.ph == "M":
                 self._metadata(e)
         self.ensure_thread_lanes()
+        # Skimmed events (``decode_events(skim=True)``) hold no counters or flows; events
+        # decoded whole still hold them after the main pass, should the helper fail.
+        skimmed = bool(events) and isinstance(events[0], _Tagged)
         collected = None if helper is not None else series_pass(events, True)
         try:
             starts, ends = self._main_pass(events)
@@ -234,7 +241,8 @@ class ChromeEventLoader:
             if helper is not None:
                 helper.abandon()
             raise
-        del events[:]                           # (while the helper finishes)
+        if helper is None or skimmed:
+            del events[:]                       # (while the helper finishes)
         if helper is not None:
             collected = helper.result()
             if collected is not None and collected != _UNTYPED:
@@ -243,7 +251,8 @@ class ChromeEventLoader:
                 if collected is None:
                     self.trace.warn(f"{self.path}: the second process reading counters and "
                                     f"flows failed ({helper.error}); read them here instead")
-                collected = series_pass(load_events(self.path), True)
+                collected = series_pass(load_events(self.path) if skimmed else events, True)
+            del events[:]
         series, flows, skipped = collected
         for what, count in skipped.items():
             self._skip(what, count)
@@ -585,14 +594,14 @@ def decode_events(path: Path, data: bytes, warn=None, typed: bool = True,
     back empty (a helper reads them), when the file decodes that way."""
     if skim:
         try:
-            doc = _SKIM_DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
+            doc = _SKIM_DECODER.decode(_without_bom(data))
         except (msgspec.DecodeError, ValueError, RecursionError):
             doc = None
         if doc is not None:
             return doc if doc.__class__ is list else doc.traceEvents
     if typed:
         try:
-            doc = _DECODER.decode(data[3:] if data[:3] == UTF8_BOM else data)
+            doc = _DECODER.decode(_without_bom(data))
         except (msgspec.DecodeError, ValueError, RecursionError):
             doc = None      # malformed, cut short, bad UTF-8, or not all events objects:
                             # the general path below says which

@@ -131,12 +131,19 @@ def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
     return rows
 
 
-def _load_tmp_topo(path: Path, warn=None) -> list[tuple]:
+def _load_task_array(path: Path, warn=None) -> list:
+    """A topo file's JSON array of tasks; a file cut short gives the tasks before the cut
+    (and ``warn`` is told)."""
     doc, cut = load_json_records(path, None, (1,))
     if cut is not None and warn is not None:
         warn(f"{path}: {cut.describe(f'{len(doc) if isinstance(doc, list) else 0:,} tasks')}")
     if not isinstance(doc, list):
         raise InputError(path, "expected a JSON array of tasks")
+    return doc
+
+
+def _load_tmp_topo(path: Path, warn=None) -> list[tuple]:
+    doc = _load_task_array(path, warn)
     rows: list[tuple] = []
     for i, t in enumerate(doc):
         try:
@@ -170,11 +177,7 @@ def _static_topo_files(path: Path) -> dict[int, Path]:
 
 def _load_static_topo(path: Path, seq: int, warn=None) -> list[tuple]:
     """One device task's static topo: task ids without seqNo, optional extra keys (3.4)."""
-    doc, cut = load_json_records(path, None, (1,))
-    if cut is not None and warn is not None:
-        warn(f"{path}: {cut.describe(f'{len(doc) if isinstance(doc, list) else 0:,} tasks')}")
-    if not isinstance(doc, list):
-        raise InputError(path, "expected a JSON array of tasks")
+    doc = _load_task_array(path, warn)
     base = seq << 32
     rows: list[tuple] = []
     for i, t in enumerate(doc):
