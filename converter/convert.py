@@ -41,12 +41,13 @@ class WriterSpec:
     name: str
     suffix: str
     write: Callable
+    derived: bool = True        # gets the derived tracks (False: the source data only)
 
 
 WRITERS = {
     "perfetto": WriterSpec("perfetto", ".pftrace", _perfetto),
     "chrome": WriterSpec("chrome", ".json", _chrome),
-    "model": WriterSpec("model", ".tcmodel", _model),
+    "model": WriterSpec("model", ".tcmodel", _model, derived=False),
 }
 
 
@@ -143,7 +144,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
         options = dataclasses.replace(options, workers=workers)
     trace = source.read(options)
     # The writer calls it: it may write the source tracks meanwhile.
-    enrich = _analysing(options) if derived and writer != "model" else None
+    enrich = _analysing(options) if derived and spec.derived else None
 
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))

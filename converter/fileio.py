@@ -25,6 +25,7 @@ from . import archive
 from .errors import InputError, OutputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 # tracecvt's own Chrome JSON carries this in its first metadata event, so a folder that holds
 # both runs and their converted outputs is never read twice (writers/chrome.py).
@@ -36,7 +37,6 @@ def is_own_output(path: Path) -> bool:
     """A JSON file written by tracecvt itself (not an input of any reader)."""
     name = path.name.lower()
     return name.endswith((".json", ".json.gz")) and _OWN_MARK in read_head(path, 1024)
-UTF8_BOM = b"\xef\xbb\xbf"
 
 
 # -- the input tree (disk or mounted archive) ------------------------------------------
@@ -246,11 +246,10 @@ def load_json_records(path: Path, data: bytes | None = None,
     if error.pos < end - 1:
         raise InputError(path, f"malformed JSON at line {error.lineno} column {error.colno}: "
                          f"{error.msg}") from None
-    start = 0
     stack: list[int] = []
     best: tuple[int, tuple[int, ...]] | None = None
-    pos = start
-    for m in _JSON_BRACKET.finditer(data, start):
+    pos = 0
+    for m in _JSON_BRACKET.finditer(data):
         if m.start() != pos:
             break                               # inside the string the file was cut in
         pos = m.end()
@@ -266,7 +265,7 @@ def load_json_records(path: Path, data: bytes | None = None,
         kept, open_ = best
         closing = bytes(0x5D if c == 0x5B else 0x7D for c in reversed(open_))
         try:
-            doc = orjson.loads(data[start:kept] + closing)
+            doc = orjson.loads(data[:kept] + closing)
         except orjson.JSONDecodeError:
             doc = None
         if doc is not None:

@@ -35,6 +35,11 @@ class ModelWriteError(ValueError):
     contract, e.g. a float timestamp or an args value that is not JSON-like)."""
 
 
+def _unstorable(v: Any) -> ModelWriteError:
+    return ModelWriteError(f"cannot store a {type(v).__name__} value ({v!r:.60}): model "
+                           "values are None, bool, int, float, str, list, tuple or dict")
+
+
 class _Strings:
     """The string table: index 0 is ""."""
 
@@ -96,7 +101,8 @@ class _Dicts:
 _CONTAINERS = (list, tuple, dict)
 
 
-_LIST, _TUPLE, _DICT, _DICT_TYPED_KEYS, _JSON = 1, 2, 3, 4, 5     # ContainerKind
+_LIST, _TUPLE, _DICT, _DICT_TYPED_KEYS, _JSON = (pb.LIST, pb.TUPLE, pb.DICT,     # ContainerKind
+                                                  pb.DICT_TYPED_KEYS, pb.JSON)
 
 
 class _Values:
@@ -194,9 +200,7 @@ class _Values:
         elif isinstance(v, _CONTAINERS):
             msg.ref = self.ref(v)
         else:
-            raise ModelWriteError(f"cannot store a {type(v).__name__} value ({v!r:.60}): "
-                                  "model values are None, bool, int, float, str, list, "
-                                  "tuple or dict")
+            raise _unstorable(v)
 
     def ref(self, v) -> int:
         """The container table index of ``v``, adding it (children first) if new."""
@@ -205,9 +209,7 @@ class _Values:
         if i is not None:
             return i
         if not isinstance(v, _CONTAINERS):
-            raise ModelWriteError(f"cannot store a {type(v).__name__} value ({v!r:.60}): "
-                                  "model values are None, bool, int, float, str, list, "
-                                  "tuple or dict")
+            raise _unstorable(v)
         if key in self.busy:
             raise ModelWriteError("a value contains itself")
         blob = self._as_json(v)

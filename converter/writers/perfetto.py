@@ -80,7 +80,6 @@ _TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
 _INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
 _STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
 _STRING_IID = tag(17, 0)          # DebugAnnotation.string_value_iid
-_STRING_ENTRY = tag(29, 2)        # InternedData.debug_annotation_string_values
 
 # InternedData fields
 _I_CATEGORY, _I_NAME, _I_ARG_NAME, _I_STRING = 1, 2, 3, 29
@@ -103,12 +102,18 @@ class _Interner:
             _I_CATEGORY: {}, _I_NAME: {}, _I_ARG_NAME: {}, _I_STRING: {}}
         self.collect: list[bytes] = []
 
-    def iid(self, table: int, text: str) -> int:
+    def entry(self, table: int, text: str) -> tuple[int, bytes]:
+        """(iid, InternedData entry) of ``text`` in ``table``; not collected."""
         d = self.tables[table]
         hit = d.get(text)
         if hit is None:
             iid = len(d) + 1
             hit = d[text] = (iid, key_bytes(table, key_varint(1, iid) + key_str(2, text)))
+        return hit
+
+    def iid(self, table: int, text: str) -> int:
+        """The iid of ``text`` in ``table``; its entry goes to ``collect``."""
+        hit = self.entry(table, text)
         self.collect.append(hit[1])
         return hit[0]
 
@@ -156,25 +161,17 @@ class _ArgEncoder:
         """(``name_iid`` field, its InternedData entry) of an arg name."""
         hit = self.names.get(name)
         if hit is None:
-            collect = self.interner.collect
-            collect.clear()
-            hit = self.names[name] = (key_varint(1, self.interner.iid(_I_ARG_NAME, name)),
-                                      collect[0])
+            iid, entry = self.interner.entry(_I_ARG_NAME, name)
+            hit = self.names[name] = (key_varint(1, iid), entry)
         return hit
 
     def _str_pair(self, name: str, value: str, intern: bool) -> tuple[bytes, tuple]:
         """A top-level string arg, built directly (the same bytes as the general path)."""
         head, entry = self._name_part(name)
         if intern and len(value) >= self.MIN_INTERNED_STRING:
-            table = self.interner.tables[_I_STRING]
-            hit = table.get(value)
-            if hit is None:
-                iid = len(table) + 1
-                b = value.encode("utf-8", "surrogatepass")
-                payload = b"\x08" + varint(iid) + b"\x12" + varint(len(b)) + b
-                hit = table[value] = (iid, _STRING_ENTRY + varint(len(payload)) + payload)
-            body = head + _STRING_IID + varint(hit[0])
-            return _TE_DEBUG + varint(len(body)) + body, (entry, hit[1])
+            iid, string_entry = self.interner.entry(_I_STRING, value)
+            body = head + _STRING_IID + varint(iid)
+            return _TE_DEBUG + varint(len(body)) + body, (entry, string_entry)
         b = value.encode("utf-8", "surrogatepass")
         body = head + _STRING_VALUE + varint(len(b)) + b
         return _TE_DEBUG + varint(len(body)) + body, (entry,)
@@ -323,6 +320,8 @@ def _as_double(value: Any) -> float:
         return float(value)
     except OverflowError:
         return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
 _LEN = ([bytes((i,)) for i in range(128)]                  # varint(i) for i < 2^14
         + [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, 1 << 14)])
 _DTS = [_TS + v for v in _LEN]     # timestamp field of the small deltas
@@ -356,7 +355,6 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         enrich(trace)
         enrich = None
     interner = _Interner()
-    iid = interner.iid
     args_enc = _ArgEncoder(interner)
     chunk: list[bytes] = []
     append = chunk.append
@@ -427,20 +425,16 @@ def write_perfetto(trace: Trace, out: IO[bytes],
 
     def name_field(name: str) -> tuple[bytes, bytes | None]:
         if repeated[name] > 1:
-            collect = interner.collect
-            collect.clear()
-            enc = _TE_NAME_IID + varint(iid(_I_NAME, name))
-            hit = names[name] = (enc, collect[0])
+            iid, entry = interner.entry(_I_NAME, name)
+            hit = names[name] = (_TE_NAME_IID + varint(iid), entry)
         else:
             b = name.encode("utf-8", "surrogatepass")
             hit = names[name] = (_TE_NAME + _len(len(b)) + b, None)
         return hit
 
     def cat_field(cat: str) -> tuple[bytes, bytes]:
-        collect = interner.collect
-        collect.clear()
-        enc = _TE_CAT_IID + varint(iid(_I_CATEGORY, cat))
-        hit = cats[cat] = (enc, collect[0])
+        iid, entry = interner.entry(_I_CATEGORY, cat)
+        hit = cats[cat] = (_TE_CAT_IID + varint(iid), entry)
         return hit
 
     encode_args = args_enc.encode
@@ -786,9 +780,12 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
                                               first)}
 
 
+_SLICE_COST = 4                  # a slice's two packets cost about four counter samples
+
+
 def _cost(trace: Trace) -> int:
-    """Writing cost estimate: a slice's two packets cost about four counter samples."""
-    return 4 * len(trace.slices) + sum(len(c.ts) for c in trace.counters)
+    """Writing cost estimate, in counter samples."""
+    return _SLICE_COST * len(trace.slices) + sum(len(c.ts) for c in trace.counters)
 
 
 PARALLEL_MIN_COST = 200_000      # about 0.1 s of writing: below it, a fork does not pay
@@ -797,10 +794,9 @@ _PART_COUNTS = ("packets", "slices", "counter_samples", "flows_backward")
 
 def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
                                                               tuple[list, list]]:
-    """Split the sequences between two processes by estimated cost (a slice's two packets
-    cost about four counter samples), heaviest first onto the lighter side; each side keeps
-    the sequences in their original order."""
-    items = [(4 * len(ids), 0, k) for k, (_, ids) in enumerate(slice_units)]
+    """Split the sequences between two processes by estimated cost (as ``_cost``), heaviest
+    first onto the lighter side; each side keeps the sequences in their original order."""
+    items = [(_SLICE_COST * len(ids), 0, k) for k, (_, ids) in enumerate(slice_units)]
     items += [(len(c.ts), 1, k) for k, c in enumerate(counter_units)]
     items.sort(key=lambda x: (-x[0], x[1], x[2]))
     load = [0, 0]
