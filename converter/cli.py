@@ -3,7 +3,6 @@ batch."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -11,26 +10,15 @@ import click
 
 from . import __version__, archive
 from .convert import convert_source, default_output, default_workers
-from .cliopts import clock_mhz as clock_mhz_
-from .errors import TracecvtError, one_line
+from .cliopts import EXIT_ERROR, clock_mhz as clock_mhz_, fail as _fail
+from .errors import TracecvtError, error_message, one_line
 from .progress import Reporter
 from .readers import READERS, ReadOptions, find_runs, format_names
-
-EXIT_ERROR = 2
 
 
 def _formats_help() -> str:
     lines = [f"  {', '.join(r.formats)}: {r.title}" for r in READERS]
     return "\b\n" + "\n".join(lines)
-
-
-def _fail(message: str) -> None:
-    click.echo(f"tracecvt: error: {one_line(message)}", err=True)
-
-
-def _internal(src, e: Exception) -> str:
-    return (f"{src.root}: could not convert ({type(e).__name__}: {e}); this is a tracecvt "
-            "bug, set TRACECVT_DEBUG=1 for a traceback")
 
 
 def _warn(message: str) -> None:
@@ -158,16 +146,9 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
         try:
             result = convert_source(src, writer, target, force, options, derived=derived,
                                     workers=jobs)
-        except TracecvtError as e:
+        except Exception as e:  # TracecvtError, or a bug or an unforeseen input
             reporter.close()
-            _fail(str(e))
-            failed += 1
-            continue
-        except Exception as e:  # a bug or an input we did not foresee: still one line
-            reporter.close()
-            if os.environ.get("TRACECVT_DEBUG"):
-                raise
-            _fail(_internal(src, e))
+            _fail(error_message(src.root, e))
             failed += 1
             continue
         except KeyboardInterrupt:
@@ -247,11 +228,8 @@ def info(path, fmt, clock_mhz, as_json, quiet):
             trace = src.read(options)
         except Exception as e:
             reporter.close()
-            if not isinstance(e, TracecvtError) and os.environ.get("TRACECVT_DEBUG"):
-                raise
-            message = str(e) if isinstance(e, TracecvtError) else _internal(src, e)
             reports.append({"run": src.name, "format": src.format, "root": str(src.root),
-                            "error": message})
+                            "error": error_message(src.root, e)})
             failed += 1
             continue
         reporter.close()
@@ -273,15 +251,16 @@ _FORMAT_OPTION = click.option("--format", "out_format", type=click.Choice(["md",
                                    "HTML page with pictures.")
 
 
-def _analysed(src, options):
-    """(trace, analysis, summary data) of one run; errors propagate."""
+def _analysed(src, options, baseline: dict | None = None):
+    """(trace, analysis, summary data, compared with ``baseline`` if given) of one run;
+    errors propagate."""
     from .analyses import analyze
     from .convert import gc_paused
     from .summary import summary_data
     with gc_paused():
         trace = src.read(options)
         analysis = analyze(trace)
-    return trace, analysis, summary_data(trace, analysis)
+    return trace, analysis, summary_data(trace, analysis, baseline)
 
 
 def _one_run_data(path: Path, fmt: str | None, options, what: str) -> dict:
@@ -304,12 +283,8 @@ def _guard(src, fn):
     """Run ``fn`` for ``src``; any failure is one error line and exit code 2."""
     try:
         return fn()
-    except TracecvtError as e:
-        _fail(str(e))
     except Exception as e:
-        if os.environ.get("TRACECVT_DEBUG"):
-            raise
-        _fail(_internal(src, e))
+        _fail(error_message(src.root, e))
     sys.exit(EXIT_ERROR)
 
 
@@ -328,8 +303,7 @@ def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bo
 
 
 def _inputs(src) -> list:
-    archive = getattr(src, "archive", None)
-    return [src.root, *src.files.values(), *([archive] if archive is not None else [])]
+    return [src.root, *src.files.values(), *([src.archive] if src.archive is not None else [])]
 
 
 def _summary_target(src, out_format: str, output: Path | None, many: bool) -> Path | None:
@@ -338,7 +312,7 @@ def _summary_target(src, out_format: str, output: Path | None, many: bool) -> Pa
         return None
     name = src.name + SUFFIXES[out_format]
     if output is None:              # next to the run (or to the archive it was read from)
-        return (getattr(src, "archive", None) or src.root).parent / name
+        return (src.archive or src.root).parent / name
     if many or output.is_dir() or str(output).endswith(("/", "\\")):
         return output / name
     return output
@@ -360,7 +334,8 @@ def _summary_target(src, out_format: str, output: Path | None, many: bool) -> Pa
 def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
     """Write a profile report of each run under PATH: bottleneck, top opportunities,
     ratings, lanes and bubbles, critical path, time by label."""
-    from .summary import render, summary_data
+    from .fileio import check_output
+    from .summary import render
     reporter = Reporter(enabled=not quiet and output is not None and str(output) != "-")
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
                           workers=default_workers())
@@ -370,30 +345,18 @@ def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
     failed = 0
     for src in runs:
         target = _summary_target(src, out_format, output, many)
+        inputs = _inputs(src)
         reporter.restart()
-
-        def make(src=src, target=target):
-            if target is not None:
-                from .fileio import check_output
-                check_output(target, force, _inputs(src))
-            trace, analysis, data = _analysed(src, options)
-            if base is not None:
-                data = summary_data(trace, analysis, base)
-            return render(out_format, data, trace, analysis)
-
         try:
-            data = make()
+            if target is not None:          # before the analysis: fail fast
+                check_output(target, force, inputs)
+            trace, analysis, data = _analysed(src, options, base)
+            data = render(out_format, data, trace, analysis)
             reporter.close()
-            _emit(data, target, force, _inputs(src), quiet)
-        except TracecvtError as e:
-            reporter.close()
-            _fail(str(e))
-            failed += 1
+            _emit(data, target, force, inputs, quiet)
         except Exception as e:
             reporter.close()
-            if os.environ.get("TRACECVT_DEBUG"):
-                raise
-            _fail(_internal(src, e))
+            _fail(error_message(src.root, e))
             failed += 1
     if failed:
         sys.exit(EXIT_ERROR)

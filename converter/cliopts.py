@@ -1,11 +1,20 @@
-"""Option parsing shared by the commands, kept apart from ``cli`` so that ``batch`` does not
-import every command (and its progress display) to read one option."""
+"""Option parsing and the error line shared by the commands, kept apart from ``cli`` so that
+``batch`` does not import every command (and its progress display) to read one option."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
 import click
+
+from .errors import one_line
+
+EXIT_ERROR = 2
+
+
+def fail(message: str) -> None:
+    """Print ``message`` as the command's one error line (on stderr)."""
+    click.echo(f"tracecvt: error: {one_line(message)}", err=True)
 
 
 def clock_mhz(value: str | None) -> Fraction | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -13,6 +14,23 @@ _LINE_BREAKS = {c: repr(chr(c))[1:-1] for c in
 def one_line(message: str) -> str:
     """``message`` with line breaks escaped, so an error quoting input stays one line."""
     return message.translate(_LINE_BREAKS)
+
+
+def internal_error(where: object, e: BaseException) -> str:
+    """The line for an exception nobody foresaw (a bug, or an input no reader expected)."""
+    return (f"{where}: could not convert ({type(e).__name__}: {e}); this is a tracecvt bug, "
+            "set TRACECVT_DEBUG=1 for a traceback")
+
+
+def error_message(where: object, e: Exception) -> str:
+    """What to print for ``e``, raised while converting ``where``: a TracecvtError's own
+    message, otherwise ``internal_error``.  Call it in the ``except`` clause: with
+    TRACECVT_DEBUG set, an unforeseen exception is raised again instead (for its traceback)."""
+    if isinstance(e, TracecvtError):
+        return str(e)
+    if os.environ.get("TRACECVT_DEBUG"):
+        raise
+    return internal_error(where, e)
 
 
 class TracecvtError(Exception):

@@ -207,8 +207,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         def rows(table, order):
             return [{"kind": p.kind, "count": p.count, "first_packet": p.first_packet,
-                     "message": p.message}
-                    for p in sorted(table.values(), key=lambda p: list(order).index(p.kind))]
+                     "message": p.message} for p in _in_order(table, order)]
         return {"path": self.path, "size": self.size, "ok": self.ok, **self.counts(),
                 "problems": rows(self.problems, PROBLEMS), "notes": rows(self.notes, NOTES)}
 
@@ -221,13 +220,19 @@ class Report:
                  f"{self.counter_samples:,} counter samples"]
         for title, table, order in (("problem", self.problems, PROBLEMS),
                                     ("note", self.notes, NOTES)):
-            for p in sorted(table.values(), key=lambda p: list(order).index(p.kind)):
+            for p in _in_order(table, order):
                 where = f"packet {p.first_packet}" if p.first_packet >= 0 else "file"
                 lines.append(f"  {title}: {p.kind} x{p.count:,}: first at {where}: {p.message}")
         lines.append("ok: no problems found" if self.ok else
                      f"FAILED: {sum(p.count for p in self.problems.values()):,} problems of "
                      f"{len(self.problems)} kinds")
         return "\n".join(lines)
+
+
+def _in_order(table: dict[str, Problem], order: dict[str, str]) -> list[Problem]:
+    """The problems (or notes) of ``table`` in the order of ``order`` (PROBLEMS or NOTES)."""
+    rank = {kind: i for i, kind in enumerate(order)}
+    return sorted(table.values(), key=lambda p: rank[p.kind])
 
 
 # -- splitting the file into packets ---------------------------------------------------------
@@ -533,7 +538,7 @@ class _Validator:
                 add("legacy-event", index, "TYPE_UNSPECIFIED"
                     + (" with legacy_event" if rare is not None and rare.HasField("legacy_event")
                        else ""))
-            if rare is not None or seq.default_counters or seq.default_double_counters:
+            if rare is not None:        # extra counter values are rare fields
                 self._extra_counters(seq, rare, index)
             # Flows.
             fids = te.flow_ids
@@ -657,8 +662,6 @@ class _Validator:
         """extra_counter_values / extra_double_counter_values: values for other counter
         tracks, named by the event's uuids or its sequence's TrackEventDefaults."""
         add = self.report.add
-        if te is None:
-            return
         for explicit, values, defaults, what in (
                 (te.extra_counter_track_uuids, te.extra_counter_values, seq.default_counters,
                  "extra_counter_values"),
@@ -932,7 +935,6 @@ def validate(trace: Path, as_json: bool) -> None:
         click.echo(report.text())
     if not report.ok:
         sys.exit(EXIT_PROBLEMS)
-
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m converter.validate TRACE`

@@ -11,21 +11,16 @@ from typing import Any
 
 import click
 
-from ..errors import TracecvtError, one_line
+from ..cliopts import EXIT_ERROR, clock_mhz as _clock, fail as _fail
+from ..errors import TracecvtError
 from . import index as idx
 from .job import FIGURE_KEYS, make_spec, targets as available_targets
 from .plan import plan
 
-EXIT_ERROR = 2
 SKIPPED = "up to date; --force to redo"
 
 
-def _fail(message: str) -> None:
-    click.echo(f"tracecvt: error: {one_line(message)}", err=True)
-
-
-def _parse_targets(value: str) -> list[str]:
-    table = available_targets()
+def _parse_targets(value: str, table: dict) -> list[str]:
     wanted: list[str] = []
     for part in value.split(","):
         name = part.strip().lower()
@@ -148,8 +143,8 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     OUT_DIR/index.json and index.html, and the exit code is 2.
     """
     from .. import __version__
-    from ..cliopts import clock_mhz as _clock
-    targets = _parse_targets(to)
+    table = available_targets()
+    targets = _parse_targets(to, table)
     clock = _clock(clock_mhz)
     if engine == "dask" and not scheduler:
         raise click.UsageError("--engine dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
@@ -172,7 +167,6 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     if out_dir.exists() and not out_dir.is_dir():
         _fail(f"{out_dir}: not a directory")
         sys.exit(EXIT_ERROR)
-    table = available_targets()
 
     def make_plan():
         return plan(archive_dir, out_dir, {t: table[t] for t in targets}, fmt, force)

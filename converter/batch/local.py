@@ -17,7 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator
 
-from ..errors import TracecvtError
+from ..errors import TracecvtError, internal_error
 from ..forkpass import fork_pass
 from . import job as _job
 
@@ -167,7 +167,7 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
                         continue
                     except Exception as e:  # pragma: no cover - run_job returns rows
                         row = _job.empty_row(spec, "failed")
-                        row["error"] = _job.internal_error(str(spec["rel"]), e)
+                        row["error"] = internal_error(spec["rel"], e)
                     yield row
                 if suspects:
                     suspects.extend(inflight.values())

@@ -49,9 +49,8 @@ def _inside(path: Path, directory: Path) -> bool:
 
 def input_files(source: Source) -> list[Path]:
     """The files a run is read from (the archive file for a run inside an archive)."""
-    archive = getattr(source, "archive", None)
-    if archive is not None:
-        return [Path(archive)]
+    if source.archive is not None:
+        return [Path(source.archive)]
     files = list(source.files.values())
     if Path(source.root).is_file() and source.root not in files:
         files.append(source.root)
@@ -113,7 +112,6 @@ def plan(archive_dir: Path, out_dir: Path, targets: dict, fmt: str | None = None
     runs = [found[i] for i in keep]
     names = [all_names[i] for i in keep]
     base = archive_dir if archive_dir.is_dir() else archive_dir.parent
-    planned: list[PlannedRun] = []
     taken: set[str] = {os.path.normcase(str(out_dir / r)) for r in RESERVED}
     # Settle name collisions in a fixed order (by source path), whatever the walk order.
     order = sorted(range(len(runs)), key=lambda i: str(runs[i].root))
@@ -143,5 +141,4 @@ def plan(archive_dir: Path, out_dir: Path, targets: dict, fmt: str | None = None
         run = PlannedRun(src, rel, outputs, inputs, size=size)
         run.up_to_date = not force and up_to_date(inputs, list(outputs.values()))
         chosen[i] = run
-    planned = [chosen[i] for i in sorted(chosen, key=lambda i: chosen[i].rel)]
-    return planned
+    return [chosen[i] for i in sorted(chosen, key=lambda i: chosen[i].rel)]
