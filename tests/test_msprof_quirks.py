@@ -255,3 +255,19 @@ def test_tsv_tab_inside_quoted_timestamp():
 def test_exact_ns_helper_matches_reader():
     for text in ("1784216647596110.805\t", "1699529622790614.8", "1695115378713661", "0.0005"):
         assert us_to_ns(text) == exact_ns(text)
+
+
+def test_communication_json_nested_deeper_than_the_recursion_limit():
+    """A communication.json nested 1,000 deep (orjson reads up to 1,024) is walked, not a
+    RecursionError: the record at the bottom is found with its whole key path."""
+    import sys
+
+    from converter.readers.msprof.stats import communication_records
+    depth = sys.getrecursionlimit() + 10
+    node = {"Communication Time Info": {"Elapse Time(ms)": 2.5}}
+    for i in range(depth):
+        node = {f"level{i}": node}
+    ops, totals = communication_records(node, 3, cluster=False)
+    assert totals == [] and len(ops) == 1
+    assert ops[0]["rank"] == 3 and len(ops[0]["path"]) == depth
+    assert ops[0]["elapse_time_us"] == 2500.0

@@ -118,21 +118,23 @@ def _convert(d: dict[str, Any], keep_keys: bool = False) -> dict[str, Any]:
     return out
 
 
-def _records(node: Any, marks: tuple[str, ...], rank: int | None, path: list[str] | None = None
+def _records(node: Any, marks: tuple[str, ...], rank: int | None
              ) -> Iterator[tuple[list[str], dict[str, Any], dict[str, Any]]]:
     """(key path, object, new record) for each object below ``node`` that holds one of the
-    keys ``marks`` (objects inside such an object are not visited)."""
-    path = path or []
-    if not isinstance(node, dict):
-        return
-    if any(m in node for m in marks):
-        rec: dict[str, Any] = {"path": list(path)}
-        if rank is not None:
-            rec["rank"] = rank
-        yield path, node, rec
-        return
-    for k, v in node.items():
-        yield from _records(v, marks, rank, path + [str(k)])
+    keys ``marks``, in document order (objects inside such an object are not visited).  An
+    explicit stack: JSON may nest deeper than Python's recursion limit."""
+    stack: list[tuple[list[str], Any]] = [([], node)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if any(m in node for m in marks):
+            rec: dict[str, Any] = {"path": list(path)}
+            if rank is not None:
+                rec["rank"] = rank
+            yield path, node, rec
+            continue
+        stack.extend((path + [str(k)], v) for k, v in reversed(node.items()))
 
 
 def communication_records(obj: Any, rank: int | None, cluster: bool
