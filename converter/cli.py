@@ -302,10 +302,6 @@ def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bo
         click.echo(f"wrote {target}")
 
 
-def _inputs(src) -> list:
-    return [src.root, *src.files.values(), *([src.archive] if src.archive is not None else [])]
-
-
 def _summary_target(src, out_format: str, output: Path | None, many: bool) -> Path | None:
     from .summary import SUFFIXES
     if output is not None and str(output) == "-":
@@ -345,7 +341,7 @@ def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
     failed = 0
     for src in runs:
         target = _summary_target(src, out_format, output, many)
-        inputs = _inputs(src)
+        inputs = src.paths()
         reporter.restart()
         try:
             if target is not None:          # before the analysis: fail fast

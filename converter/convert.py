@@ -117,8 +117,6 @@ def convert_source(source: Source, writer: str, output: Path, force: bool,
 def add_derived_tracks(trace: Trace) -> dict[str, int]:
     """Run the analyses once and put bubble lanes, counters and the critical path into
     ``trace`` (docs/analyses.md).  A trace that already has derived tracks is left alone."""
-    if any(t.derived for t in trace.tracks):
-        return {}
     from .analyses import add_derived, analyze_tracks
     return add_derived(trace, analyze_tracks(trace))     # no summary: only what they need
 
@@ -136,10 +134,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
              options: ReadOptions, gzip_level: int | None, derived: bool = True,
              workers: int = 1) -> Result:
     spec = WRITERS[writer]
-    inputs = [source.root, *source.files.values()]
-    if source.archive is not None:
-        inputs.append(source.archive)
-    check_output(output, force, inputs)
+    check_output(output, force, source.paths())
     if workers > 1 and options.workers < workers:
         options = dataclasses.replace(options, workers=workers)
     trace = source.read(options)

@@ -36,6 +36,12 @@ class Source:
     max_entry: int = 0                          # that archive's per-entry size cap
     refused: list[str] = field(default_factory=list)   # archive entries refused, one line each
 
+    def paths(self) -> list[Path]:
+        """Every path the run is read from (its root, its files, the archive holding it):
+        what no output may overwrite."""
+        return [Path(self.root), *map(Path, self.files.values()),
+                *([Path(self.archive)] if self.archive is not None else [])]
+
     def read(self, options: ReadOptions | None = None) -> Trace:
         if self.archive is not None:            # e.g. in a batch worker process
             from ..archive import mount
