@@ -195,5 +195,9 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
 
 
 def add_derived(trace: Trace, analysis: Analysis | TrackAnalysis) -> dict[str, int]:
+    """Put the bubble lanes, counters and critical path of ``analysis`` into ``trace``
+    (docs/analyses.md); a trace that has derived tracks already is left alone."""
+    if any(t.derived for t in trace.tracks):
+        return {}
     from .derived import add_derived_tracks
     return add_derived_tracks(trace, analysis)

@@ -24,7 +24,7 @@ FIGURE_KEYS = ("tasks", "makespan_ns", "utilization_pct", "bubble_rate_pct", "bo
 
 class RunContext:
     """One run being converted: its source, its model, and (computed once, on first use)
-    its analysis, shared by the summary outputs and the index figures."""
+    its analysis, shared by the summary outputs, the derived tracks and the index figures."""
 
     def __init__(self, source, trace, workers: int = 1):
         self.source = source
@@ -33,16 +33,14 @@ class RunContext:
         self.wants_derived = False      # the output being written wants the derived tracks
         self._analysis = None
         self._analysis_error: Exception | None = None
+        self._summary = None
         self._derived_done = False
 
     def analysis(self):
-        """``converter.analyses.analyze(trace)``, or None if that package is missing; an
-        exception of the analysis is raised again on every call."""
+        """``converter.analyses.analyze(trace)``; an exception of the analysis is raised
+        again on every call."""
         if self._analysis is None and self._analysis_error is None:
-            try:
-                from ..analyses import analyze
-            except ImportError:
-                return None
+            from ..analyses import analyze
             try:
                 self._analysis = analyze(self.trace)
             except Exception as e:
@@ -51,18 +49,22 @@ class RunContext:
             raise self._analysis_error
         return self._analysis
 
+    def summary_data(self) -> dict[str, Any]:
+        """What every summary format renders, made once (summaries are written before the
+        derived tracks are added)."""
+        if self._summary is None:
+            from ..summary import summary_data
+            self._summary = summary_data(self.trace, self.analysis())
+        return self._summary
+
     def add_derived(self) -> None:
         """Add the derived tracks once, from the shared analysis, as ``convert_source``
-        does (a trace that already has derived tracks is left alone)."""
+        does."""
         if self._derived_done:
             return
         self._derived_done = True
-        if any(t.derived for t in self.trace.tracks):
-            return
-        analysis = self.analysis()
-        if analysis is not None:
-            from ..analyses import add_derived
-            add_derived(self.trace, analysis)
+        from ..analyses import add_derived
+        add_derived(self.trace, self.analysis())
 
     def derived_adder(self) -> Callable[[Any], None] | None:
         """``add_derived`` as a trace writer's ``enrich`` (the writer runs it, while a second
@@ -94,70 +96,46 @@ class Target:
 def _writer_target(name: str, spec) -> Target:
     def write(ctx, out):
         return spec.write(ctx.trace, out, None, ctx.workers, ctx.derived_adder())
-    # convert_source adds derived tracks for every writer but "model".
-    return Target(name, spec.suffix, write, PLAIN if name == "model" else DERIVED,
+    return Target(name, spec.suffix, write, DERIVED if spec.derived else PLAIN,
                   adds_derived=True)
 
 
 def targets() -> dict[str, Target]:
-    """Every output kind available in this installation, by ``--to`` name.
-
-    Each entry of ``converter.convert.WRITERS`` (perfetto, chrome, model, and any writer
-    added there later), plus ``summary`` (Markdown), ``summary-json`` and ``summary-html``
-    when ``converter.summary`` is installed.
-    """
+    """Every output kind, by ``--to`` name: each entry of ``converter.convert.WRITERS``
+    (perfetto, chrome, model, and any writer added there later), plus ``summary``
+    (Markdown), ``summary-json`` and ``summary-html``."""
     from ..convert import WRITERS
+    from ..summary import SUFFIXES, render
     table = {name: _writer_target(name, spec) for name, spec in WRITERS.items()}
-    for t in _summary_targets():
-        table.setdefault(t.name, t)
-    return table
-
-
-def _summary_targets() -> list[Target]:
-    try:
-        from .. import summary
-        render, summary_data = summary.render, summary.summary_data
-        suffixes = dict(summary.SUFFIXES)
-    except (ImportError, AttributeError):
-        return []
-    out = []
     for fmt, name in (("md", "summary"), ("json", "summary-json"), ("html", "summary-html")):
-        if fmt not in suffixes:
-            continue
-
         def write(ctx, stream, _fmt=fmt):
-            analysis = ctx.analysis()
-            data = render(_fmt, summary_data(ctx.trace, analysis), ctx.trace, analysis)
+            data = render(_fmt, ctx.summary_data(), ctx.trace, ctx.analysis())
             stream.write(data)
             return {"bytes": len(data)}
-        out.append(Target(name, suffixes[fmt], write, ANALYSED))
-    return out
+        table[name] = Target(name, SUFFIXES[fmt], write, ANALYSED)
+    return table
 
 
 # -- figures for the index -------------------------------------------------------------
 def figures(ctx: RunContext) -> dict[str, Any]:
-    """Task count, makespan, utilization, bubble rate and bottleneck of one run.
-
-    Utilization, bubble rate and bottleneck (and the makespan the analysis measures) come
-    from ``converter.analyses`` when it is installed; otherwise they are null and
-    ``figures_note`` says why.
-    """
+    """Task count, makespan, utilization, bubble rate and bottleneck of one run, from its
+    analysis; where the analysis has no figures (it failed, or the run is not a timeline)
+    they are null, the makespan is the slices' span, and ``figures_note`` says why."""
     trace = ctx.trace
+    out: dict[str, Any] = {"tasks": None, "makespan_ns": None, "utilization_pct": None,
+                           "bubble_rate_pct": None, "bottleneck": None, "figures_note": None}
+    out.update(_analysed(ctx))
     derived = {i for i, t in enumerate(trace.tracks) if t.derived}
     slices = [s for s in trace.slices if s.track not in derived] if derived else trace.slices
     tasks = trace.meta.extra.get("tasks", len(slices))
-    if slices:
-        first = min(s.ts for s in slices)
-        last = max(s.ts + s.dur for s in slices)
-        makespan = last - first
-    else:
-        span = trace.time_span()
-        makespan = (span[1] - span[0]) if span else None
-    out: dict[str, Any] = {"tasks": int(tasks) if tasks is not None else None,
-                           "makespan_ns": int(makespan) if makespan is not None else None,
-                           "utilization_pct": None, "bubble_rate_pct": None,
-                           "bottleneck": None, "figures_note": None}
-    out.update(_analysed(ctx))
+    out["tasks"] = int(tasks) if tasks is not None else None
+    if out["makespan_ns"] is None:
+        if slices:
+            makespan = max(s.ts + s.dur for s in slices) - min(s.ts for s in slices)
+        else:
+            span = trace.time_span()
+            makespan = (span[1] - span[0]) if span else None
+        out["makespan_ns"] = int(makespan) if makespan is not None else None
     return out
 
 
@@ -169,9 +147,6 @@ def _analysed(ctx: RunContext) -> dict[str, Any]:
             raise
         return {"figures_note": f"analysis failed ({type(e).__name__}: {e}); this is a "
                                 "tracecvt bug"}
-    if a is None:
-        return {"figures_note": "utilization, bubble rate and bottleneck need "
-                                "converter.analyses, which this installation lacks"}
     out: dict[str, Any] = {}
     b = a.bubbles
     run = b.run if b.computed else None
@@ -244,12 +219,9 @@ def _run(spec: dict[str, Any], row: dict[str, Any]) -> None:
         if t not in table:
             raise TracecvtError(f"output kind {t!r} is not available on this machine")
     source = _source(spec)
-    inputs = [Path(source.root), *source.files.values()]
-    if source.archive is not None:
-        inputs.append(Path(source.archive))
     outputs = {t: Path(p) for t, p in wanted.items()}
     for p in outputs.values():
-        check_output(p, True, inputs)
+        check_output(p, True, source.paths())
     clock = spec.get("clock_mhz")
     workers = int(spec.get("workers") or 1)
     options = ReadOptions(clock_mhz=Fraction(clock) if clock else None,

@@ -38,12 +38,8 @@ def _warm() -> None:
     """Import what every job needs (every reader module, the analyses, the writers), so that
     worker processes forked afterwards inherit it instead of each importing it again."""
     _job.targets()
+    from ..analyses import derived  # noqa: F401
     from ..writers import chrome, perfetto  # noqa: F401
-    try:
-        from .. import analyses  # noqa: F401
-        from ..analyses import derived  # noqa: F401
-    except ImportError:
-        pass
     from .. import readers              # a reader imports its parsers when it first reads
     for m in pkgutil.walk_packages(readers.__path__, readers.__name__ + "."):
         try:
