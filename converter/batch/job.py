@@ -175,12 +175,11 @@ def make_spec(run, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _source(spec: dict[str, Any]):
-    from ..readers import READERS
+    from ..readers import reader_for
     from ..readers.base import Source
     fields = dict(spec["source_fields"])
     fmt = fields["format"]
-    reader = next((r for r in READERS if r.formats[0] == fmt), None) \
-        or next((r for r in READERS if fmt in r.formats), None)
+    reader = reader_for(fmt)
     if reader is None:
         raise TracecvtError(f"{fields['root']}: no reader for format {fmt!r} on this machine")
     return Source(reader=reader, **fields)

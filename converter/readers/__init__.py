@@ -24,13 +24,18 @@ def format_names() -> list[str]:
     return [name for r in READERS for name in r.formats]
 
 
+def reader_for(fmt: str) -> Reader | None:
+    """The reader of format ``fmt`` (a name ``--from`` accepts), or None."""
+    return next((r for r in READERS if fmt in r.formats), None)
+
+
 def _readers_for(fmt: str | None) -> list[Reader]:
     if fmt is None:
         return READERS
-    for r in READERS:
-        if fmt in r.formats:
-            return [r]
-    raise InputError(None, f"unknown format {fmt!r} (known: {', '.join(format_names())})")
+    r = reader_for(fmt)
+    if r is None:
+        raise InputError(None, f"unknown format {fmt!r} (known: {', '.join(format_names())})")
+    return [r]
 
 
 def find_runs(path: str | Path, fmt: str | None = None,
@@ -115,4 +120,4 @@ def _unique_names(runs: list[Source]) -> None:
             src.name = f"{src.name}-{n + 1}"
 
 
-__all__ = ["READERS", "ReadOptions", "Source", "find_runs", "format_names"]
+__all__ = ["READERS", "ReadOptions", "Source", "find_runs", "format_names", "reader_for"]
