@@ -18,6 +18,12 @@ GROUP = "group"      # holds other tracks (a device, a process, a core group)
 LANE = "lane"        # holds slices and instants
 COUNTER = "counter"  # holds counter samples
 
+# Integer limits (the only definitions: everything else imports them from here).
+INT64_MIN = -(1 << 63)   # the smallest int64
+INT64_END = 1 << 63      # ints in [INT64_MIN, INT64_END) fit int64
+UINT64_END = 1 << 64     # ints in [0, UINT64_END) fit uint64
+MAX_NS = 1 << 62         # times stay below this, so ts + dur fits int64 (msprof: see timefmt)
+
 
 @dataclass(frozen=True)
 class Clock:

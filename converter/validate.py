@@ -44,13 +44,14 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from .model import INT64_END
+
 EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
 
 SEQ_CLEARED = 1
 SEQ_NEEDS = 2
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
-INT64_MAX = (1 << 63) - 1
 BOOTTIME = 6                  # BuiltinClock BOOTTIME: the trace clock of proto traces
 
 # InternedData field numbers of the tables that TrackEvent fields refer to.
@@ -457,7 +458,7 @@ class _Validator:
             rare = real.track_event if real is not None else None
             if not has_ts:
                 ts = self._legacy_ts(seq, rare) if rare is not None else 0
-            if ts > INT64_MAX:
+            if ts >= INT64_END:
                 add("timestamp-out-of-range", index, f"timestamp {ts}")
             typ = te.type
             # Interned ids this event uses.

@@ -27,10 +27,6 @@ unpack_crc = struct.Struct("<I").unpack
 META_FIELDS = frozenset({"name", "format", "tool", "tool_version", "device", "clock",
                          "source_files", "extra", "warnings"})
 
-INT64_MIN = -(1 << 63)
-INT64_END = 1 << 63          # ints in [INT64_MIN, INT64_END) fit sint64
-UINT64_END = 1 << 64
-
 
 def sniff(head: bytes) -> bool:
     """Is ``head`` (the first decompressed bytes of a file) the start of a model file?"""

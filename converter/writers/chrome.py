@@ -68,14 +68,11 @@ import orjson
 
 from .. import __version__
 from ..fileio import PRODUCER
-from ..model import COUNTER, GROUP, LANE, Trace
+from ..model import COUNTER, GROUP, INT64_MIN, LANE, UINT64_END, Trace
 
 BATCH_EVENTS = 10000
 EXACT_SPAN_NS = 1 << 51          # offsets below this keep exact ns through any JSON parser
 FLOW_CAT = "flow"
-
-_INT_MIN = -(1 << 63)
-_INT_MAX = (1 << 64) - 1         # orjson writes uint64; beyond that we write strings
 
 
 # -- safe serialization -------------------------------------------------------------------
@@ -112,7 +109,7 @@ def _clean(v: Any) -> Any:
     if isinstance(v, str):
         return _clean_str(v)
     if isinstance(v, int):
-        return v if _INT_MIN <= v <= _INT_MAX else str(v)
+        return v if INT64_MIN <= v < UINT64_END else str(v)  # orjson writes these; others as text
     if isinstance(v, float):
         return float(v)
     if isinstance(v, dict):

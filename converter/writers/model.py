@@ -19,9 +19,8 @@ from typing import IO, Any, Callable
 import orjson
 
 from .. import __version__
-from ..model import RunMeta, Trace
-from ..modelfile import (END_PREFIX, FORMAT_VERSION, INT64_END, INT64_MIN, MAGIC_TEXT,
-                         META_FIELDS, UINT64_END, pack_crc)
+from ..model import INT64_END, INT64_MIN, UINT64_END, RunMeta, Trace
+from ..modelfile import END_PREFIX, FORMAT_VERSION, MAGIC_TEXT, META_FIELDS, pack_crc
 from ..modelfile import tracecvt_model_pb2 as pb
 from ..modelfile.compare import same_value
 

@@ -45,7 +45,7 @@ from typing import IO, Any, Callable
 from ..errors import OutputError, one_line
 from ..forkpass import fork_pass
 
-from ..model import COUNTER, Trace
+from ..model import COUNTER, INT64_END, INT64_MIN, UINT64_END, Trace
 from .protowire import (_pack_double, _pack_fixed64, key_bytes, key_str, key_varint,
                         tag, varint)
 
@@ -182,7 +182,7 @@ class _ArgEncoder:
         slice ids such as taskId are all different)."""
         cls = value.__class__
         if name.__class__ is str:
-            if cls is int and 0 <= value < 1 << 63:
+            if cls is int and 0 <= value < INT64_END:
                 head, entry = self._name_part(name)
                 body = head + _INT_VALUE + (_LEN[value] if value < 16384
                                             else varint(value))
@@ -251,9 +251,9 @@ class _ArgEncoder:
         if isinstance(value, bool):
             return key_varint(2, int(value))
         if isinstance(value, int):
-            if not -(1 << 63) <= value < 1 << 64:
+            if not INT64_MIN <= value < UINT64_END:
                 return key_str(6, str(value))          # beyond 64 bits: its exact digits
-            if value >= 1 << 63:
+            if value >= INT64_END:
                 return key_varint(3, value)            # uint_value
             return key_varint(4, value)                # int_value (two's complement)
         if isinstance(value, float):
@@ -310,7 +310,6 @@ def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
 
 
 _EXACT = 1 << 53                 # ints of at most this magnitude are exact as doubles
-_INT64_END = 1 << 63
 
 
 def _as_double(value: Any) -> float:
@@ -578,8 +577,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             tail = seq.field + _TRACK_EVENT
             last = 0
             for ts, value in zip(counter.ts, counter.values):
-                if value.__class__ is int and (0 <= value < _INT64_END
-                                               or -_INT64_END <= value < -_EXACT):
+                if value.__class__ is int and (0 <= value < INT64_END
+                                               or INT64_MIN <= value < -_EXACT):
                     event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
                                                   else varint(value))
                 else:

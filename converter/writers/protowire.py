@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from ..model import UINT64_END
+
 _pack_double = struct.Struct("<d").pack
 _pack_fixed64 = struct.Struct("<Q").pack
 
@@ -28,7 +30,7 @@ def varint(value: int) -> bytes:
         return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80,
                       (value >> 14) & 0x7F | 0x80, value >> 21))
     if value < 0:
-        value += 1 << 64
+        value += UINT64_END
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

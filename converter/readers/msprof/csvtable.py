@@ -18,6 +18,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import UTF8_BOM, logical_name, read_bytes
+from ...model import INT64_END, INT64_MIN
 from .timefmt import is_missing
 
 csv.field_size_limit(1 << 30)
@@ -116,7 +117,7 @@ def cell_value(text: str) -> Any:
         return None
     if _INT.match(t):
         v = int(t)
-        return v if -(1 << 63) <= v < (1 << 63) else t     # beyond int64: keep the text
+        return v if INT64_MIN <= v < INT64_END else t     # beyond int64: keep the text
     if _NUM.match(t):
         f = float(t)
         return f if math.isfinite(f) else t

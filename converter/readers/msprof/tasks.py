@@ -15,7 +15,7 @@ from ...model import Trace
 from .csvtable import PIPES, Table, arg_name, canonical, cell_value, normalize_task_type, \
     normalize_pipe, tensor_list
 from .layout import Layout
-from .timefmt import MAX_NS, is_scientific, us_to_ns
+from .timefmt import MAX_END_NS, is_scientific, us_to_ns
 
 _TIME_TEXT = {"start_time_us", "stop_time_us"}
 _SHAPES = {"input_shapes", "output_shapes"}
@@ -131,7 +131,7 @@ def add_task_table(trace: Trace, layout: Layout, index: TaskIndex, table: Table,
         if dur is None and c_stop is not None:
             stop = us_to_ns(row[c_stop])
             dur = stop - ts if stop is not None else None
-        if dur is None or dur < 0 or ts + dur > MAX_NS:
+        if dur is None or dur < 0 or ts + dur > MAX_END_NS:
             no_dur += 1
             dur = 0
         args = row_args(names, row)

@@ -14,7 +14,7 @@ import math
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from fractions import Fraction
 
-from ...model import Clock
+from ...model import INT64_END, Clock
 
 UINT32_MAX = 4294967295
 
@@ -57,7 +57,11 @@ def decimal_of(value) -> Decimal | None:
     return d if d.is_finite() else None
 
 
-MAX_NS = (1 << 63) - 1
+# The latest end (inclusive) of an msprof slice: the int64 maximum, not the model's MAX_NS.
+# msprof times are Unix-epoch based, not bounded by MAX_NS (``us_to_ns`` takes anything up to
+# int64), and nothing packs them into wider keys; 2^62 would zero durations that fit today.
+MAX_END_NS = INT64_END - 1
+_MAX_US = MAX_END_NS // 1000      # 9223372036854775 µs: beyond it, no int64 ns
 
 
 def event_span(e: dict) -> tuple[int, int, bool] | None:
@@ -67,7 +71,7 @@ def event_span(e: dict) -> tuple[int, int, bool] | None:
     if ts is None or ts < 0:
         return None
     dur = us_to_ns(e.get("dur", 0)) or 0
-    if dur < 0 or ts + dur > MAX_NS:
+    if dur < 0 or ts + dur > MAX_END_NS:
         return ts, 0, True
     return ts, dur, False
 
@@ -76,7 +80,7 @@ def us_to_ns(value) -> int | None:
     """Microseconds (text, int, float or Decimal) -> integer ns, rounded half up; None for no
     value or a value beyond the signed 64-bit ns range of a trace."""
     d = decimal_of(value)
-    if d is None or abs(d) > 9223372036854775:
+    if d is None or abs(d) > _MAX_US:
         return None
     return int((d * 1000).to_integral_value(rounding=ROUND_HALF_UP))
 

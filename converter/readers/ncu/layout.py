@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...model import GROUP, LANE, Clock, Counter, RunMeta, Trace, split_overlaps
+from ...model import GROUP, LANE, MAX_NS, Clock, Counter, RunMeta, Trace, split_overlaps
 from .kernels import Kernel
 from .metrics import BOUNDARY_COUNTERS, KEY_METRICS, printable
 from .nvtx import DEFAULT_DOMAIN, build_ranges, cut_short, nvtx_path
@@ -22,9 +22,6 @@ SERIALIZED = Clock("ncu-serialized", "ns", Fraction(1),
                    "order from 0 ns, each lasting its measured gpu__time_duration.sum")
 
 _KEY_ORDER = [arg for arg, _, _ in KEY_METRICS]
-# The serialized timeline ends before this (2^62 ns, 146 years): a longer kernel is corrupt
-# data, and timestamps past 2^63 cannot be written.
-MAX_TIMELINE_NS = 2**62
 
 
 @dataclass
@@ -59,7 +56,7 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
         if not isinstance(d, int) or d < 0:
             no_duration.append(k.index)
             d = 0
-        elif t + d > MAX_TIMELINE_NS:
+        elif t + d > MAX_NS:        # (2^62 ns, 146 years): a longer kernel is corrupt data
             too_long.append(k.index)
             d = 0
         starts.append(t)
@@ -70,7 +67,7 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
                    f"(IDs {_ids(no_duration)}): drawn with zero length")
     if too_long:
         trace.warn(f"{run.path}: {len(too_long)} kernels have a gpu__time_duration.sum that "
-                   f"would end the timeline past {MAX_TIMELINE_NS:,} ns (IDs "
+                   f"would end the timeline past {MAX_NS:,} ns (IDs "
                    f"{_ids(too_long)}): not plausible, drawn with zero length")
     ids = [k.index for k in kernels]
     if ids and ids != list(range(ids[0], ids[0] + len(ids))):

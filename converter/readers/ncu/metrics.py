@@ -14,6 +14,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
+from ...model import INT64_END, INT64_MIN
+
 # -- key metrics ----------------------------------------------------------------------------
 # (arg name, metric names in order of preference, kind).  kind: "ns" = integer nanoseconds
 # (exact), "int" = an integer count, "float" = a float in the metric's base unit.
@@ -170,7 +172,6 @@ def base_unit(unit: str) -> tuple[str, Fraction]:
 
 
 _MISSING = {"", "nan", "-nan", "no data", "n/a", "N/A", "(none)"}
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def bounded(value: Any) -> Any:
@@ -179,7 +180,7 @@ def bounded(value: Any) -> Any:
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if INT64_MIN <= value <= INT64_MAX:
+        if INT64_MIN <= value < INT64_END:
             return value
         try:
             return float(value)
@@ -192,7 +193,7 @@ def bounded(value: Any) -> Any:
 
 def int64(value: Any) -> int | None:
     """An int within int64, else None (IDs, streams, thread ids)."""
-    return value if isinstance(value, int) and INT64_MIN <= value <= INT64_MAX else None
+    return value if isinstance(value, int) and INT64_MIN <= value < INT64_END else None
 
 
 def printable(text: str) -> str:

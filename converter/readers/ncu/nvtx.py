@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...model import INT64_END
 from .kernels import Kernel, NvtxDomain
 
 DEFAULT_DOMAIN = "<default domain>"
@@ -56,7 +57,7 @@ def parse_push_pop(cell: str) -> tuple[int | None, list[NvtxDomain]]:
         tid: int | None = int(tid_text) if len(tid_text) <= 20 else None
     except ValueError:
         tid, rest = None, s
-    if tid is not None and not 0 <= tid < 2**63:
+    if tid is not None and not 0 <= tid < INT64_END:
         tid = None
     domains: dict[str, NvtxDomain] = {}
     for entry in _entries(rest):

@@ -26,6 +26,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import read_text
+from ...model import UINT64_END
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _GLOBAL_TOP_RE = re.compile(r"Top (\d+) tasks in waiting schedule\s*$")
@@ -147,7 +148,7 @@ class _Parser:
         if len(self.list_) >= self.list_max:
             raise self.error(f"more than {self.list_max} entries in the {self.list_what}")
         key = int(m.group(1))
-        if key >= 1 << 64:
+        if key >= UINT64_END:
             raise self.error(f"task key {key} does not fit in 64 bits")
         self.list_.append({
             "task_key": key,

@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import GROUP, LANE, Clock, Trace
+from ...model import GROUP, INT64_MIN, LANE, UINT64_END, Clock, Trace
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
@@ -148,7 +148,7 @@ class HintParser:
         return value
 
 
-_WIDE = range(-(1 << 63), 1 << 64)     # what a trace can hold as an integer
+_WIDE = range(INT64_MIN, UINT64_END)     # what a trace can hold as an integer
 
 
 def _fits(v: Any) -> Any:

@@ -17,7 +17,7 @@ import msgspec
 from ...errors import InputError
 from ...forkpass import ForkedPass, fork_pass, pack_numbers, unpack_numbers
 from ...fileio import UTF8_BOM, load_json_records, read_bytes
-from ...model import GROUP, LANE, Flow, Slice, Trace
+from ...model import GROUP, INT64_END, INT64_MIN, LANE, MAX_NS, Flow, Slice, Trace
 from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
                      task_category)
 
@@ -26,11 +26,11 @@ _EVENT_HINT_RE = re.compile(
 
 MACHINE_VIEW = "Machine View"
 
-# Times are written as int64 nanoseconds: anything outside [0, 2^62) ns (about 146 years, with
-# room for durations) is not a time PyPTO wrote, and is skipped rather than wrapped around.
-MAX_NS = 1 << 62
+# Times are written as int64 nanoseconds: anything outside [0, MAX_NS = 2^62) ns (about 146
+# years, with room for durations) is not a time PyPTO wrote, and is skipped rather than wrapped
+# around.
 _NUMBER = {int, float, Fraction}      # not bool; Fraction: exact AICPU times (aicpu.py)
-_INT64 = range(-(1 << 63), 1 << 63)
+_INT64 = range(INT64_MIN, INT64_END)
 
 
 class _BadTime(ValueError):

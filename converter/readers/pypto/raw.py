@@ -31,9 +31,8 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import glob, is_file, load_json, load_json_records, logical_name, read_text
-from ...model import RunMeta, Trace
+from ...model import INT64_MIN, MAX_NS, UINT64_END, RunMeta, Trace
 from ..base import ReadOptions, Source
-from .merged import MAX_NS
 from .common import (NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView, SharedTaskArgs,
                      core_lane_name, cycles_clock, operand, task_category)
 
@@ -118,7 +117,7 @@ def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
         except ValueError:
             raise InputError(path, f"line {lineno}: not a comma-separated list of "
                              "integers") from None
-        if any(not -(1 << 63) <= v < 1 << 64 for v in vals):
+        if any(not INT64_MIN <= v < UINT64_END for v in vals):
             raise InputError(path, f"line {lineno}: a value beyond 64 bits")
         if len(vals) < max(n_fixed, 9):
             raise InputError(path, f"line {lineno}: {len(vals)} fields, expected at least "
