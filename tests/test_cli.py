@@ -302,6 +302,22 @@ def test_start_up_imports_only_what_the_command_needs():
     assert out.splitlines() == ["[]", "[]"]
 
 
+def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
+    """to-perfetto runs the timeline, bubble and critical-path analyses; the summary's
+    (findings, labels, ratings, the format checks) are not even imported."""
+    import subprocess
+    import sys
+    code = ("import sys; import converter.cli as c; "
+            f"c.main(['to-perfetto', {str(REPO / 'samples/pypto/tiny_add')!r}, '-o', "
+            f"{str(tmp_path / 't.pftrace')!r}, '-j', '1', '-q'], standalone_mode=False); "
+            "print(*sorted(m for m in sys.modules if m.startswith('converter.analyses')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(REPO), check=True).stdout
+    assert out.split() == ["converter.analyses"] + [
+        f"converter.analyses.{m}" for m in ("bubbles", "critical_path", "derived", "timeline")]
+    assert (tmp_path / "t.pftrace").stat().st_size > 0
+
+
 def test_progress_bar_shows_after_the_delay_only(monkeypatch):
     """The conversion progress bar (``progress.Reporter``): nothing before DELAY_S, then a bar
     with each stage and its count; disabled, never."""

@@ -21,7 +21,8 @@ from .bubbles import _CAUSE
 from .critical_path import RUN_START
 
 if TYPE_CHECKING:
-    from . import Analysis, TrackAnalysis
+    from . import TrackAnalysis
+    from .full import Analysis
 
 GROUP_NAME = "tracecvt analysis"
 BUBBLE_CAT = "bubble"

@@ -12,7 +12,7 @@ from .bubbles import Totals, pct, us
 from .timeline import FAKE, source_lanes
 
 if TYPE_CHECKING:
-    from . import Analysis
+    from .full import Analysis
 
 
 @dataclass

@@ -1,0 +1,171 @@
+"""Every analysis of a run: what the summaries are made from (``analyze``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Trace
+from . import analyze_tracks
+from .bubbles import Bubbles, pct, us
+from .critical_path import CriticalPath
+from .findings import (Opportunity, bottleneck, configuration, key_figures, kind_bottleneck,
+                       opportunities, top_tasks)
+from .labels import LabelTable, slice_groups, time_by_label
+from .msprof_op import MsprofOpResult, analyze_msprof_op
+from .ncu_bounds import NcuResult, analyze_ncu
+from .pypto_check import PyptoCheck, check_pypto
+from .ratings import Rating, rate
+from .timeline import Timeline
+
+SCHEMA = "tracecvt-analysis/1"
+
+
+@dataclass
+class Analysis:
+    run: str
+    timeline: Timeline
+    bubbles: Bubbles
+    critical_path: CriticalPath
+    labels: list[LabelTable]
+    ratings: list[Rating]
+    ncu: NcuResult | None
+    msprof_op: MsprofOpResult | None
+    pypto_check: PyptoCheck | None
+    configuration: dict[str, Any] = field(default_factory=dict)
+    top_tasks: list[dict[str, Any]] = field(default_factory=list)
+    opportunities: list[Opportunity] = field(default_factory=list)
+    bottleneck: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    critical_path_dict: dict[str, Any] = field(default_factory=dict)
+
+    def key_figures(self) -> dict[str, dict[str, Any]]:
+        return key_figures(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        b = self.bubbles
+        graph = b.cause_model == "task graph"
+        kinds = []
+        for k in b.kinds:
+            d = k.to_dict()
+            d["bottleneck"], d["key_issue"] = kind_bottleneck(k, graph)
+            kinds.append(d)
+        bubbles = b.to_dict()
+        bubbles["kinds"] = kinds
+        span = self.timeline
+        return {
+            "schema": SCHEMA,
+            "run": self.run,
+            "configuration": self.configuration,
+            "time_span": {"start_ns": span.start, "end_ns": span.end,
+                          "makespan_us": us(span.makespan) if span.start is not None
+                          else None},
+            "bottleneck": self.bottleneck,
+            "opportunities": [o.to_dict() for o in self.opportunities[:3]],
+            "more_opportunities": [o.to_dict() for o in self.opportunities[3:20]],
+            "ratings": [r.to_dict() for r in self.ratings],
+            "bubbles": bubbles,
+            "critical_path": self.critical_path_dict,
+            "time_by_label": [t.to_dict() for t in self.labels],
+            "top_tasks": self.top_tasks,
+            "ncu": self.ncu.to_dict() if self.ncu else None,
+            "msprof_op": self.msprof_op.to_dict() if self.msprof_op else None,
+            "pypto_check": self.pypto_check.to_dict() if self.pypto_check else None,
+            "key_figures": self.key_figures(),
+            "warnings": self.warnings,
+        }
+
+
+def analyze(trace: Trace) -> Analysis:
+    """Every analysis of ``trace``, computed once (O(n log n) in slices and flows)."""
+    core = analyze_tracks(trace)
+    tl, bubbles, cp = core.timeline, core.bubbles, core.critical_path
+    critical = set(cp.tasks) if cp.computed else set()
+    groups = slice_groups(trace, critical)
+    labels = time_by_label(trace, critical, groups)
+    ncu = analyze_ncu(trace)
+    mop = analyze_msprof_op(trace.meta.extra)
+    check = check_pypto(trace, tl, bubbles)
+    a = Analysis(trace.meta.name, tl, bubbles, cp, labels, [], ncu, mop, check)
+    a.ratings = _ratings(trace, a)
+    a.configuration = configuration(trace, a, groups)
+    a.top_tasks = top_tasks(trace, critical)
+    a.critical_path_dict = _cp_dict(trace, a)
+    a.opportunities = opportunities(trace, a)
+    a.bottleneck = bottleneck(trace, a)
+    a.warnings = list(trace.meta.warnings)
+    if check is not None:
+        a.warnings.extend(check.anomalies)
+    return a
+
+
+def _ratings(trace: Trace, a: Analysis) -> list[Rating]:
+    b = a.bubbles
+    run = b.run if b.computed else None
+    why = b.reason or "no lanes with tasks"
+    out = [
+        rate("lane_utilization", run.utilization_pct if run else None,
+             "busy time / (lanes that ran tasks x run makespan)", why),
+        rate("bubble_rate", run.bubble_rate_pct if run else None,
+             "total wait / Σ lane spans (run start to each lane's last end)", why),
+    ]
+    if a.ncu is not None and a.ncu.memory_efficiency_pct is not None:
+        out.append(rate("memory_efficiency", a.ncu.memory_efficiency_pct,
+                        "DRAM throughput, % of peak, weighted by kernel duration"))
+    elif a.msprof_op is not None:
+        out.append(rate("memory_efficiency", None, "achieved / peak memory bandwidth",
+                        "msprof op gives pipe ratios per block, not achieved bandwidth "
+                        "against the peak"))
+    elif a.ncu is not None:
+        out.append(rate("memory_efficiency", None, "achieved / peak memory bandwidth",
+                        "the report has no DRAM or memory throughput metric"))
+    else:
+        out.append(rate("memory_efficiency", None, "achieved / peak memory bandwidth",
+                        f"{trace.meta.tool or trace.meta.format} timelines carry no memory "
+                        "throughput counters (PyPTO: operand sizes only, no bandwidth)"))
+    if a.msprof_op is not None and a.msprof_op.scalar_share_pct is not None:
+        out.append(rate("control_overhead", a.msprof_op.scalar_share_pct,
+                        "scalar (control) pipe time / block time"))
+    elif run is not None and b.cause_model == "task graph":
+        share = pct(run.wait_schedule, run.wait)
+        out.append(rate("control_overhead", share if share is not None else 0.0,
+                        "wait schedule / total wait: bubble time with the next task ready "
+                        "but not dispatched"))
+    else:
+        out.append(rate("control_overhead", None, "control time / total",
+                        "no task graph (cannot tell scheduling from idle) and no scalar "
+                        "pipe figures" if a.ncu is None else
+                        "Nsight Compute has no control-overhead figure"))
+    return out
+
+
+def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
+    cp = a.critical_path
+    if not cp.computed:
+        return {"computed": False, "reason": cp.reason}
+    lanes: dict[str, int] = {}
+    by_lane: dict[str, list[int]] = {}        # lane -> [tasks, task time, wait time]
+    for seg in cp.segments:
+        row = by_lane.setdefault(seg.lane, [0, 0, 0])
+        if seg.kind == "task":
+            kind = a.timeline.lanes[a.timeline.lane_of[seg.slice]].kind
+            lanes[kind] = lanes.get(kind, 0) + seg.dur
+            row[0] += 1
+            row[1] += seg.dur
+        else:
+            row[2] += seg.dur
+    longest = sorted(cp.segments, key=lambda s: -s.dur)[:10]
+    return {
+        "computed": True, "reason": None, "start_ns": cp.start, "end_ns": cp.end,
+        "length_us": us(cp.length), "task_time_us": us(cp.task_time),
+        "wait_time_us": us(cp.wait_time), "lane_order_us": us(cp.lane_order_time),
+        "graph_bound_us": us(cp.graph_bound), "caveat": cp.caveat, "tasks": len(cp.tasks),
+        "segments": len(cp.segments),
+        "dependency_edges": len(cp.edges),
+        "time_by_kind_us": {k: us(v) for k, v in lanes.items()},
+        "by_lane": [{"lane": name, "tasks": r[0], "task_time_us": us(r[1]),
+                     "wait_time_us": us(r[2])}
+                    for name, r in sorted(by_lane.items(), key=lambda kv: -kv[1][1] - kv[1][2])
+                    ][:10],
+        "longest_segments": [s.to_dict(trace) for s in longest],
+    }
