@@ -158,8 +158,41 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
+# While runs are being found (``heads_kept``): path -> (the whole content?, head), so the
+# detectors of several readers sniffing one file read (and gunzip) it once.
+_heads: dict[Path, tuple[bool, bytes]] | None = None
+
+
+@contextmanager
+def heads_kept() -> Iterator[None]:
+    """Within: ``read_head`` keeps what it read, for files that do not change meanwhile."""
+    global _heads
+    outer = _heads
+    if outer is None:
+        _heads = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _heads = None
+
+
 def read_head(path: Path, size: int = 4096) -> bytes:
     """The first ``size`` bytes of the (decompressed) content, for format sniffing."""
+    if _heads is None:
+        return _read_head(path, size)
+    whole, head = _heads.get(path, (False, b""))
+    if len(head) < size and not whole:
+        want = max(size, _HEAD_KEPT)
+        head = _read_head(path, want)
+        _heads[path] = (len(head) < want, head)
+    return head[:size]
+
+
+_HEAD_KEPT = 8192       # the most any detector asks for: one read serves them all
+
+
+def _read_head(path: Path, size: int) -> bytes:
     try:
         head = _raw_bytes(path, size)
         if head[:2] == GZIP_MAGIC:

@@ -190,3 +190,35 @@ def test_parse_size():
     assert archive.parse_size("1000") == 1000
     with pytest.raises(ValueError):
         archive.parse_size("-1")
+
+
+def test_finding_runs_reads_each_file_head_once(tmp_path, monkeypatch):
+    """Several readers sniff the same files (tracecvt's own output, msprof, PyPTO): while
+    runs are found, a file's head is read (and gunzipped) once; outside, every time."""
+    reads: list[Path] = []
+    real = fileio._read_head
+
+    def counting(path, size):
+        reads.append(Path(path))
+        return real(path, size)
+
+    monkeypatch.setattr(fileio, "_read_head", counting)
+    (src,) = find_runs(pypto_run_dir("ffn_medium"))
+    assert src.format == "pypto" and reads
+    assert len(reads) == len(set(reads))
+    assert any(p.name.endswith(".gz") for p in reads)
+
+    f = tmp_path / "a.json"
+    big = b"[" + b"1," * 10_000 + b"1]"
+    f.write_bytes(big)
+    with fileio.heads_kept():
+        assert fileio.read_head(f, 4) == b"[1,1"
+        f.write_bytes(b"[changed]")
+        assert fileio.read_head(f, 8192) == big[:8192]     # kept: not read again
+        assert fileio.read_head(f, 9000) == b"[changed]"   # more than kept: read again
+        f.write_bytes(big)
+        assert fileio.read_head(f, 20_000) == b"[changed]"  # the whole file is kept
+    assert fileio._heads is None and fileio.read_head(f, 3) == b"[1,"
+    n = len(reads)
+    fileio.read_head(f, 3)
+    assert len(reads) == n + 1

@@ -43,7 +43,11 @@ def find_runs(path: str | Path, fmt: str | None = None,
     """Every run under ``path``: a file, a run directory, a tree of runs, or an archive
     (.zip, .tar, .tar.gz …) of any of these, read in place.  ``max_entry`` caps what one
     archive entry may expand to (default: ``archive.max_entry()``, 4 GiB)."""
-    path = Path(path)
+    with fileio.heads_kept():           # several readers sniff the same files
+        return _find_runs(Path(path), fmt, max_entry)
+
+
+def _find_runs(path: Path, fmt: str | None, max_entry: int | None) -> list[Source]:
     if max_entry is None:
         max_entry = archive.max_entry()
     readers = _readers_for(fmt)
