@@ -253,9 +253,39 @@ def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch):
     rows = rows_by_dir(out)
     assert rows["matmul_add"]["status"] == "failed"
     assert "worker process died" in rows["matmul_add"]["error"]
+    assert rows["matmul_add"]["error"].endswith("exit code 9")
     assert rows["tiny_add"]["status"] == "converted"
     assert rows["broken"]["status"] == "failed" and "malformed" in rows["broken"]["error"]
     assert "2 of 3 runs failed" in r.output
+    assert not multiprocessing.active_children()
+
+
+def test_worker_killed_by_a_signal_fails_only_that_run_and_is_replaced(archive, tmp_path,
+                                                                       monkeypatch):
+    """-j 1 through a worker process (as the benchmark's "one worker" case): the killed
+    worker's run fails with the signal named, a new worker converts the runs after it."""
+    import signal
+
+    import converter.batch.job as job
+    import converter.batch.local as local
+    real = job.run_job
+
+    def killed(spec):
+        if spec["rel"].startswith("matmul_add"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(spec)
+
+    monkeypatch.setattr(job, "run_job", killed)
+    monkeypatch.setattr(local, "IN_PROCESS_SERIAL", False)
+    root, _ = archive
+    out = tmp_path / "out"
+    r = run(root, "-o", out, "-j", "1")
+    assert r.exit_code == 2
+    rows = rows_by_dir(out)
+    assert rows["matmul_add"]["error"].endswith("killed by SIGKILL")
+    assert rows["tiny_add"]["status"] == "converted" and rows["tiny_add"]["tasks"]
+    assert rows["broken"]["status"] == "failed" and "malformed" in rows["broken"]["error"]
+    assert not multiprocessing.active_children()
 
 
 def test_fewer_runs_than_jobs_use_the_cpus_left_free(tmp_path, monkeypatch):

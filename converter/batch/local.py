@@ -1,8 +1,10 @@
 """The local engine: a pool of worker processes on this machine (``-j N``).
 
-A worker that dies (killed, out of memory, a crash in a native library) breaks a
-``ProcessPoolExecutor``; the runs that were in flight are then retried one by one, each in a
-fresh single-worker pool, so only the run that kills its worker fails and the others go on.
+Each worker gets one run at a time through a pipe of its own, so a worker that dies (killed,
+out of memory, a crash in a native library) fails exactly the run it was converting; a new
+worker takes its place and the others go on.  (A ``ProcessPoolExecutor`` did this before:
+its start-up, threads and queues cost 7 ms of a 220 ms batch, see docs/performance.md, and
+a broken pool left the runs in flight to be retried one by one to find the culprit.)
 """
 
 from __future__ import annotations
@@ -13,11 +15,9 @@ import os
 import pkgutil
 import signal
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator
 
-from ..errors import TracecvtError, internal_error
+from ..errors import TracecvtError
 from ..forkpass import fork_pass
 from . import job as _job
 
@@ -60,20 +60,32 @@ def _init_worker() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
 
 
-def _pool_job(spec: dict[str, Any]) -> dict[str, Any]:
+def _serve(conn) -> None:
+    """A worker process: run each spec it is sent and send back its row, until it is sent
+    None or its pipe closes (or it is interrupted: a busy worker's outputs are removed as
+    the conversion unwinds)."""
     global _busy
-    _busy = True
+    _init_worker()
     try:
-        return _job.run_job(spec)
-    finally:
-        _busy = False
+        while True:
+            spec = conn.recv()
+            if spec is None:
+                return
+            _busy = True
+            try:
+                row = _job.run_job(spec)
+            finally:
+                _busy = False
+            conn.send(row)
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
+def _context():
     # fork is cheapest (workers inherit the imported modules); elsewhere the default.
-    ctx = (multiprocessing.get_context("fork")
-           if "fork" in multiprocessing.get_all_start_methods() else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+    return (multiprocessing.get_context("fork")
+            if "fork" in multiprocessing.get_all_start_methods()
+            else multiprocessing.get_context())
 
 
 def run_processes(jobs: int, runs: int) -> int:
@@ -99,77 +111,101 @@ def plan_while_importing(make_plan: Callable[[], list]) -> list:
     return planned if planned is not None else make_plan()
 
 
-def _died(spec: dict[str, Any], e: BaseException) -> dict[str, Any]:
+def _died(spec: dict[str, Any], code: int | None) -> dict[str, Any]:
+    if code is not None and code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit code {code}"
     row = _job.empty_row(spec, "failed")
     row["error"] = (f"{spec['source_fields']['root']}: the worker process died while "
-                    f"converting it (out of memory or killed?): {type(e).__name__}")
+                    f"converting it (out of memory or killed?): {how}")
     return row
 
 
-def _solo(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one spec in a pool of its own: a worker death is then surely this run's."""
-    pool = _pool(1)
-    try:
-        return pool.submit(_pool_job, spec).result()
-    except BrokenProcessPool as e:
-        return _died(spec, e)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+class _Worker:
+    """One worker process and our end of its pipe; ``spec``: the run it is converting."""
+
+    def __init__(self, ctx):
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(theirs,))
+        try:
+            self.proc.start()
+        finally:
+            theirs.close()
+        self.spec: dict[str, Any] | None = None
+
+    def give(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.conn.send(spec)
+
+    def stop(self) -> None:
+        """Let it finish the run it is on, then leave.  (Told so: workers forked later hold
+        copies of our end of the pipe, so closing it is not enough.)"""
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass                        # it has gone already
+        self.conn.close()
+        self.proc.join()
 
 
 def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
     """Yield one row per spec, in completion order.
 
-    ``jobs == 1`` runs in this process (no pool: the fair serial baseline); otherwise
+    ``jobs == 1`` runs in this process (the fair serial baseline); otherwise
     ``min(jobs, len(specs))`` worker processes, forked once this process has imported what
-    the jobs need, fed at most two runs ahead of them.  With fewer runs than ``jobs``, each
+    the jobs need, each sent one run at a time through a pipe of its own.  A worker that
+    dies (killed, out of memory, a crash in a native library) fails the one run it was
+    converting, and a fresh worker takes its place.  With fewer runs than ``jobs``, each
     run may use two processes (``run_processes``).
     """
     if not specs or (jobs <= 1 and IN_PROCESS_SERIAL):
         for spec in specs:
             yield _job.run_job(spec)
         return
-    workers = min(jobs, len(specs))
+    from multiprocessing.connection import wait as wait_any
     share = run_processes(jobs, len(specs))
     if share > 1:
         specs = [{**spec, "workers": share} for spec in specs]
     queue = deque(specs)
     _warm()
-    while queue:
-        pool = _pool(workers)
-        submitted = 0
-        inflight: dict = {}
-        suspects: list[dict[str, Any]] = []
-        try:
-            while queue or inflight:
-                while queue and len(inflight) < 2 * workers:
-                    try:
-                        fut = pool.submit(_pool_job, queue[0])
-                    except BrokenProcessPool:
-                        if not submitted:
-                            raise TracecvtError("cannot start worker processes (try -j 1)")
-                        break
-                    inflight[fut] = queue.popleft()
-                    submitted += 1
-                if not inflight:      # a worker died while idle: carry on in a new pool
-                    break
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    spec = inflight.pop(fut)
-                    try:
-                        row = fut.result()
-                    except BrokenProcessPool:
-                        suspects.append(spec)
-                        continue
-                    except Exception as e:  # pragma: no cover - run_job returns rows
-                        row = _job.empty_row(spec, "failed")
-                        row["error"] = internal_error(spec["rel"], e)
-                    yield row
-                if suspects:
-                    suspects.extend(inflight.values())
-                    inflight.clear()
-                    break
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        for spec in suspects:
-            yield _solo(spec)
+    ctx = _context()
+    idle: list[_Worker] = []
+    busy: dict[Any, _Worker] = {}
+    try:
+        while queue or busy:
+            while queue and len(busy) < jobs:
+                fresh = not idle
+                try:
+                    w = _Worker(ctx) if fresh else idle.pop()
+                except OSError as e:
+                    if busy:
+                        break           # carry on with the workers there are
+                    raise TracecvtError(f"cannot start worker processes ({e}; try -j 1)"
+                                        ) from None
+                try:
+                    w.give(queue[0])
+                except OSError as e:    # it died before taking the run
+                    w.stop()
+                    if fresh and not busy:
+                        raise TracecvtError(f"cannot start worker processes ({e}; try -j 1)"
+                                            ) from None
+                    continue            # an idle one: a new worker takes its place
+                queue.popleft()
+                busy[w.conn] = w
+            for conn in wait_any(list(busy)):
+                w = busy.pop(conn)
+                try:
+                    row = conn.recv()
+                except (EOFError, OSError):
+                    w.stop()
+                    yield _died(w.spec, w.proc.exitcode)
+                    continue
+                idle.append(w)
+                yield row
+    finally:
+        for w in idle + list(busy.values()):
+            w.stop()
