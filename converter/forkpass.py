@@ -30,13 +30,13 @@ class ForkedPass:
         with os.fdopen(self.pipe, "rb") as r:
             self.pipe = -1
             data = r.read()
-        _, status = os.waitpid(self.pid, 0)
+        status = reap(self.pid)
         self.pid = 0
         try:
             ok, value = pickle.loads(data)
         except Exception:                       # noqa: BLE001 - died before reporting
             ok, value = False, f"it ended without a result (wait status {status})"
-        if not ok or status != 0:
+        if not ok:
             self.error = str(value)
             return None
         return value
@@ -44,11 +44,7 @@ class ForkedPass:
     def abandon(self) -> None:
         """Stop the process if it still runs and release the pipe (idempotent)."""
         if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
+            reap(self.pid, kill=True)
             self.pid = 0
         if self.pipe >= 0:
             os.close(self.pipe)
@@ -56,17 +52,33 @@ class ForkedPass:
 
 
 def fork_pass(fn: Callable[[], Any]) -> ForkedPass | None:
-    """Start ``fn()`` in a forked process; None where processes cannot be forked.
+    """Start ``fn()`` in a forked process; None where processes cannot be forked."""
+    def child(w: int) -> None:
+        try:
+            data = pickle.dumps((True, fn()), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as e:                      # noqa: BLE001 - reported to the parent
+            data = pickle.dumps((False, f"{type(e).__name__}: {e}"))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view):]
+    forked = fork_child(child)
+    return ForkedPass(*forked) if forked else None
 
-    The child leaves with ``os._exit``: nothing of the parent (open outputs and their
-    buffers, atexit handlers, temporary files) is flushed or cleaned twice.
+
+def fork_child(body: Callable[[int], None]) -> tuple[int, int] | None:
+    """Fork a process that runs ``body(w)``, ``w`` the write end of a pipe; (its pid, the
+    read end), or None where processes cannot be forked (no ``os.fork``, or it failed).
+
+    The child leaves with ``os._exit`` (code 0 when ``body`` returns, 1 when it raises):
+    nothing of the parent (open outputs and their buffers, atexit handlers, temporary files)
+    is flushed or cleaned twice.  The caller reads the pipe, then ``reap``s the child.
     """
     if not hasattr(os, "fork"):
         return None
     r, w = os.pipe()
     try:
         pid = os.fork()
-    except OSError:
+    except OSError:                     # no process to spare (EAGAIN, ENOMEM)
         os.close(r)
         os.close(w)
         return None
@@ -74,18 +86,23 @@ def fork_pass(fn: Callable[[], Any]) -> ForkedPass | None:
         code = 1
         try:
             os.close(r)
-            data = pickle.dumps((True, fn()), protocol=pickle.HIGHEST_PROTOCOL)
+            body(w)
             code = 0
-        except BaseException as e:                      # noqa: BLE001 - reported to the parent
-            data = pickle.dumps((False, f"{type(e).__name__}: {e}"))
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view):]
         finally:
             os._exit(code)
     os.close(w)
-    return ForkedPass(pid, r)
+    return pid, r
+
+
+def reap(pid: int, kill: bool = False) -> int | None:
+    """Wait for the child ``pid`` to end (killed first with ``kill``): its wait status, or
+    None when it cannot be waited for (reaped elsewhere, as where SIGCHLD is ignored)."""
+    try:
+        if kill:
+            os.kill(pid, signal.SIGKILL)
+        return os.waitpid(pid, 0)[1]
+    except OSError:
+        return None
 
 
 def pack_numbers(values: list) -> Any:

@@ -28,6 +28,7 @@ import traceback
 from typing import Any, Callable
 
 from ...errors import InputError
+from ...forkpass import fork_child, reap
 from ..base import ReadOptions
 
 CRASHED = "NVIDIA's ncu_report crashed reading this report"
@@ -41,67 +42,45 @@ class ChildError(Exception):
 def call(fn: Callable[..., Any], path, options: ReadOptions, *args: Any) -> Any:
     """``fn(options, *args)`` in a forked child; its result must be picklable.  ``path`` is
     the file named in errors."""
-    if not hasattr(os, "fork"):
-        return fn(options, *args)
-    native = tempfile.TemporaryFile(prefix="tracecvt-native-stderr-")
-    try:
-        r, w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:                  # no process to spare (EAGAIN, ENOMEM): do it here
-            os.close(r)
-            os.close(w)
-            return fn(options, *args)
-        if pid == 0:                                     # the child: never returns
-            os.close(r)
-            _child(w, native.fileno(), fn, options, args)
-        os.close(w)
-        return _parent(pid, r, native, path, options)
-    finally:
-        native.close()
+    with tempfile.TemporaryFile(prefix="tracecvt-native-stderr-") as native:
+        forked = fork_child(lambda w: _child(w, native.fileno(), fn, options, args))
+        if forked is not None:
+            return _parent(*forked, native, path, options)
+    return fn(options, *args)           # no fork here (Windows), or no process to spare
 
 
 def _child(w: int, native_fd: int, fn, options: ReadOptions, args) -> None:
-    code = 1
+    import faulthandler
+    faulthandler.disable()              # a native crash is reported by the parent, once
+    os.dup2(native_fd, 2)
+    out = os.fdopen(w, "wb")
+
+    def send(msg) -> None:
+        data = pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)   # whole, or not at all
+        out.write(data)
+        out.flush()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        send(("progress", (stage, done, total)))
+
+    relay = dataclasses.replace(options, progress=progress if options.progress else None)
     try:
+        result = fn(relay, *args)
+    except InputError as e:
+        send(("input-error", (e.path, e.message)))
+    except Exception as e:
+        send(("bug", (type(e).__name__, str(e), traceback.format_exc())))
+    else:
         try:
-            import faulthandler
-            faulthandler.disable()      # a native crash is reported by the parent, once
-            os.dup2(native_fd, 2)
-            out = os.fdopen(w, "wb")
-
-            def send(msg) -> None:
-                data = pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)   # whole, or not at all
-                out.write(data)
-                out.flush()
-
-            def progress(stage: str, done: int, total: int) -> None:
-                send(("progress", (stage, done, total)))
-
-            relay = dataclasses.replace(options, progress=progress if options.progress
-                                        else None)
-            try:
-                result = fn(relay, *args)
-            except InputError as e:
-                send(("input-error", (e.path, e.message)))
-            except Exception as e:
-                send(("bug", (type(e).__name__, str(e), traceback.format_exc())))
-            else:
-                try:
-                    send(("ok", result))
-                except (pickle.PicklingError, TypeError, AttributeError) as e:
-                    send(("bug", (type(e).__name__, f"the result cannot be sent: {e}",
-                                  traceback.format_exc())))
-            out.close()
-            code = 0
-        except BaseException:            # KeyboardInterrupt, a broken pipe: just leave
-            code = 1
-    finally:
-        os._exit(code)
+            send(("ok", result))
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            send(("bug", (type(e).__name__, f"the result cannot be sent: {e}",
+                          traceback.format_exc())))
+    out.close()
 
 
 def _parent(pid: int, r: int, native, path, options: ReadOptions) -> Any:
-    reply = None
+    reply = status = None
     try:
         with os.fdopen(r, "rb") as f:
             while True:
@@ -116,21 +95,13 @@ def _parent(pid: int, r: int, native, path, options: ReadOptions) -> Any:
         if reply is not None:
             # The child has answered; unmapping its memory (the whole report, ~10x the file)
             # takes tens of ms, which nobody needs to wait for: reap it in the background.
-            threading.Thread(target=_reap, args=(pid,), daemon=True).start()
-            pid = 0
+            threading.Thread(target=reap, args=(pid,), daemon=True).start()
         else:
-            try:
-                _, status = os.waitpid(pid, 0)
-            except ChildProcessError:     # reaped elsewhere (SIGCHLD ignored): unknown
-                status = None
-            pid = 0
+            status = reap(pid)
+        pid = 0
     finally:
         if pid:                          # interrupted (Ctrl-C) or failing: end the child
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+            reap(pid, kill=True)
     if reply is not None:
         kind, payload = reply
         if kind == "ok":
@@ -145,13 +116,6 @@ def _parent(pid: int, r: int, native, path, options: ReadOptions) -> Any:
     said = _last_native_line(native)
     raise InputError(path, f"{CRASHED} ({how}{': ' + said if said else ''}): the file is "
                      "corrupt or truncated")
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except OSError:
-        pass
 
 
 def _death(status: int | None) -> str:
