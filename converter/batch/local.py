@@ -125,8 +125,12 @@ def _died(spec: dict[str, Any], code: int | None) -> dict[str, Any]:
     return row
 
 
+AHEAD = 2       # runs a worker holds: when it finishes one, the next is already there
+
+
 class _Worker:
-    """One worker process and our end of its pipe; ``spec``: the run it is converting."""
+    """One worker process and our end of its pipe; ``runs``: those sent to it and not yet
+    finished, in order (it is converting the first)."""
 
     def __init__(self, ctx):
         self.conn, theirs = ctx.Pipe()
@@ -135,11 +139,12 @@ class _Worker:
             self.proc.start()
         finally:
             theirs.close()
-        self.spec: dict[str, Any] | None = None
+        self.runs: deque[dict[str, Any]] = deque()
+        self.finished = 0
 
     def give(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
         self.conn.send(spec)
+        self.runs.append(spec)
 
     def stop(self) -> None:
         """Let it finish the run it is on, then leave.  (Told so: workers forked later hold
@@ -155,12 +160,12 @@ class _Worker:
 def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
     """Yield one row per spec, in completion order.
 
-    ``jobs == 1`` runs in this process (the fair serial baseline); otherwise
-    ``min(jobs, len(specs))`` worker processes, forked once this process has imported what
-    the jobs need, each sent one run at a time through a pipe of its own.  A worker that
-    dies (killed, out of memory, a crash in a native library) fails the one run it was
-    converting, and a fresh worker takes its place.  With fewer runs than ``jobs``, each
-    run may use two processes (``run_processes``).
+    ``jobs == 1`` runs in this process (the fair serial baseline); otherwise up to ``jobs``
+    worker processes, forked once this process has imported what the jobs need, each sent
+    its runs through a pipe of its own (``AHEAD`` at a time).  A worker that dies (killed,
+    out of memory, a crash in a native library) fails the one run it was converting; the
+    runs it held are given to the others, and a new worker takes its place.  With fewer
+    runs than ``jobs``, each run may use two processes (``run_processes``).
     """
     if not specs or (jobs <= 1 and IN_PROCESS_SERIAL):
         for spec in specs:
@@ -173,39 +178,49 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
     queue = deque(specs)
     _warm()
     ctx = _context()
-    idle: list[_Worker] = []
-    busy: dict[Any, _Worker] = {}
+    workers: dict[Any, _Worker] = {}        # by our end of its pipe
+
+    def lost(w: _Worker) -> Iterator[dict[str, Any]]:
+        del workers[w.conn]
+        w.stop()
+        if w.runs:
+            yield _died(w.runs.popleft(), w.proc.exitcode)
+            queue.extendleft(reversed(w.runs))      # not started: the others take them
+
     try:
-        while queue or busy:
-            while queue and len(busy) < jobs:
-                fresh = not idle
+        while queue or any(w.runs for w in workers.values()):
+            while queue and len(workers) < jobs:
                 try:
-                    w = _Worker(ctx) if fresh else idle.pop()
+                    w = _Worker(ctx)
                 except OSError as e:
-                    if busy:
+                    if workers:
                         break           # carry on with the workers there are
                     raise TracecvtError(f"cannot start worker processes ({e}; try -j 1)"
                                         ) from None
+                workers[w.conn] = w
+            for w in list(workers.values()):
                 try:
-                    w.give(queue[0])
-                except OSError as e:    # it died before taking the run
-                    w.stop()
-                    if fresh and not busy:
-                        raise TracecvtError(f"cannot start worker processes ({e}; try -j 1)"
+                    while queue and len(w.runs) < AHEAD:
+                        w.give(queue[0])
+                        queue.popleft()
+                except OSError:          # it has died
+                    if not w.runs and not w.finished:
+                        raise TracecvtError("worker processes die as they start (try -j 1)"
                                             ) from None
-                    continue            # an idle one: a new worker takes its place
-                queue.popleft()
-                busy[w.conn] = w
-            for conn in wait_any(list(busy)):
-                w = busy.pop(conn)
+                    yield from lost(w)
+            busy = [conn for conn, w in workers.items() if w.runs]
+            if not busy:
+                continue                # (a new worker takes the place of one lost)
+            for conn in wait_any(busy):
+                w = workers[conn]
                 try:
                     row = conn.recv()
                 except (EOFError, OSError):
-                    w.stop()
-                    yield _died(w.spec, w.proc.exitcode)
+                    yield from lost(w)
                     continue
-                idle.append(w)
+                w.runs.popleft()
+                w.finished += 1
                 yield row
     finally:
-        for w in idle + list(busy.values()):
+        for w in workers.values():
             w.stop()
