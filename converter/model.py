@@ -24,6 +24,15 @@ INT64_END = 1 << 63      # ints in [INT64_MIN, INT64_END) fit int64
 UINT64_END = 1 << 64     # ints in [0, UINT64_END) fit uint64
 MAX_NS = 1 << 62         # times stay below this, so ts + dur fits int64 (msprof: see timefmt)
 
+# meta.extra[LABEL_ARGS]: the slice args that label slices, as the reader declares them:
+# {table key: arg name}, e.g. {"semantic_label": "semanticLabel"}.  The "time by label"
+# analysis makes one table per entry (in this order, titled after the key: "semantic label")
+# from the arg's value in a slice's own or shared args; the arg of key SEMANTIC_LABEL also
+# labels the top tasks and the operand shapes of a summary.  Writers leave it out of traces:
+# it says how to read the model, it is not a fact about the run.
+LABEL_ARGS = "label_args"
+SEMANTIC_LABEL = "semantic_label"
+
 
 @dataclass(frozen=True)
 class Clock:

@@ -12,7 +12,7 @@ from converter.analyses.ratings import level, rate
 from converter.convert import read
 from converter.model import GROUP, RunMeta, Trace
 
-from conftest import pypto_run_dir
+from conftest import FIXTURES, pypto_run_dir
 
 
 @pytest.mark.parametrize("key,value,expected", [
@@ -42,6 +42,19 @@ def test_ratings_show_figure_or_reason():
     assert mem.level is None and mem.value_pct is None and "no memory" in mem.reason
 
 
+@pytest.mark.parametrize("where,fmt", [
+    (lambda: pypto_run_dir("ffn_medium"), None),                     # merged_swimlane.json
+    (lambda: pypto_run_dir("ffn_medium"), "pypto-raw"),              # swim + topo files
+    (lambda: pypto_run_dir("ffn_over_threshold"), None),             # no merged file
+    (lambda: FIXTURES / "pypto_raw" / "npu_small", "pypto-raw"),     # NPU raw
+    (lambda: FIXTURES / "pypto_npu" / "synthetic_merged_with_aicpu", None)])
+def test_pypto_reader_declares_its_label_args(where, fmt):
+    for trace in read(where(), fmt):
+        assert trace.meta.extra["label_args"] == {"semantic_label": "semanticLabel",
+                                                  "leaf_function": "leafHash"}
+        assert any(t.key == "leaf_function" for t in analyze(trace).labels)
+
+
 def test_time_by_label_on_pypto():
     (trace,) = read(pypto_run_dir("ffn_medium"))
     a = analyze(trace)
@@ -59,6 +72,56 @@ def test_time_by_label_on_pypto():
                                                     / d["rows"][0]["count"], abs=0.001)
     crit = sum(r.critical for r in table.rows)
     assert crit == a.critical_path.task_time
+
+
+def labelled_trace(declared: dict | None, fmt: str = "other") -> Trace:
+    """Two calls whose tasks share args naming their label "op" and function "fn"."""
+    tr = Trace(RunMeta("labels", fmt))
+    if declared is not None:
+        tr.meta.extra["label_args"] = declared
+    lane = tr.add_track("core 0", tr.add_track("device", None, GROUP), nesting=False)
+    calls = [{"op": "matmul", "fn": 7, "semanticLabel": "decoy", "leafHash": 1,
+              "inputs": [{"dtype": "FP16", "shape": [64, 128]}],
+              "outputs": [{"dtype": "FP32", "shape": [64, 64]}]},
+             {"op": "relu", "fn": 8, "semanticLabel": "decoy", "leafHash": 1}]
+    ts = 0
+    for call, durs in zip(calls, ([300, 500], [200])):
+        for dur in durs:
+            tr.add_slice(lane, ts, dur, f"task {ts}", "task", {"seq": ts}, call)
+            ts += dur
+    return tr
+
+
+def test_label_tables_follow_the_args_the_reader_declared():
+    """Tables, top-task labels and shapes come from meta.extra["label_args"], whatever the
+    args are called (no PyPTO names in the analyses)."""
+    a = analyze(labelled_trace({"semantic_label": "op", "leaf_function": "fn"}))
+    tables = {t.key: t for t in a.labels}
+    assert list(tables) == ["semantic_label", "leaf_function"]
+    assert tables["semantic_label"].title == "semantic label"
+    assert tables["leaf_function"].title == "leaf function"
+    assert [(r.label, r.count, r.total) for r in tables["semantic_label"].rows] == \
+        [("matmul", 2, 800), ("relu", 1, 200)]
+    assert [(r.label, r.count) for r in tables["leaf_function"].rows] == [("7", 2), ("8", 1)]
+    assert [t["label"] for t in a.top_tasks] == ["matmul", "matmul", "relu"]
+    assert a.configuration["shapes"] == [
+        {"label": "matmul", "inputs": ["FP16[64, 128]"], "outputs": ["FP32[64, 64]"]},
+        {"label": "relu"}]
+    # Any table key works; its title is the key's words.
+    (t,) = analyze(labelled_trace({"function": "fn"})).labels
+    assert (t.key, t.title, [r.label for r in t.rows]) == ("function", "function", ["7", "8"])
+
+
+@pytest.mark.parametrize("declared", [None, {}, 5, ["semanticLabel"],
+                                      {"semantic_label": 3, 4: "op", "": "op", "x": ""},
+                                      {"kernel": "op", "name": "fn"}])
+def test_undeclared_or_damaged_label_args_label_nothing(declared):
+    """Args the reader did not declare are not labels, even with PyPTO's names; a damaged
+    declaration (a model file) is ignored, and cannot take the kernel / name tables' keys."""
+    a = analyze(labelled_trace(declared, fmt="pypto"))
+    assert all(t.key == "name" for t in a.labels)
+    assert [t["label"] for t in a.top_tasks] == ["", "", ""]
+    assert "shapes" not in a.configuration
 
 
 def ncu_trace(rules=True) -> Trace:

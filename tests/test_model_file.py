@@ -121,7 +121,9 @@ def _synthetic() -> Trace:
                              "nested": {"a": [{"b": [1, 2.0, "c", None, True]}]},
                              "twice": [_PAIR, _PAIR], "floats": [math.nan, -0.0, 1e300],
                              "bad_str": ["\udc80"], "u64_in_list": [(1 << 64) - 1],
-                             "with_tuple": {"t": (1,)}},
+                             "with_tuple": {"t": (1,)},
+                             # as every PyPTO run now (without it, loading adds PyPTO's)
+                             "label_args": {"semantic_label": "label"}},
                       warnings=["w1", "w2 \u2603"], host="node7")
     t = Trace(meta)
     dev = t.add_track("Device", kind=GROUP, description="the device")
@@ -463,3 +465,33 @@ def test_summary_from_archive_equals_summary_from_source(tmp_path):
     b = runner.invoke(main, ["summary", str(model), "-o", "-"], catch_exceptions=False)
     assert a.exit_code == b.exit_code == 0
     assert a.output == b.output
+
+
+@pytest.mark.parametrize("run", [SAMPLES / "pypto" / "ffn_medium",
+                                 FIXTURES / "pypto_raw" / "npu_small",
+                                 SAMPLES / "ncu" / "h200-triton-full"])
+def test_model_file_from_before_label_args_keeps_its_label_tables(run, tmp_path):
+    """A .tcmodel written before readers declared meta.extra["label_args"] lacks the key:
+    a PyPTO one gets the PyPTO reader's declaration on loading (same tables, top tasks and
+    shapes as from the source); other formats get nothing added.  Traces never show it."""
+    from converter.analyses import analyze
+    src = find_runs(run)[0]
+    original = src.read(ReadOptions())
+    old = src.read(ReadOptions())
+    declared = old.meta.extra.pop("label_args", None)
+    assert (declared is not None) == (original.meta.format == "pypto")
+    loaded, _ = _roundtrip(old, tmp_path)
+    a, b = analyze(original).to_dict(), analyze(loaded).to_dict()
+    assert a == b
+    assert loaded.meta.extra == original.meta.extra         # the key comes last: same dict
+    loaded.meta.extra = dict(original.meta.extra)
+    assert model_differences(original, loaded) == []
+    if declared is not None:
+        assert {t["key"] for t in b["time_by_label"]} == {"semantic_label", "leaf_function"}
+        assert b["configuration"]["shapes"] and any(t["label"] for t in b["top_tasks"])
+    for write in (write_perfetto, write_chrome):
+        x, y = io.BytesIO(), io.BytesIO()
+        write(original, x)
+        write(old, y)
+        assert x.getvalue() == y.getvalue(), write.__name__
+    assert b"label_args" not in x.getvalue()

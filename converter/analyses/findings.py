@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import Trace
 from .bubbles import Totals, pct, us
+from .labels import semantic_label_arg
 from .timeline import FAKE, source_lanes
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         "lanes": {k.name: {"lanes": k.lanes, "used": k.lanes_used}
                   for k in a.bubbles.kinds},
     }
-    shapes = _shapes(groups)
+    shapes = _shapes(groups, semantic_label_arg(trace))
     if shapes:
         conf["shapes"] = shapes
     if a.msprof_op is not None:
@@ -88,12 +89,16 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
     return conf
 
 
-def _shapes(groups, limit: int = 8) -> list[dict[str, Any]]:
-    """PyPTO: the operand shapes of each semantic label (from its first CALL's args)."""
+def _shapes(groups, label_arg: str | None, limit: int = 8) -> list[dict[str, Any]]:
+    """The operand shapes of each semantic label (from its first group's args): the
+    ``inputs``/``outputs`` lists of operand dicts (``dtype``, ``shape``) a reader records
+    for a call, as the PyPTO reader does (readers/pypto/common.operand)."""
+    if label_arg is None:
+        return []
     seen: dict[Any, dict[str, Any]] = {}
     for g in groups:
         sh = g.args
-        label = sh.get("semanticLabel")
+        label = sh.get(label_arg)
         if not label or label in seen:
             continue
         entry = {"label": label}
@@ -115,11 +120,12 @@ def top_tasks(trace: Trace, critical: set[int], n: int = 10) -> list[dict[str, A
     durs = [s.dur if ok[s.track] and s.cat != FAKE else -1 for s in slices]
     best = [i for i in heapq.nlargest(n, range(len(durs)), key=durs.__getitem__)
             if durs[i] >= 0]
+    arg = semantic_label_arg(trace)
     out = []
     for i in best:
         s = slices[i]
-        label = (s.args or {}).get("semanticLabel") or (s.shared_args or {}).get(
-            "semanticLabel") or ""
+        label = ((s.args or {}).get(arg) or (s.shared_args or {}).get(arg) or "") \
+            if arg is not None else ""
         out.append({"name": s.name, "lane": tracks[s.track].name, "label": label,
                     "start_ns": s.ts, "duration_us": us(s.dur),
                     "on_critical_path": i in critical})

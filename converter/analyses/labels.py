@@ -1,5 +1,6 @@
-"""Time by label: count, total, mean, max and share of slice time per semantic label, leaf
-function or kernel name.
+"""Time by label: count, total, mean, max and share of slice time per label the reader
+declared (``meta.extra["label_args"]``, e.g. PyPTO's semantic label and leaf function) or
+kernel name.
 
 Slices are first grouped by their shared args dict (PyPTO: one per CALL, shared by all its
 tasks), so the per-slice work is one dictionary lookup; labels are then read once per group.
@@ -10,18 +11,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Trace
+from ..model import LABEL_ARGS, SEMANTIC_LABEL, Trace
 from .bubbles import pct, us
 from .timeline import FAKE, VIRTUAL, source_lanes
 
 MAX_ROWS = 200                    # per table; the rest is summed into one "(other)" row
 
-# (table key, title, arg holding the label)
-_ARG_TABLES = (
-    ("semantic_label", "semantic label", "semanticLabel"),
-    ("leaf_function", "leaf function", "leafHash"),
-)
+_OWN_TABLES = ("kernel", "name")  # table keys of this module: a declaration cannot take them
 _NO_LABEL = ("(none)", "(hub)")
+
+
+def label_args(trace: Trace) -> list[tuple[str, str]]:
+    """(table key, arg name) of each label the reader declared (model.LABEL_ARGS), in order;
+    entries that are not two non-empty strings (a damaged model file) are ignored."""
+    declared = trace.meta.extra.get(LABEL_ARGS)
+    if type(declared) is not dict:
+        return []
+    return [(k, a) for k, a in declared.items()
+            if type(k) is str and type(a) is str and k and a and k not in _OWN_TABLES]
+
+
+def semantic_label_arg(trace: Trace) -> str | None:
+    """The arg holding a slice's semantic label, if the reader declared one."""
+    return dict(label_args(trace)).get(SEMANTIC_LABEL)
 
 
 @dataclass
@@ -77,7 +89,7 @@ def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
     """One pass over the slices of source lanes (fake ones out)."""
     ok = source_lanes(trace)
     groups: dict[Any, _Group] = {}
-    keys = {a for _, _, a in _ARG_TABLES} | {"short_name"}
+    keys = {a for _, a in label_args(trace)} | {"short_name"}
     for i, s in enumerate(trace.slices):
         if not ok[s.track] or s.cat == FAKE:
             continue
@@ -106,15 +118,17 @@ def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
 
 def time_by_label(trace: Trace, critical: set[int] | None = None,
                   groups: list[_Group] | None = None) -> list[LabelTable]:
-    """Tables for the labels this trace has: PyPTO semantic labels and leaf functions,
-    kernel names (Nsight Compute, msprof), else slice names when they repeat."""
+    """Tables for the labels this trace has: those its reader declared (PyPTO: semantic
+    labels and leaf functions), kernel names (Nsight Compute, msprof), else slice names when
+    they repeat."""
     if groups is None:
         groups = slice_groups(trace, critical or set())
     tables: list[LabelTable] = []
-    for key, title, arg in _ARG_TABLES:
+    for key, arg in label_args(trace):
         if not any(arg in g.args for g in groups):
             continue
-        table = _table(key, title, groups, lambda g, a=arg: _label(g.args.get(a), g.cat))
+        table = _table(key, key.replace("_", " "), groups,
+                       lambda g, a=arg: _label(g.args.get(a), g.cat))
         if table.labelled:
             tables.append(table)
     kernels = [g for g in groups if g.cat == "kernel"]

@@ -4,8 +4,9 @@ Detected by content: the file (gzip-compressed or not) starts with the magic byt
 ``proto/tracecvt_model.proto``.  Reading one returns the stored run exactly as its reader
 made it: ``meta.format`` stays the original format (e.g. "pypto") and nothing is added to
 ``meta``, so a run exported, summarized or compared from its archive gives the same result as
-from its source files.  That it came from an archive shows in the Source (format "model",
-file role "model").
+from its source files.  (One exception keeps that true for older files: a PyPTO run written
+before readers declared ``meta.extra["label_args"]`` gets the PyPTO reader's declaration.)
+That it came from an archive shows in the Source (format "model", file role "model").
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from orjson import loads
 
 from ..errors import InputError
 from ..fileio import logical_name, read_bytes, read_head
-from ..model import Clock, Counter, Flow, Instant, RunMeta, Slice, Track, Trace
+from ..model import LABEL_ARGS, Clock, Counter, Flow, Instant, RunMeta, Slice, Track, Trace
 from ..modelfile import (END_PREFIX, END_SIZE, FORMAT_NAME, FORMAT_VERSION, MAGIC,
                          META_FIELDS, SUFFIX, sniff, unpack_crc)
 from .base import ReadOptions, Source
+from .pypto.common import TASK_LABEL_ARGS
 
 
 # ContainerKind values and the Column field number of refs.
@@ -47,6 +49,14 @@ def _varint_at(data: bytes, pos: int) -> int | None:
         pos += 1
         shift += 7
     return None
+
+
+def _upgrade(meta: RunMeta) -> None:
+    """Files written before readers declared their label args (model.LABEL_ARGS) get the
+    declaration their reader makes now, so they keep their "time by label" tables."""
+    extra = meta.extra
+    if meta.format == "pypto" and type(extra) is dict and LABEL_ARGS not in extra:
+        meta.extra = {**extra, LABEL_ARGS: dict(TASK_LABEL_ARGS)}
 
 
 def check_file(data: bytes, path) -> None:
@@ -360,6 +370,7 @@ class _Decoder:
                 if type(name) is not str or not name.isidentifier() or name in META_FIELDS:
                     raise _Corrupt(f"meta.more names a field it cannot hold: {name!r}")
                 setattr(meta, name, v)
+        _upgrade(meta)
         return meta
 
 

@@ -68,7 +68,7 @@ import orjson
 
 from .. import __version__
 from ..fileio import PRODUCER
-from ..model import COUNTER, GROUP, INT64_MIN, LANE, UINT64_END, Trace
+from ..model import COUNTER, GROUP, INT64_MIN, LABEL_ARGS, LANE, UINT64_END, Trace
 
 BATCH_EVENTS = 10000
 EXACT_SPAN_NS = 1 << 51          # offsets below this keep exact ns through any JSON parser
@@ -226,6 +226,9 @@ def _group_flows(flows: list, n_slices: int, end: str) -> tuple[array, array]:
 def _metadata(trace: Trace, base: int, warnings: list[str]) -> dict[str, Any]:
     m = trace.meta
     clock = m.clock
+    extra = m.extra
+    if type(extra) is dict and LABEL_ARGS in extra:     # how to read the model, not a fact
+        extra = {k: v for k, v in extra.items() if k != LABEL_ARGS}
     return {
         "name": m.name,
         "format": m.format,
@@ -238,7 +241,7 @@ def _metadata(trace: Trace, base: int, warnings: list[str]) -> dict[str, Any]:
         "warnings": list(m.warnings) + warnings,
         "base_time_ns": base,
         "time_unit": "ts and dur are microseconds relative to base_time_ns",
-        "extra": m.extra,
+        "extra": extra,
     }
 
 

@@ -12,7 +12,7 @@ from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_b
                        read_head)
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
-from .common import MERGED_US, MachineView
+from .common import MERGED_US, MachineView, declare_label_args
 
 MERGED = "merged_swimlane.json"
 RAW_SIM = "_simulate.swim.json"
@@ -142,6 +142,7 @@ class PyptoReader:
         self._attach_side_files(trace, source, options)
         # PyPTO's flows are the task graph: a task waits for every predecessor (analyses).
         trace.meta.extra["task_graph"] = True
+        declare_label_args(trace)
         split_overlaps(trace)
         _report_backward_flows(trace)
         return trace

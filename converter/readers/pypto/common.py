@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import GROUP, INT64_MIN, LANE, UINT64_END, Clock, Trace
+from ...model import GROUP, INT64_MIN, LABEL_ARGS, LANE, UINT64_END, Clock, Trace
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
@@ -223,6 +223,15 @@ def split_name(name: str) -> tuple[tuple[int, ...] | None, str]:
         label = name[p + 1:-1] if name.endswith(")") else name[p + 1:]
     m = _NAME_RE.match(name)
     return (tuple(int(x) for x in m.groups()) if m else None), label
+
+
+# The args of SharedTaskArgs that label tasks, by "time by label" table (model.LABEL_ARGS).
+TASK_LABEL_ARGS = {"semantic_label": "semanticLabel", "leaf_function": "leafHash"}
+
+
+def declare_label_args(trace: Trace) -> None:
+    """Tell the analyses which args label PyPTO tasks (every PyPTO run, whatever its files)."""
+    trace.meta.extra[LABEL_ARGS] = dict(TASK_LABEL_ARGS)
 
 
 class SharedTaskArgs:
