@@ -235,56 +235,39 @@ def test_out_dir_around_archive(archive, tmp_path):
     assert (root.parent / "tiny_add" / (runs["tiny"].name + ".pftrace")).is_file()
 
 
-def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch):
-    """A run that kills its worker process (out of memory, crash) fails alone."""
-    import converter.batch.job as job
-    real = job.run_job
-
-    def crashing(spec):
-        if spec["rel"].startswith("matmul_add"):
-            os._exit(9)
-        return real(spec)
-
-    monkeypatch.setattr(job, "run_job", crashing)
-    root, _ = archive
-    out = tmp_path / "out"
-    r = run(root, "-o", out, "-j", "2")
-    assert r.exit_code == 2
-    rows = rows_by_dir(out)
-    assert rows["matmul_add"]["status"] == "failed"
-    assert "worker process died" in rows["matmul_add"]["error"]
-    assert rows["matmul_add"]["error"].endswith("exit code 9")
-    assert rows["tiny_add"]["status"] == "converted"
-    assert rows["broken"]["status"] == "failed" and "malformed" in rows["broken"]["error"]
-    assert "2 of 3 runs failed" in r.output
-    assert not multiprocessing.active_children()
-
-
-def test_worker_killed_by_a_signal_fails_only_that_run_and_is_replaced(archive, tmp_path,
-                                                                       monkeypatch):
-    """-j 1 through a worker process (as the benchmark's "one worker" case): the killed
-    worker's run fails with the signal named, a new worker converts the runs after it."""
+@pytest.mark.parametrize("death, jobs, ending", [
+    ("exit", "2", "exit code 9"),          # -j 2: the other worker goes on
+    ("kill", "1", "killed by SIGKILL"),    # one worker process: a new one takes its place
+])
+def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch, death, jobs, ending):
+    """A run that kills its worker process (out of memory, a crash) fails alone, with the
+    exit code or signal named; the runs after it are converted."""
     import signal
 
     import converter.batch.job as job
     import converter.batch.local as local
     real = job.run_job
 
-    def killed(spec):
+    def dying(spec):
         if spec["rel"].startswith("matmul_add"):
+            if death == "exit":
+                os._exit(9)
             os.kill(os.getpid(), signal.SIGKILL)
         return real(spec)
 
-    monkeypatch.setattr(job, "run_job", killed)
-    monkeypatch.setattr(local, "IN_PROCESS_SERIAL", False)
+    monkeypatch.setattr(job, "run_job", dying)
+    monkeypatch.setattr(local, "IN_PROCESS_SERIAL", False)     # -j 1 in a worker too
     root, _ = archive
     out = tmp_path / "out"
-    r = run(root, "-o", out, "-j", "1")
+    r = run(root, "-o", out, "-j", jobs)
     assert r.exit_code == 2
     rows = rows_by_dir(out)
-    assert rows["matmul_add"]["error"].endswith("killed by SIGKILL")
+    assert rows["matmul_add"]["status"] == "failed"
+    assert "worker process died" in rows["matmul_add"]["error"]
+    assert rows["matmul_add"]["error"].endswith(ending)
     assert rows["tiny_add"]["status"] == "converted" and rows["tiny_add"]["tasks"]
     assert rows["broken"]["status"] == "failed" and "malformed" in rows["broken"]["error"]
+    assert "2 of 3 runs failed" in r.output
     assert not multiprocessing.active_children()
 
 
