@@ -10,7 +10,7 @@ import click
 
 from . import __version__, archive
 from .convert import convert_source, default_output, default_workers
-from .cliopts import EXIT_ERROR, clock_mhz as clock_mhz_, fail as _fail
+from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail
 from .errors import TracecvtError, error_message, one_line
 from .progress import Reporter
 from .readers import READERS, ReadOptions, find_runs, format_names
@@ -154,7 +154,7 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
         except KeyboardInterrupt:
             reporter.close()
             _fail("interrupted; no partial output was left behind")
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         reporter.close()
         for w in result.warnings:
             _warn(w)

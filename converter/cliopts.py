@@ -10,6 +10,7 @@ import click
 from .errors import one_line
 
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130      # as a shell reports a process ended by Ctrl-C (128 + SIGINT)
 
 
 def fail(message: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..cliopts import EXIT_ERROR, clock_mhz as _clock, fail as _fail
+from ..cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as _clock, fail as _fail
 from ..errors import TracecvtError
 from . import index as idx
 from .job import FIGURE_KEYS, make_spec, targets as available_targets
@@ -249,7 +249,7 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     if interrupted:
         _fail("interrupted; finished outputs are kept and listed in the index: run the same "
               "command again to resume")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     total, nfailed = doc["runs_total"], doc["runs_failed"]
     if not quiet:
         click.echo(f"{total} runs: {doc['runs_converted']} converted, {doc['runs_skipped']} "

@@ -14,9 +14,11 @@ import multiprocessing
 import os
 import pkgutil
 import signal
+import sys
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from ..cliopts import EXIT_INTERRUPTED
 from ..errors import TracecvtError
 from ..forkpass import fork_pass
 from . import job as _job
@@ -53,7 +55,7 @@ def _on_sigint(signum, frame):
     # an idle one just leaves without a traceback.
     if _busy:
         raise KeyboardInterrupt
-    os._exit(130)
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _init_worker() -> None:
@@ -77,8 +79,10 @@ def _serve(conn) -> None:
             finally:
                 _busy = False
             conn.send(row)
-    except (EOFError, OSError, KeyboardInterrupt):
+    except (EOFError, OSError):
         return
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _context():
@@ -112,16 +116,18 @@ def plan_while_importing(make_plan: Callable[[], list]) -> list:
 
 
 def _died(spec: dict[str, Any], code: int | None) -> dict[str, Any]:
-    if code is not None and code < 0:
+    """The row of the run a worker process was converting when it ended (exit ``code``)."""
+    if code in (EXIT_INTERRUPTED, -signal.SIGINT):
+        how = "was interrupted (SIGINT)"
+    elif code is not None and code < 0:
         try:
-            how = f"killed by {signal.Signals(-code).name}"
+            how = f"was killed by {signal.Signals(-code).name} (out of memory?)"
         except ValueError:
-            how = f"killed by signal {-code}"
+            how = f"was killed by signal {-code} (out of memory?)"
     else:
-        how = f"exit code {code}"
+        how = f"ended (exit code {code})"
     row = _job.empty_row(spec, "failed")
-    row["error"] = (f"{spec['source_fields']['root']}: the worker process died while "
-                    f"converting it (out of memory or killed?): {how}")
+    row["error"] = f"{spec['source_fields']['root']}: the worker process converting it {how}"
     return row
 
 
