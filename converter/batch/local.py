@@ -58,16 +58,12 @@ def _on_sigint(signum, frame):
     os._exit(EXIT_INTERRUPTED)
 
 
-def _init_worker() -> None:
-    signal.signal(signal.SIGINT, _on_sigint)
-
-
 def _serve(conn) -> None:
     """A worker process: run each spec it is sent and send back its row, until it is sent
     None or its pipe closes (or it is interrupted: a busy worker's outputs are removed as
     the conversion unwinds)."""
     global _busy
-    _init_worker()
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         while True:
             spec = conn.recv()
