@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from childrun import compile_tracecvt
+from childrun import compile_tracecvt, side_by_side_slowdown
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = REPO.parent / "shared" / "samples" / "pypto" / "ffn_medium"
@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the figures as JSON here")
     a = ap.parse_args()
     compile_tracecvt(REPO)
+    slowdown_before = side_by_side_slowdown()
     if not a.run.is_dir():
         sys.exit(f"{a.run}: not a directory")
 
@@ -104,10 +105,14 @@ def main() -> None:
         "speedup_process": round(j1[1] / j2[1], 3),
         "goal_speedup": 1.7,
         "cpus": os.cpu_count(), "load_avg_1min": load,
+        "side_by_side_slowdown": [slowdown_before, side_by_side_slowdown()],
         "python": sys.version.split()[0],
     }
     print(f"{runs} runs ({a.copies} copies of {a.run.name}), --to {a.to}, median of {a.repeat};"
           f" load average {load}")
+    print(f"machine: two processes building Python objects side by side each took "
+          f"{figures['side_by_side_slowdown'][0]} x (before) and "
+          f"{figures['side_by_side_slowdown'][1]} x (after) the time of one alone")
     print("| case | batch | whole command |\n|---|---|---|")
     for label in times:
         print(f"| {label} | {med[label][0]:.3f} s | {med[label][1]:.3f} s |")

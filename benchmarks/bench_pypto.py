@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from childrun import compile_tracecvt, run_child
+from childrun import compile_tracecvt, side_by_side_slowdown, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,6 +85,7 @@ def main() -> None:
                     help="skip the (slow) plain reference converter")
     a = ap.parse_args()
     compile_tracecvt(REPO)
+    slowdown_before = side_by_side_slowdown()
 
     merged = sorted(a.run.rglob("merged_swimlane.json*"))
     if not merged:
@@ -147,6 +148,7 @@ def main() -> None:
         "repeat": a.repeat,
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
+        "side_by_side_slowdown": [slowdown_before, side_by_side_slowdown()],
     }
     rows = [
         ("read + orjson.loads (floor)", "floor"),
@@ -158,6 +160,7 @@ def main() -> None:
         ("plain converter (json + TraceProtoBuilder)", "plain"),
     ]
     print(f"input: {merged} ({size_in / 1e6:.1f} MB), median of {a.repeat}")
+    print(_MACHINE.format(*figures["side_by_side_slowdown"]))
     print("| job | wall time | peak RSS | output |\n|---|---|---|---|")
     for label, key in rows:
         if key in med:
@@ -179,6 +182,11 @@ def main() -> None:
           f"({figures['memory_ratio_no_derived']} with --no-derived) | <= 1.2 |")
     if a.json:
         a.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+_MACHINE = ("machine: two processes building Python objects side by side each took {} x "
+            "(before) and {} x (after) the time of one alone (1.0: no contention; the "
+            "two-process figures move with it)")
 
 
 if __name__ == "__main__":
