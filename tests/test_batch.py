@@ -551,3 +551,52 @@ def test_ctrl_c_with_worker_processes(archive, tmp_path):
     r = run(root, "-o", out, "-j", "2")
     assert r.exit_code == 0 and rows_by_dir(out)["tiny_add"]["status"] == "converted"
 
+
+
+def test_stopping_early_interrupts_busy_workers(archive, tmp_path, monkeypatch):
+    """When the batch stops early (the rows are no longer read), busy workers are
+    interrupted as Ctrl-C would, not waited for: no worker and no partial output is left."""
+    import converter.batch.job as job
+    import converter.batch.local as local
+    from converter.batch.plan import plan
+    real = job.run_job
+
+    def slow(spec):
+        if spec["rel"].startswith("tiny_add"):
+            time.sleep(60)
+        return real(spec)
+
+    monkeypatch.setattr(job, "run_job", slow)
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    planned = plan(root, out, {"perfetto": job.targets()["perfetto"]}, None, True)
+    specs = [job.make_spec(r, {"clock_mhz": None, "all_metrics": False, "derived": True})
+             for r in planned]
+    rows = local.run_local(specs, 2)
+    t = time.perf_counter()
+    first = next(rows)
+    assert first["source"].startswith("matmul_add") and first["status"] == "converted"
+    rows.close()
+    assert time.perf_counter() - t < 30
+    assert not multiprocessing.active_children()
+    assert not [f for f in out.rglob("*") if f.name.endswith(".part")]
+
+
+def test_runs_are_spread_over_the_workers_first(archive, tmp_path, monkeypatch):
+    """Workers hold two runs ahead, but each gets one before any gets a second: 3 runs and
+    -j 3 are converted by 3 processes."""
+    import converter.batch.job as job
+    real = job.run_job
+    pids = tmp_path / "pids"
+
+    def watching(spec):
+        with open(pids, "a") as f:      # the workers cannot report through memory
+            f.write(f"{os.getpid()}\n")
+        return real(spec)
+
+    monkeypatch.setattr(job, "run_job", watching)
+    root, _ = archive
+    r = run(root, "-o", tmp_path / "out", "-j", "3")
+    assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
+    assert len(set(pids.read_text().split())) == 3

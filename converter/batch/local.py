@@ -149,10 +149,14 @@ class _Worker:
         self.runs.append(spec)
 
     def stop(self) -> None:
-        """Let it finish the run it is on, then leave.  (Told so: workers forked later hold
-        copies of our end of the pipe, so closing it is not enough.)"""
+        """Make it leave, and wait for it.  An idle worker is told to (workers forked later
+        hold copies of our end of the pipe, so closing it is not enough); a busy one (the
+        batch stopped early) is interrupted as Ctrl-C would, so its output is removed."""
         try:
-            self.conn.send(None)
+            if self.runs and self.proc.pid is not None:
+                os.kill(self.proc.pid, signal.SIGINT)
+            else:
+                self.conn.send(None)
         except OSError:
             pass                        # it has gone already
         self.conn.close()
@@ -200,16 +204,19 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
                     raise TracecvtError(f"cannot start worker processes ({e}; try -j 1)"
                                         ) from None
                 workers[w.conn] = w
-            for w in list(workers.values()):
-                try:
-                    while queue and len(w.runs) < AHEAD:
+            for depth in range(1, AHEAD + 1):   # one run each first, then the next ones
+                for w in list(workers.values()):
+                    if not queue or len(w.runs) >= depth:
+                        continue
+                    try:
                         w.give(queue[0])
-                        queue.popleft()
-                except OSError:          # it has died
-                    if not w.runs and not w.finished:
-                        raise TracecvtError("worker processes die as they start (try -j 1)"
-                                            ) from None
-                    yield from lost(w)
+                    except OSError:      # it has died
+                        if not w.runs and not w.finished:
+                            raise TracecvtError("worker processes die as they start (try "
+                                                "-j 1)") from None
+                        yield from lost(w)
+                        continue
+                    queue.popleft()
             busy = [conn for conn, w in workers.items() if w.runs]
             if not busy:
                 continue                # (a new worker takes the place of one lost)
