@@ -600,3 +600,20 @@ def test_runs_are_spread_over_the_workers_first(archive, tmp_path, monkeypatch):
     r = run(root, "-o", tmp_path / "out", "-j", "3")
     assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
     assert len(set(pids.read_text().split())) == 3
+
+
+def test_no_more_workers_than_runs(archive, tmp_path, monkeypatch):
+    """-j 8 on 3 runs starts 3 worker processes."""
+    import converter.batch.local as local
+    started = []
+    real = local._Worker.__init__
+
+    def counting(self, ctx):
+        started.append(1)
+        real(self, ctx)
+
+    monkeypatch.setattr(local._Worker, "__init__", counting)
+    root, _ = archive
+    r = run(root, "-o", tmp_path / "out", "-j", "8")
+    assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
+    assert len(started) == 3

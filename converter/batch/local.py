@@ -195,7 +195,8 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
 
     try:
         while queue or any(w.runs for w in workers.values()):
-            while queue and len(workers) < jobs:
+            while len(workers) < jobs and len(queue) > sum(not w.runs for w in
+                                                            workers.values()):
                 try:
                     w = _Worker(ctx)
                 except OSError as e:
