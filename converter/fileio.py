@@ -179,13 +179,14 @@ def heads_kept() -> Iterator[None]:
 
 def read_head(path: Path, size: int = 4096) -> bytes:
     """The first ``size`` bytes of the (decompressed) content, for format sniffing."""
-    if _heads is None:
+    kept = _heads                       # once: another thread may end its scan meanwhile
+    if kept is None:
         return _read_head(path, size)
-    whole, head = _heads.get(path, (False, b""))
+    whole, head = kept.get(path, (False, b""))
     if len(head) < size and not whole:
         want = max(size, _HEAD_KEPT)
         head = _read_head(path, want)
-        _heads[path] = (len(head) < want, head)
+        kept[path] = (len(head) < want, head)
     return head[:size]
 
 
