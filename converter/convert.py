@@ -117,8 +117,8 @@ def convert_source(source: Source, writer: str, output: Path, force: bool,
 def add_derived_tracks(trace: Trace) -> dict[str, int]:
     """Run the analyses once and put bubble lanes, counters and the critical path into
     ``trace`` (docs/analyses.md).  A trace that already has derived tracks is left alone."""
-    from .analyses import add_derived, analyze_tracks
-    return add_derived(trace, analyze_tracks(trace))     # no summary: only what they need
+    from .analyses import add_derived
+    return add_derived(trace)       # only the analyses the tracks need, and only if added
 
 
 def _analysing(options: ReadOptions) -> Callable[[Trace], None]:

@@ -288,3 +288,20 @@ def test_not_a_timeline_and_serialized_runs_have_no_bubbles():
     a = analyze(tr)
     assert not a.bubbles.computed and "by construction" in a.bubbles.reason
     assert a.ratings[0].level is None and "by construction" in a.ratings[0].reason
+
+
+def test_add_derived_once_and_analyses_only_when_adding(monkeypatch):
+    """Without an analysis, add_derived computes analyze_tracks itself, and not at all for a
+    trace that has its derived tracks already (left alone)."""
+    import converter.analyses as analyses
+    tr, _ = graph_trace()
+    other, _ = graph_trace()
+    want = add_derived(other, analyze(other))
+    assert add_derived(tr) == want and want["bubble_slices"] > 0
+    n = (len(tr.tracks), len(tr.slices))
+
+    def fail(trace):
+        raise AssertionError("analysed a trace that is left alone")
+    monkeypatch.setattr(analyses, "analyze_tracks", fail)
+    assert add_derived(tr) == {}
+    assert (len(tr.tracks), len(tr.slices)) == n

@@ -119,11 +119,21 @@ def test_to_chrome_converts_every_run(tmp_path):
 
 def test_to_chrome_on_a_prof_folder(tmp_path):
     prof = next(MS.glob("cannbot-ascendc-vs-pypto/operators/matmul/reports/raw/ascendc_b1/PROF_*"))
-    r = run("to-chrome", prof, "-o", tmp_path / "a.json")
+    r = run("to-chrome", prof, "-o", tmp_path / "a.json", "--no-derived")
     assert r.exit_code == 0, r.output
     doc = json.loads((tmp_path / "a.json").read_text())
     assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == 269
     assert doc["metadata"]["tool"] == "msprof"
+    # with the derived tracks (the default): the bubble and critical-path slices on top,
+    # although msprof's own overlap lanes are marked derived too
+    from converter.convert import add_derived_tracks
+    (src,) = find_runs(prof)
+    added = add_derived_tracks(src.read())
+    assert added["bubble_slices"] > 0
+    r = run("to-chrome", prof, "-o", tmp_path / "b.json")
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert sum(1 for e in doc["traceEvents"] if e["ph"] == "X") == (
+        269 + added["bubble_slices"] + added["critical_path_segments"])
 
 
 def test_from_variant(tmp_path):

@@ -322,3 +322,18 @@ def test_prof_tree_inside_a_rank_is_left_to_the_torch_run(tmp_path):
     shutil.copy(PT / "db/level0/rank0_ascend_pt" / OUT / "analysis.db", rank / OUT)
     variants = sorted(r.variant for r in find_runs(tmp_path))
     assert variants == ["msprof-app", "torch-npu"]
+
+
+def test_runs_with_msprof_overlap_lanes_get_tracecvt_derived_tracks_once():
+    """msprof's own overlap lanes (Computing, Free, ...) are marked derived (not raw work),
+    but they are not tracecvt's analysis: bubble lanes, counters and the analysis group are
+    still added, once."""
+    from converter.analyses.derived import GROUP_NAME
+    from converter.convert import add_derived_tracks
+    (src,) = find_runs(MS / "msinsight/test/data/pytorch/text/level2/rank0_ascend_pt")
+    trace = src.read()
+    assert {"Computing", "Free"} <= {t.name for t in trace.tracks if t.derived}
+    added = add_derived_tracks(trace)
+    assert added["bubble_lanes"] > 0 and added["bubble_slices"] > 0
+    assert [t.name for t in trace.tracks if t.parent is None and t.derived] == [GROUP_NAME]
+    assert add_derived_tracks(trace) == {}

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Analysis", "TrackAnalysis", "analyze", "analyze_tracks", "add_derived", "SCHEMA"]
 
+
 @dataclass
 class TrackAnalysis:
     """What the derived tracks are made from (``add_derived``): a trace written without a
@@ -39,13 +40,17 @@ def analyze_tracks(trace: Trace) -> TrackAnalysis:
     return TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
 
 
-def add_derived(trace: Trace, analysis: Analysis | TrackAnalysis) -> dict[str, int]:
+def add_derived(trace: Trace, analysis: Analysis | TrackAnalysis | None = None
+                ) -> dict[str, int]:
     """Put the bubble lanes, counters and critical path of ``analysis`` into ``trace``
-    (docs/analyses.md); a trace that has derived tracks already is left alone."""
-    if any(t.derived for t in trace.tracks):
+    (docs/analyses.md); a trace that has them already (its analysis group: tracks a
+    reader marks derived, such as msprof's own overlap lanes, do not count) is left alone.
+    Without ``analysis``, ``analyze_tracks(trace)`` is computed, and only when the tracks
+    are added."""
+    from .derived import GROUP_NAME, add_derived_tracks
+    if any(t.derived and t.parent is None and t.name == GROUP_NAME for t in trace.tracks):
         return {}
-    from .derived import add_derived_tracks
-    return add_derived_tracks(trace, analysis)
+    return add_derived_tracks(trace, analysis if analysis is not None else analyze_tracks(trace))
 
 
 def __getattr__(name: str) -> Any:
