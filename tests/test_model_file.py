@@ -122,8 +122,8 @@ def _synthetic() -> Trace:
                              "twice": [_PAIR, _PAIR], "floats": [math.nan, -0.0, 1e300],
                              "bad_str": ["\udc80"], "u64_in_list": [(1 << 64) - 1],
                              "with_tuple": {"t": (1,)},
-                             # as every PyPTO run now (without it, loading adds PyPTO's)
-                             "label_args": {"semantic_label": "label"}},
+                             # as every PyPTO run now (without them, loading adds PyPTO's)
+                             "task_graph": True, "label_args": {"semantic_label": "label"}},
                       warnings=["w1", "w2 \u2603"], host="node7")
     t = Trace(meta)
     dev = t.add_track("Device", kind=GROUP, description="the device")
@@ -495,3 +495,24 @@ def test_model_file_from_before_label_args_keeps_its_label_tables(run, tmp_path)
         write(old, y)
         assert x.getvalue() == y.getvalue(), write.__name__
     assert b"label_args" not in x.getvalue()
+
+
+@pytest.mark.parametrize("run", [SAMPLES / "pypto" / "ffn_medium",
+                                 SAMPLES / "ncu" / "h200-triton-full"])
+def test_model_file_from_before_the_task_graph_marker_keeps_its_task_graph(run, tmp_path):
+    """A .tcmodel written before the PyPTO reader declared meta.extra["task_graph"] (and
+    "label_args") lacks both keys: a PyPTO one gets both on loading, so its bubbles keep
+    their causes and its critical path its dependencies; other formats get nothing added."""
+    from converter.analyses import analyze
+    src = find_runs(run)[0]
+    original = src.read(ReadOptions())
+    old = src.read(ReadOptions())
+    popped = [old.meta.extra.pop(k, None) for k in ("task_graph", "label_args")]
+    pypto = original.meta.format == "pypto"
+    assert all(v is not None for v in popped) if pypto else popped == [None, None]
+    loaded, _ = _roundtrip(old, tmp_path)
+    assert loaded.meta.extra == original.meta.extra
+    a, b = analyze(original).to_dict(), analyze(loaded).to_dict()
+    assert a == b
+    if pypto:
+        assert b["bubbles"]["cause_model"] == "task graph"

@@ -5,7 +5,8 @@ Detected by content: the file (gzip-compressed or not) starts with the magic byt
 made it: ``meta.format`` stays the original format (e.g. "pypto") and nothing is added to
 ``meta``, so a run exported, summarized or compared from its archive gives the same result as
 from its source files.  (One exception keeps that true for older files: a PyPTO run written
-before readers declared ``meta.extra["label_args"]`` gets the PyPTO reader's declaration.)
+before its reader declared ``meta.extra["task_graph"]`` and ``meta.extra["label_args"]`` gets
+the declarations the PyPTO reader makes now.)
 That it came from an archive shows in the Source (format "model", file role "model").
 """
 
@@ -52,11 +53,17 @@ def _varint_at(data: bytes, pos: int) -> int | None:
 
 
 def _upgrade(meta: RunMeta) -> None:
-    """Files written before readers declared their label args (model.LABEL_ARGS) get the
-    declaration their reader makes now, so they keep their "time by label" tables."""
+    """A PyPTO file written before the PyPTO reader declared the task graph
+    (meta.extra["task_graph"]) and the label args (model.LABEL_ARGS) gets the declarations
+    the reader makes now (in its order), so it keeps its bubble causes, critical path and
+    "time by label" tables."""
     extra = meta.extra
-    if meta.format == "pypto" and type(extra) is dict and LABEL_ARGS not in extra:
-        meta.extra = {**extra, LABEL_ARGS: dict(TASK_LABEL_ARGS)}
+    if meta.format != "pypto" or type(extra) is not dict:
+        return
+    missing = {k: v for k, v in (("task_graph", True), (LABEL_ARGS, dict(TASK_LABEL_ARGS)))
+               if k not in extra}
+    if missing:
+        meta.extra = {**extra, **missing}
 
 
 def check_file(data: bytes, path) -> None:
