@@ -311,3 +311,15 @@ def test_a_phase_the_skimming_decoder_does_not_know_gives_the_same_model(tmp_pat
     assert skims == [True]
     assert any("1 events skipped: event phase 'P'" in w for w in two.meta.warnings)
     assert model_differences(one, two) == [] and two.flows and two.counters
+
+
+def test_skimming_decodes_every_phase_the_main_pass_reads(tmp_path):
+    """Instants of any spelling ("i", "I", "n") are skimmed, not a reason to decode whole."""
+    from converter.readers.pypto import merged
+    doc = [{"ph": ph, "ts": 1.0, "pid": 1, "tid": 1, "name": ph} for ph in "iIn"]
+    doc += [{"ph": "C", "ts": 1.0, "pid": 1, "name": "c", "args": {"v": 1}}]
+    path = tmp_path / "merged_swimlane.json"
+    path.write_text(json.dumps(doc))
+    events = merged.decode_events(path, path.read_bytes(), skim=True)
+    assert all(isinstance(e, merged._Tagged) for e in events)
+    assert [e.ph for e in events] == ["i", "I", "n", "C"]

@@ -76,7 +76,7 @@ _LIGHT_DECODER = msgspec.json.Decoder(_LightDoc | list[_LightEvent])
 _Tagged = msgspec.defstruct("_Tagged", [], tag_field="ph", gc=False, module=__name__)
 _READ_PHASES = {ph: msgspec.defstruct(f"_Event{ph}", _FIELDS, bases=(_Tagged,), tag=ph,
                                       module=__name__, namespace={"ph": ph})
-                for ph in ("X", "M", "B", "E", "i")}
+                for ph in ("X", "M", "B", "E", "i", "I", "n")}
 _SKIMMED_PHASES = [msgspec.defstruct(f"_Skipped{ph}", [], bases=(_Tagged,), tag=ph,
                                      module=__name__, namespace={"ph": ph})
                    for ph in ("C", "s", "f", "t")]
@@ -94,42 +94,40 @@ _RAW = msgspec.Raw
 _decode_any = msgspec.json.decode
 
 
-def _without_bom(data: bytes) -> bytes:
-    return data[3:] if data[:3] == UTF8_BOM else data
+def _typed_events(decoder: msgspec.json.Decoder, data: bytes) -> list | None:
+    """The events of a file's bytes ``data`` (object or bare-array form) as ``decoder``
+    types them, or None where it cannot: malformed, cut short, bad UTF-8, or an event it
+    cannot type (the general path, ``load_json_records``, then says which)."""
+    try:
+        doc = decoder.decode(data[3:] if data[:3] == UTF8_BOM else data)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return None
+    return doc if doc.__class__ is list else doc.traceEvents
 
 
 def fork_series_pass(data: bytes) -> ForkedPass | None:
     """Start ``series_pass`` over the events of ``data`` (a file's bytes) in a forked process:
     it decodes them itself, without the args of anything but counters, while this process
-    decodes the whole file.  None where it cannot fork.  A file it cannot decode typed (this
+    decodes the rest.  None where it cannot fork.  A file it cannot decode typed (this
     process then reads it the general way) gets ``_UNTYPED`` back, and the loader runs the
     pass itself."""
     def run():
-        try:
-            doc = _LIGHT_DECODER.decode(_without_bom(data))
-        except (msgspec.DecodeError, ValueError, RecursionError):
+        events = _typed_events(_LIGHT_DECODER, data)
+        if events is None:
             return _UNTYPED
-        return _packed(series_pass(doc if doc.__class__ is list else doc.traceEvents,
-                                   False))
+        return _with_numbers(series_pass(events, False), pack_numbers)
     return fork_pass(run)
 
 
 _UNTYPED = "untyped"
 
 
-def _packed(collected):
-    """``series_pass``'s result with its number lists as arrays (they pickle in ms)."""
+def _with_numbers(collected, convert):
+    """``series_pass``'s result with ``convert`` applied to each of its number lists:
+    ``pack_numbers`` in the helper (arrays pickle in ms), ``unpack_numbers`` back here."""
     series, (threads, columns), skipped = collected
-    return ({k: [unit, pack_numbers(ts), pack_numbers(v)]
-             for k, (unit, ts, v) in series.items()},
-            (threads, [pack_numbers(c) for c in columns]), skipped)
-
-
-def _unpacked(collected):
-    series, (threads, columns), skipped = collected
-    return ({k: [unit, unpack_numbers(ts), unpack_numbers(v)]
-             for k, (unit, ts, v) in series.items()},
-            (threads, [unpack_numbers(c) for c in columns]), skipped)
+    return ({k: [unit, convert(ts), convert(v)] for k, (unit, ts, v) in series.items()},
+            (threads, [convert(c) for c in columns]), skipped)
 
 
 def as_event(e: Any) -> Any:
@@ -233,26 +231,22 @@ class ChromeEventLoader:
         self.ensure_thread_lanes()
         # Skimmed events (``decode_events(skim=True)``) hold no counters or flows; events
         # decoded whole still hold them after the main pass, should the helper fail.
+        # (The caller abandons ``helper`` should this raise.)
         skimmed = bool(events) and isinstance(events[0], _Tagged)
         collected = None if helper is not None else series_pass(events, True)
-        try:
-            starts, ends = self._main_pass(events)
-        except BaseException:
-            if helper is not None:
-                helper.abandon()
-            raise
-        if helper is None or skimmed:
+        starts, ends = self._main_pass(events)
+        if skimmed:
             del events[:]                       # (while the helper finishes)
         if helper is not None:
             collected = helper.result()
             if collected is not None and collected != _UNTYPED:
-                collected = _unpacked(collected)
+                collected = _with_numbers(collected, unpack_numbers)
             else:               # the helper could not do its pass: do it here
                 if collected is None:
                     self.trace.warn(f"{self.path}: the second process reading counters and "
                                     f"flows failed ({helper.error}); read them here instead")
                 collected = series_pass(load_events(self.path) if skimmed else events, True)
-            del events[:]
+        del events[:]
         series, flows, skipped = collected
         for what, count in skipped.items():
             self._skip(what, count)
@@ -592,21 +586,10 @@ def decode_events(path: Path, data: bytes, warn=None, typed: bool = True,
     """``load_events`` of a file's bytes ``data`` (the caller should drop its reference:
     they are released as soon as they are parsed).  ``skim``: counters and flows come
     back empty (a helper reads them), when the file decodes that way."""
-    if skim:
-        try:
-            doc = _SKIM_DECODER.decode(_without_bom(data))
-        except (msgspec.DecodeError, ValueError, RecursionError):
-            doc = None
-        if doc is not None:
-            return doc if doc.__class__ is list else doc.traceEvents
-    if typed:
-        try:
-            doc = _DECODER.decode(_without_bom(data))
-        except (msgspec.DecodeError, ValueError, RecursionError):
-            doc = None      # malformed, cut short, bad UTF-8, or not all events objects:
-                            # the general path below says which
-        if doc is not None:
-            return doc if doc.__class__ is list else doc.traceEvents
+    for decoder in ((_SKIM_DECODER,) if skim else ()) + ((_DECODER,) if typed else ()):
+        events = _typed_events(decoder, data)
+        if events is not None:
+            return events
     doc, cut = load_json_records(path, data, (1, 2))
     del data
     events = events_of(doc, path)
