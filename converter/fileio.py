@@ -161,6 +161,7 @@ def read_bytes(path: Path) -> bytes:
 # While runs are being found (``heads_kept``): path -> (the whole content?, head), so the
 # detectors of several readers sniffing one file read (and gunzip) it once.
 _heads: dict[Path, tuple[bool, bytes]] | None = None
+_HEAD_KEPT = 8192       # the most any detector asks for: one read serves them all
 
 
 @contextmanager
@@ -188,9 +189,6 @@ def read_head(path: Path, size: int = 4096) -> bytes:
         head = _read_head(path, want)
         kept[path] = (len(head) < want, head)
     return head[:size]
-
-
-_HEAD_KEPT = 8192       # the most any detector asks for: one read serves them all
 
 
 def _read_head(path: Path, size: int) -> bytes:

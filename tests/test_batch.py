@@ -617,3 +617,32 @@ def test_no_more_workers_than_runs(archive, tmp_path, monkeypatch):
     r = run(root, "-o", tmp_path / "out", "-j", "8")
     assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
     assert len(started) == 3
+
+
+def test_each_run_is_one_line_whatever_its_path_holds(archive, tmp_path):
+    """A run whose path holds a line break: its error and done lines stay one line each."""
+    root, runs = archive
+    shutil.rmtree(runs["matmul"])
+    runs["broken"].parent.rename(root / "bro\nken")
+    r = run(root, "-o", tmp_path / "out", "-j", "1")
+    assert r.exit_code == 2
+    lines = r.output.splitlines()
+    assert len(lines) == 4, lines       # tiny_add, bro\nken, the totals, "1 of 2 runs failed"
+    assert any(line.startswith("tracecvt: error: ") and "bro\\nken" in line
+               and "malformed JSON" in line for line in lines)
+
+
+def test_a_busy_worker_is_interrupted_once(monkeypatch):
+    """A busy worker's first SIGINT unwinds its run; a second (Ctrl-C, then the batch
+    stopping) is ignored, so the clean-up (removing the partial output) is not cut short."""
+    import signal
+
+    import converter.batch.local as local
+    previous = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(local, "_busy", True)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            local._on_sigint(signal.SIGINT, None)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ..cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as _clock, fail as _fail
-from ..errors import TracecvtError
+from ..errors import TracecvtError, one_line
 from . import index as idx
 from .job import FIGURE_KEYS, make_spec, targets as available_targets
 from .plan import plan
@@ -64,8 +64,9 @@ class _Display:
         self.progress.start()
 
     def line(self, text: str, err: bool = False) -> None:
-        # While the bar is shown, rich redirects stdout and stderr to print above it.
-        click.echo(text, err=err)
+        # While the bar is shown, rich redirects stdout and stderr to print above it.  One line
+        # per run, whatever its path or error quotes (as ``fail`` prints).
+        click.echo(one_line(text), err=err)
 
     def advance(self, failed: bool) -> None:
         self.done += 1
@@ -197,7 +198,7 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
             todo.append(run)
     if not quiet:
         for row in rows:
-            click.echo(f"skipped {row['source']} ({SKIPPED})")
+            click.echo(one_line(f"skipped {row['source']} ({SKIPPED})"))
 
     options = {"clock_mhz": str(clock) if clock is not None else None,
                "all_metrics": bool(all_metrics), "derived": not no_derived}
@@ -206,6 +207,7 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     display = _Display(len(specs), quiet)
     finished: set[str] = set()
     interrupted = False
+    stream = None
     try:
         if engine == "dask":
             from .dask_engine import run_dask
@@ -230,6 +232,8 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        if stream is not None:      # now, not when it is collected: the runs still converting
+            stream.close()          # are interrupted (their outputs removed) before the index
         display.close()
     if interrupted:
         from .job import empty_row

@@ -26,11 +26,11 @@ class RunContext:
     """One run being converted: its source, its model, and (computed once, on first use)
     its analysis, shared by the summary outputs, the derived tracks and the index figures."""
 
-    def __init__(self, source, trace, workers: int = 1):
+    def __init__(self, source, trace, workers: int = 1, derived: bool = True):
         self.source = source
         self.trace = trace
         self.workers = workers          # processes the trace writers may use
-        self.wants_derived = False      # the output being written wants the derived tracks
+        self.derived = derived          # the trace writers add the derived tracks
         self._analysis = None
         self._analysis_error: Exception | None = None
         self._summary = None
@@ -68,9 +68,9 @@ class RunContext:
 
     def derived_adder(self) -> Callable[[Any], None] | None:
         """``add_derived`` as a trace writer's ``enrich`` (the writer runs it, while a second
-        process writes the source tracks if it uses one), when the output being written
-        wants the derived tracks and they are not in yet; else None."""
-        if not self.wants_derived or self._derived_done:
+        process writes the source tracks if it uses one), unless the run is converted
+        without derived tracks or they are in already; else None."""
+        if not self.derived or self._derived_done:
             return None
         return lambda trace: self.add_derived()
 
@@ -90,14 +90,13 @@ class Target:
     suffix: str
     write: Callable[[RunContext, Any], Any]
     stage: int = DERIVED
-    adds_derived: bool = False      # ``write`` adds the derived tracks (``derived_adder``)
 
 
 def _writer_target(name: str, spec) -> Target:
     def write(ctx, out):
-        return spec.write(ctx.trace, out, None, ctx.workers, ctx.derived_adder())
-    return Target(name, spec.suffix, write, DERIVED if spec.derived else PLAIN,
-                  adds_derived=True)
+        enrich = ctx.derived_adder() if spec.derived else None
+        return spec.write(ctx.trace, out, None, ctx.workers, enrich)
+    return Target(name, spec.suffix, write, DERIVED if spec.derived else PLAIN)
 
 
 def targets() -> dict[str, Target]:
@@ -125,11 +124,11 @@ def figures(ctx: RunContext) -> dict[str, Any]:
     out: dict[str, Any] = {"tasks": None, "makespan_ns": None, "utilization_pct": None,
                            "bubble_rate_pct": None, "bottleneck": None, "figures_note": None}
     out.update(_analysed(ctx))
-    derived = {i for i, t in enumerate(trace.tracks) if t.derived}
-    slices = [s for s in trace.slices if s.track not in derived] if derived else trace.slices
-    tasks = trace.meta.extra.get("tasks", len(slices))
+    extra = trace.meta.extra
+    tasks = extra["tasks"] if "tasks" in extra else len(_source_slices(trace))
     out["tasks"] = int(tasks) if tasks is not None else None
     if out["makespan_ns"] is None:
+        slices = _source_slices(trace)
         if slices:
             makespan = max(s.ts + s.dur for s in slices) - min(s.ts for s in slices)
         else:
@@ -137,6 +136,13 @@ def figures(ctx: RunContext) -> dict[str, Any]:
             makespan = (span[1] - span[0]) if span else None
         out["makespan_ns"] = int(makespan) if makespan is not None else None
     return out
+
+
+def _source_slices(trace) -> list:
+    """The slices not on derived tracks (only when a figure needs them: a pass over every
+    slice)."""
+    derived = {i for i, t in enumerate(trace.tracks) if t.derived}
+    return [s for s in trace.slices if s.track not in derived] if derived else trace.slices
 
 
 def _analysed(ctx: RunContext) -> dict[str, Any]:
@@ -225,12 +231,8 @@ def _run(spec: dict[str, Any], row: dict[str, Any]) -> None:
     workers = int(spec.get("workers") or 1)
     options = ReadOptions(clock_mhz=Fraction(clock) if clock else None,
                           all_metrics=bool(spec.get("all_metrics")), workers=workers)
-    ctx = RunContext(source, source.read(options), workers)
-    derived = spec.get("derived", True)
+    ctx = RunContext(source, source.read(options), workers, spec.get("derived", True))
     for t in sorted(outputs, key=lambda t: table[t].stage):
-        ctx.wants_derived = table[t].stage == DERIVED and derived
-        if ctx.wants_derived and not table[t].adds_derived:
-            ctx.add_derived()
         path = outputs[t]
         with atomic_output(path) as f:
             table[t].write(ctx, f)

@@ -52,8 +52,10 @@ def _warm() -> None:
 
 def _on_sigint(signum, frame):
     # Ctrl-C reaches the workers too: a busy one unwinds (its temporary output is removed),
-    # an idle one just leaves without a traceback.
+    # an idle one just leaves without a traceback.  Once: after Ctrl-C the batch stopping
+    # (``_Worker.stop``) interrupts the busy ones again, which must not cut their clean-up short.
     if _busy:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt
     os._exit(EXIT_INTERRUPTED)
 
@@ -139,6 +141,9 @@ class _Worker:
         self.proc = ctx.Process(target=_serve, args=(theirs,))
         try:
             self.proc.start()
+        except BaseException:
+            self.conn.close()
+            raise
         finally:
             theirs.close()
         self.runs: deque[dict[str, Any]] = deque()
@@ -153,7 +158,7 @@ class _Worker:
         hold copies of our end of the pipe, so closing it is not enough); a busy one (the
         batch stopped early) is interrupted as Ctrl-C would, so its output is removed."""
         try:
-            if self.runs and self.proc.pid is not None:
+            if self.runs:
                 os.kill(self.proc.pid, signal.SIGINT)
             else:
                 self.conn.send(None)
