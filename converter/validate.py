@@ -44,10 +44,10 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from .cliopts import EXIT_ERROR, fail
 from .model import INT64_END
 
 EXIT_PROBLEMS = 1
-EXIT_ERROR = 2
 
 SEQ_CLEARED = 1
 SEQ_NEEDS = 2
@@ -547,16 +547,17 @@ class _Validator:
             if rare is not None and (rare.flow_ids_old or rare.terminating_flow_ids_old):
                 fids = list(fids) + list(rare.flow_ids_old)
                 tfids = list(tfids) + list(rare.terminating_flow_ids_old)
-            for ids, terminating in ((fids, False), (tfids, True)):
-                for fid in ids:
-                    end = (ts, index, terminating)
-                    cur = flows.get(fid)
-                    if cur is None:
-                        flows[fid] = end
-                    elif cur.__class__ is tuple:
-                        flows[fid] = [cur, end]
-                    else:
-                        cur.append(end)
+            if fids or tfids:       # rare: iterating two empty fields costs ~0.4 us a packet
+                for ids, terminating in ((fids, False), (tfids, True)):
+                    for fid in ids:
+                        end = (ts, index, terminating)
+                        cur = flows.get(fid)
+                        if cur is None:
+                            flows[fid] = end
+                        elif cur.__class__ is tuple:
+                            flows[fid] = [cur, end]
+                        else:
+                            cur.append(end)
         self.index = index + 1
 
     # -- per-packet helpers -----------------------------------------------------------------
@@ -927,7 +928,7 @@ def validate(trace: Path, as_json: bool) -> None:
             raise IsADirectoryError(21, "is a directory")
         report = validate_path(trace)
     except OSError as e:
-        click.echo(f"tracecvt: error: {trace}: cannot read: {e.strerror or e}", err=True)
+        fail(f"{trace}: cannot read: {e.strerror or e}")
         sys.exit(EXIT_ERROR)
     if as_json:
         import orjson

@@ -212,9 +212,7 @@ def test_empty_and_ragged_csv(tmp_path):
     header = (TRITON_DIR / "triton_full_raw.csv").read_text().splitlines()
     p = tmp_path / "cut_raw.csv"
     p.write_text("\n".join(header[:3] + [header[3][:500]]) + "\n")       # last row cut
-    r = run("to-perfetto", p, "-o", tmp_path / "cut.pftrace", "-q")
-    assert r.exit_code == 0, r.output                # what the cut row holds is kept
-    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    w, _ = _converted_with_short_rows(p, tmp_path / "cut.pftrace", "-q")   # the cut row kept
     assert "line 4" in w and "cut short" in w
     q = tmp_path / "empty.ncu-rep"
     q.write_bytes(b"")
@@ -239,18 +237,24 @@ def _warnings(r):
     return [x for x in r.output.splitlines() if x.startswith("tracecvt: warning: ")]
 
 
+def _converted_with_short_rows(p, out, *args):
+    """Convert ``p`` to ``out``, which must succeed with one "fewer fields" warning: that
+    warning, and the number of kernel slices the trace holds."""
+    r = run("to-perfetto", p, "-o", out, *args)
+    assert r.exit_code == 0, r.output
+    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    return w, pftrace_counts(decode_pftrace(out))["begin"]
+
+
 def test_raw_csv_short_rows_convert_with_one_warning(tmp_path):
     rows = _csv_rows(TRITON_DIR / "triton_full_raw.csv")
     width = len(rows[0])
     rows[2] = rows[2][:40]                      # the first kernel row cut after 40 cells
     p = _write_rows(tmp_path / "short_raw.csv", rows)
-    r = run("to-perfetto", p, "-o", tmp_path / "s.pftrace")
-    assert r.exit_code == 0, r.output
-    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    w, kernels = _converted_with_short_rows(p, tmp_path / "s.pftrace")
     assert f"1 row has fewer fields than the header's {width}" in w
     assert "line 3: 40" in w and "no value" in w
-    pf = decode_pftrace(tmp_path / "s.pftrace")
-    assert pftrace_counts(pf)["begin"] == 2     # both kernels, the short one without duration
+    assert kernels == 2                         # both kernels, the short one without duration
 
 
 def test_raw_csv_units_row_missing_or_short(tmp_path):
@@ -284,11 +288,9 @@ def test_details_csv_short_rows_convert_with_one_warning(tmp_path):
     rows[1] = rows[1][:13]                      # a metric row without unit and value
     rows[5] = rows[5][:3]                       # no kernel name, no metric at all
     p = _write_rows(tmp_path / "short_details.csv", rows)
-    r = run("to-perfetto", p, "-o", tmp_path / "d.pftrace")
-    assert r.exit_code == 0, r.output
-    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    w, kernels = _converted_with_short_rows(p, tmp_path / "d.pftrace")
     assert "2 rows" in w and "line 2: 13" in w and "line 6: 3" in w
-    assert pftrace_counts(decode_pftrace(tmp_path / "d.pftrace"))["begin"] == 2
+    assert kernels == 2
 
 
 def test_csv_rows_without_kernel_id_are_skipped(tmp_path):
@@ -302,11 +304,9 @@ def test_csv_rows_without_kernel_id_are_skipped(tmp_path):
         moved.append(row)
     moved[3] = moved[3][:50]
     p = _write_rows(tmp_path / "noid_raw.csv", moved)
-    r = run("to-perfetto", p, "-o", tmp_path / "n.pftrace", "--from", "ncu-csv")
-    assert r.exit_code == 0, r.output
-    (w,) = [x for x in _warnings(r) if "fewer fields" in x]
+    w, kernels = _converted_with_short_rows(p, tmp_path / "n.pftrace", "--from", "ncu-csv")
     assert "kernel ID" in w and "1 of them" in w and "skipped" in w
-    assert pftrace_counts(decode_pftrace(tmp_path / "n.pftrace"))["begin"] == 1
+    assert kernels == 1
 
 
 def test_csv_whose_every_row_is_unusable_is_one_line_error(tmp_path):

@@ -335,13 +335,22 @@ def test_all_metrics_keeps_every_metric():
 
 # -- ncu_report runs in a child process: its native crashes become one-line errors -----------
 
-def test_report_survives_a_native_abort_in_ncu_report(tmp_path):
-    """A fake ncu_report that aborts the way the real one does on a report with bytes deleted
-    from its middle (protobuf's CHECK failure, SIGABRT): one line, exit code 2, no output."""
+def _cli_in_a_process(*args, path=()):
+    """The CLI run as its own process (a native abort must not take pytest with it), with
+    ``path`` put before the repository on PYTHONPATH."""
     import os
     import subprocess
     import sys
     from conftest import REPO
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*map(str, path), str(REPO)]))
+    return subprocess.run([sys.executable, "-c", "from converter.cli import main; main()",
+                           *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_report_survives_a_native_abort_in_ncu_report(tmp_path):
+    """A fake ncu_report that aborts the way the real one does on a report with bytes deleted
+    from its middle (protobuf's CHECK failure, SIGABRT): one line, exit code 2, no output."""
     fake = tmp_path / "fake" / "ncu_report"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text(
@@ -351,10 +360,7 @@ def test_report_survives_a_native_abort_in_ncu_report(tmp_path):
         "count >= 0\\n')\n"
         "    os.abort()\n")
     out = tmp_path / "x.pftrace"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(REPO)]))
-    p = subprocess.run([sys.executable, "-c", "from converter.cli import main; main()",
-                        "to-perfetto", str(TRITON), "-o", str(out)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = _cli_in_a_process("to-perfetto", TRITON, "-o", out, path=[fake.parent])
     assert p.returncode == 2, (p.returncode, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
@@ -367,18 +373,11 @@ def test_report_survives_a_native_abort_in_ncu_report(tmp_path):
 def test_report_with_a_range_copied_into_a_record_is_one_line_error(tmp_path):
     """A real case from fuzzing: 2,343 bytes of the report copied into its metric-names
     record make ncu_report abort (SIGABRT, exit 134 without the child process)."""
-    import subprocess
-    import sys
     data = TRITON.read_bytes()
     p = tmp_path / "dup.ncu-rep"
     p.write_bytes(data[:142198] + data[325081:327424] + data[142198:])
     out = tmp_path / "dup.pftrace"
-    import os
-    from conftest import REPO
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-c", "from converter.cli import main; main()",
-                        "to-perfetto", str(p), "-o", str(out)],
-                       capture_output=True, text=True, timeout=120, env=env)
+    r = _cli_in_a_process("to-perfetto", p, "-o", out)
     assert r.returncode == 2, (r.returncode, r.stderr[-500:])
     (line,) = r.stderr.strip().splitlines()          # the native lines do not leak
     assert line.startswith(f"tracecvt: error: {p}: NVIDIA's ncu_report crashed")

@@ -81,6 +81,23 @@ class Builder:
         e = self.event(ts + dur, END, track)
         return b, e
 
+    def clock_snapshot(self, *clocks: tuple, flags: int = 0, seq: int | None = None):
+        """A ClockSnapshot of ``(clock_id, timestamp, is_incremental[, unit_multiplier_ns])``
+        clocks."""
+        p = self.packet(flags=flags, seq=seq)
+        for clock in clocks:
+            c = p.clock_snapshot.clocks.add()
+            c.clock_id, c.timestamp, c.is_incremental = clock[:3]
+            if len(clock) > 3:
+                c.unit_multiplier_ns = clock[3]
+        return p
+
+    def clock_defaults(self, clock_id: int, flags: int, seq: int | None = None):
+        """TracePacketDefaults: the sequence's timestamps are on ``clock_id``."""
+        p = self.packet(flags=flags, seq=seq)
+        p.trace_packet_defaults.timestamp_clock_id = clock_id
+        return p
+
     def counter(self, ts: int, track: int, value: float):
         p = self.event(ts, COUNTER, track)
         p.track_event.double_counter_value = value
@@ -536,11 +553,8 @@ def test_legacy_delta_timestamps_catch_negative_durations():
 
 def test_incremental_sequence_clock():
     b = base()
-    p = b.packet(flags=NEEDS)
-    c = p.clock_snapshot.clocks.add()
-    c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns = 64, 1000, True, 1
-    d = b.packet(flags=NEEDS)
-    d.trace_packet_defaults.timestamp_clock_id = 64
+    b.clock_snapshot((64, 1000, True, 1), flags=NEEDS)
+    b.clock_defaults(64, flags=NEEDS)
     # Deltas from 1000: begin at 1010, end at 1015.  Read as absolute values (10, 5) the
     # slice would end before it begins.
     b.event(10, BEGIN, 2, name="a")
@@ -566,12 +580,8 @@ def test_incremental_clock_is_mapped_to_boottime_through_its_snapshot():
     slice would look fine."""
     b = base()
     b.clear(seq=2)
-    p = b.packet(seq=2)
-    for clock_id, ts, incremental in ((64, 1000, True), (6, 50000, False)):
-        c = p.clock_snapshot.clocks.add()
-        c.clock_id, c.timestamp, c.is_incremental = clock_id, ts, incremental
-    d = b.packet(flags=NEEDS, seq=2)
-    d.trace_packet_defaults.timestamp_clock_id = 64
+    b.clock_snapshot((64, 1000, True), (6, 50000, False), seq=2)
+    b.clock_defaults(64, flags=NEEDS, seq=2)
     b.event(10, BEGIN, 2, name="a", seq=2)
     b.event(50005, END, 2)
     p = only(b.bytes(), "negative-duration")
@@ -584,14 +594,10 @@ def test_incremental_clock_goes_on_after_a_clear():
     delta counts from the clock's last value, here 1000 + 50 + 0 + 10 = 1060, not 10."""
     b = base()
     b.clear(seq=2)
-    p = b.packet(seq=2)
-    for clock_id, ts, incremental in ((64, 1000, True), (6, 1000, False)):
-        c = p.clock_snapshot.clocks.add()
-        c.clock_id, c.timestamp, c.is_incremental = clock_id, ts, incremental
+    b.clock_snapshot((64, 1000, True), (6, 1000, False), seq=2)
     for delta, typ in ((50, BEGIN), (0, END), (10, BEGIN)):
         if typ == BEGIN:
-            d = b.packet(flags=CLEARED, seq=2)
-            d.trace_packet_defaults.timestamp_clock_id = 64
+            b.clock_defaults(64, flags=CLEARED, seq=2)
         b.event(delta, typ, 2, name="a" if typ == BEGIN else None, seq=2)
     # The last BEGIN is at 1060; an END at 1055 on sequence 1 makes the slice negative.  With
     # a reset clock the BEGIN would sit at 10 and the slice would look fine.

@@ -123,18 +123,19 @@ def _records(node: Any, marks: tuple[str, ...], rank: int | None
     """(key path, object, new record) for each object below ``node`` that holds one of the
     keys ``marks``, in document order (objects inside such an object are not visited).  An
     explicit stack: JSON may nest deeper than Python's recursion limit."""
-    stack: list[tuple[list[str], Any]] = [([], node)]
+    if not isinstance(node, dict):
+        return
+    stack: list[tuple[list[str], dict]] = [([], node)]      # only objects are stacked
     while stack:
         path, node = stack.pop()
-        if not isinstance(node, dict):
-            continue
         if any(m in node for m in marks):
-            rec: dict[str, Any] = {"path": list(path)}
+            rec: dict[str, Any] = {"path": path}    # each path list is this object's own
             if rank is not None:
                 rec["rank"] = rank
             yield path, node, rec
             continue
-        stack.extend((path + [str(k)], v) for k, v in reversed(node.items()))
+        stack.extend((path + [str(k)], v) for k, v in reversed(node.items())
+                     if isinstance(v, dict))
 
 
 def communication_records(obj: Any, rank: int | None, cluster: bool

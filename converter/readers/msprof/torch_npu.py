@@ -79,10 +79,10 @@ def _read_rank(trace: Trace, source: Source, prefix: str, rank: int | None,
     for kind in ("memory_record", "npu_module_mem"):
         for p in files_of(source, kind, prefix):
             sources[str(p)] = guard(add_memory_counters, trace, layout, p,
-                                    layout.default_device, parsed.get(p))
+                                    layout.default_device, parsed.pop(p, None))
     for p in files_of(source, "operator_memory", prefix):
         sources[str(p)] = guard(add_operator_memory, trace, layout, p, layout.default_device,
-                                parsed.get(p))
+                                parsed.pop(p, None))
     _steps(trace, layout, source, prefix, rank, sources, guard)
     add_stats_files(trace, source, prefix, rank if (multi or rank is not None) else None,
                     sources, guard)

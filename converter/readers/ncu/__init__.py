@@ -135,8 +135,8 @@ class NcuReader:
         else:
             raise csv_page.wrong_page(path, header)
         if not kernels:
-            raise InputError(path, "Nsight Compute CSV export without kernel rows"
-                             + "".join(f" ({w[len(str(path)) + 2:]})" for w in warnings[-1:]))
+            why = f" ({warnings[-1].removeprefix(f'{path}: ')})" if warnings else ""
+            raise InputError(path, f"Nsight Compute CSV export without kernel rows{why}")
         run = RunInfo(source.name, f"csv-{page}", str(path), metric_units=units,
                       warnings=warnings)
         run.notes.append(note)

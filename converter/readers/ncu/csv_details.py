@@ -13,11 +13,12 @@ from ...errors import InputError
 from ..base import ReadOptions
 from . import csv_page
 from .kernels import Kernel
+from .csv_page import cell
 from .metrics import DETAILS_LABELS, base_unit, parse_cell, parse_ns, to_kind
 
 
 def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
-                 units_out: dict[str, str], warnings: list[str] | None = None) -> list[Kernel]:
+                 units_out: dict[str, str], warnings: list[str]) -> list[Kernel]:
     header = rows[0]
     ident = csv_page.Identity(header)
     pos = {h: i for i, h in enumerate(header)}
@@ -35,19 +36,15 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
     kernels: dict[int, Kernel] = {}
     total = len(rows) - 1
     stage = f"reading {path.name}"
-
-    def cell(row: list[str], i: int) -> str:
-        return row[i] if i < len(row) else ""
-
     for n, row in enumerate(rows[1:]):
         if not any(c.strip() for c in row):
             continue
         line = n + 2
-        rule = cell(row, c_rule).strip()
+        rule = cell(row, c_rule).strip()         # metric rows may end before it
         row = short.fit(row, rule_need if rule else metric_need, line)
         if row is None:
             continue
-        index = csv_page.kernel_id(row[ident.id])
+        index = csv_page.int_cell(row[ident.id])
         if index is None:
             raise InputError(path, f"line {line}: ID {row[ident.id]!r} is not a kernel "
                              "number")
@@ -57,15 +54,15 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
             if options.all_metrics:
                 k.metrics = {}
         if rule:
-            speed = parse_cell(cell(row, c_speed))
+            speed = parse_cell(row[c_speed])
             k.rules.append({
                 "rule": rule,
                 "section": row[c_section],
-                "type": cell(row, c_type),
-                "message": cell(row, c_desc),
+                "type": row[c_type],
+                "message": row[c_desc],
                 "estimated_speedup_pct": float(speed) if isinstance(speed, (int, float))
                 else None,
-                "speedup_type": cell(row, c_stype) or None,
+                "speedup_type": row[c_stype] or None,
             })
             continue
         section, label, unit, text = row[c_section], row[c_label], row[c_unit], row[c_value]
@@ -89,7 +86,6 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
         if n % 1024 == 0:
             options.report(stage, n, total)
     options.report(stage, total, total)
-    warning = short.warning(path)
-    if warning and warnings is not None:
+    if warning := short.warning(path):
         warnings.append(warning)
     return sorted(kernels.values(), key=lambda k: k.index)

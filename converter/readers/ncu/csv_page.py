@@ -85,15 +85,15 @@ class Identity:
                                     self.start_end) if i is not None)
 
     def kernel(self, row: list[str], path: Path, line: int) -> Kernel:
-        index = kernel_id(cell(row, self.id))
+        index = int_cell(cell(row, self.id))
         if index is None:
             raise InputError(path, f"line {line}: ID {cell(row, self.id)!r} is not a "
-                             "kernel number") from None
+                             "kernel number")
         name = cell(row, self.name)
         k = Kernel(index, name, short_name(name))
-        k.context = _int(cell(row, self.context))
-        k.stream = _int(cell(row, self.stream))
-        k.device_id = _int(cell(row, self.device))
+        k.context = int_cell(cell(row, self.context))
+        k.stream = int_cell(cell(row, self.stream))
+        k.device_id = int_cell(cell(row, self.device))
         k.compute_capability = cell(row, self.cc)
         grid = _dims(cell(row, self.grid))
         if grid:
@@ -150,20 +150,11 @@ def cell(row: list[str], i: int | None) -> str:
     return row[i]
 
 
-def kernel_id(text: str) -> int | None:
-    """An ID cell as a kernel number (within int64), or None."""
+def int_cell(text: str) -> int | None:
+    """A cell as an int within int64 (thousands separators allowed), or None: the kernel ID,
+    context, stream, device.  Text longer than any padded int64 is not parsed."""
     t = text.replace(",", "").strip()
-    if not t or len(t) > 20:
-        return None
-    try:
-        return int64(int(t))
-    except ValueError:
-        return None
-
-
-def _int(text: str) -> int | None:
-    t = text.replace(",", "")
-    if len(t) > 40:
+    if not t or len(t) > 40:
         return None
     try:
         return int64(int(t))

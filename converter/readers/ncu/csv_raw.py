@@ -18,7 +18,7 @@ from .nvtx import parse_push_pop, parse_start_end
 
 
 def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
-             units_out: dict[str, str], warnings: list[str] | None = None) -> list[Kernel]:
+             units_out: dict[str, str], warnings: list[str]) -> list[Kernel]:
     header = rows[0]
     ident = csv_page.Identity(header)
     short = csv_page.ShortRows(len(header), ident.id)
@@ -31,7 +31,7 @@ def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
         if len(row) <= last:
             short.note(line, len(row))
         units = row[:len(header)] + [""] * (len(header) - len(row))
-    elif warnings is not None and body:
+    elif body:
         warnings.append(f"{path}: no units row (a second row with an empty ID cell): values "
                         "are read as if printed in base units (--print-units base)")
     factors: list[tuple[str, Fraction]] = [base_unit(u) for u in units]
@@ -86,7 +86,6 @@ def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
         if n % 256 == 0:
             options.report(stage, n, total)
     options.report(stage, total, total)
-    warning = short.warning(path)
-    if warning and warnings is not None:
+    if warning := short.warning(path):
         warnings.append(warning)
     return kernels
