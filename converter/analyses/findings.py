@@ -124,8 +124,7 @@ def top_tasks(trace: Trace, critical: set[int], n: int = 10) -> list[dict[str, A
     out = []
     for i in best:
         s = slices[i]
-        label = ((s.args or {}).get(arg) or (s.shared_args or {}).get(arg) or "") \
-            if arg is not None else ""
+        label = (s.all_args.get(arg) or "") if arg is not None else ""
         out.append({"name": s.name, "lane": tracks[s.track].name, "label": label,
                     "start_ns": s.ts, "duration_us": us(s.dur),
                     "on_critical_path": i in critical})

@@ -15,7 +15,7 @@ import json
 from html import escape
 from typing import Any
 
-from .markdown import change_cell, figure_cell, num, pct_, us_
+from .markdown import causes, change_cell, figure_cell, num, pct_, us_
 
 W = 920                           # picture width in px
 PALETTE = ["#3b6fb6", "#3a9a5b", "#d08a2c", "#8d5ab8", "#c2464b", "#3aa3a8", "#8a8a3a",
@@ -92,16 +92,10 @@ def _ticks(left: float, bar: float, y: float, total_us: float) -> list[str]:
             for p in range(0, 101, 25)]
 
 
-def _causes(graph: bool) -> tuple[tuple[str, str], ...]:
-    """(bubble cause, its key in a lane or kind row)."""
-    return ((("wait predecessor", "wait_predecessor_us"), ("wait schedule", "wait_schedule_us"))
-            if graph else (("idle", "idle_us"),))
-
-
 def _shares(row: dict[str, Any], graph: bool) -> list[tuple[str, float]]:
     """(part, µs) of a lane or kind row: busy, then its bubbles by cause."""
     return [("busy", row["busy_us"] or 0.0)] + [(cause, row[key] or 0.0)
-                                                for cause, key in _causes(graph)]
+                                                for cause, key in causes(graph)]
 
 
 def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
@@ -161,7 +155,7 @@ def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
 
 def _legend(graph: bool, colors: dict[str, str], y: int, x0: int) -> str:
     items = [(f"busy ({k})", c) for k, c in colors.items()]
-    items += [(cause, CAUSE_COLORS[cause]) for cause, _ in _causes(graph)]
+    items += [(cause, CAUSE_COLORS[cause]) for cause, _ in causes(graph)]
     items.append(("after the lane's last task", CAUSE_COLORS["tail"]))
     out = []
     x = x0

@@ -65,12 +65,18 @@ def vs_baseline(rows: list[dict[str, Any]]) -> list[str]:
                    figure_cell(r["current"], r["unit"]), change_cell(r)) for r in rows))
 
 
+def causes(graph: bool) -> tuple[tuple[str, str], ...]:
+    """(bubble cause, its key in a lane, kind or run row) of a run with or without a task
+    graph, in table order."""
+    return ((("wait predecessor", "wait_predecessor_us"), ("wait schedule", "wait_schedule_us"))
+            if graph else (("idle", "idle_us"),))
+
+
 def _totals_row(name: str, k: dict[str, Any], graph: bool) -> list[str]:
     """A lanes-table row of a kind's or the run's totals, up to the waits."""
     return [name, f"{k.get('lanes_used')} of {k.get('lanes')}", us_(k.get("duration_us")),
-            pct_(k.get("utilization_pct")), pct_(k.get("bubble_rate_pct"))] + (
-        [us_(k.get("wait_predecessor_us")), us_(k.get("wait_schedule_us"))] if graph
-        else [us_(k.get("idle_us"))])
+            pct_(k.get("utilization_pct")), pct_(k.get("bubble_rate_pct"))] + [
+        us_(k.get(key)) for _, key in causes(graph)]
 
 
 def render_markdown(d: dict[str, Any]) -> str:
@@ -158,7 +164,7 @@ def render_markdown(d: dict[str, Any]) -> str:
     else:
         graph = bub.get("cause_model") == "task graph"
         head = ["lanes", "used", "duration", "utilization", "bubble rate"]
-        head += ["wait predecessor", "wait schedule"] if graph else ["idle"]
+        head += [cause for cause, _ in causes(graph)]
         head += ["bottleneck", "key issue"]
         rows = [_totals_row(k["name"] + (" (pseudo-core)" if k.get("pseudo_core") else ""),
                             k, graph) + [k["bottleneck"], k["key_issue"]]

@@ -363,11 +363,14 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     sink = [out, progress]          # where packets go and who hears of progress (a forked
                                     # second part writes elsewhere, silently)
 
-    def flush() -> None:
+    def flush(report: bool = False) -> None:
+        """Write the packets in ``chunk``; with ``report``, tell how many slices are done."""
         if chunk:
             sink[0].write(b"".join(chunk))
             counts["packets"] += len(chunk)
             chunk.clear()
+        if report and sink[1]:
+            sink[1](done)
 
     def write_header() -> None:
         """Sequence 1: clears incremental state, describes every track."""
@@ -528,19 +531,19 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                 stack.append(ts + s.dur)
                 done += 1
                 if len(chunk) >= CHUNK_PACKETS and record is None:
-                    flush()
-                    if sink[1]:
-                        sink[1](done)
+                    flush(report=True)
+            # The slices still open end here, with the loop's END step.  Folding this drain
+            # into the loop (ENDs after each BEGIN, up to the next slice's start) saved the
+            # copy but measured 0-4 % slower there.
             while stack:
                 end = stack.pop()
                 d = end - last
                 if d >= 0:
                     last = end
-                    tsb = dts[d] if d < 16384 else _TS + varint(d)
+                    body = (dts[d] if d < 16384 else _TS + varint(d)) + end_tail
                 else:
-                    tsb = _TS + varint(end) + _ABS_CLOCK
-                body = tsb + end_tail
-                append(_PACKET + _len(len(body)) + body)
+                    body = _TS + varint(end) + _ABS_CLOCK + end_tail
+                append(_PACKET + _LEN[len(body)] + body)
 
     def begin_again(i: int, place: tuple) -> None:
         """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
@@ -596,9 +599,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                 append(_PACKET + small[len(body)] + body)
             counts["counter_samples"] += len(counter.ts)
             if len(chunk) >= CHUNK_PACKETS:
-                flush()
-                if sink[1]:
-                    sink[1](done)
+                flush(report=True)
 
     def write_instants() -> None:
         # Instants: on sequence 1, with absolute timestamps and explicit tracks.

@@ -54,10 +54,3 @@ def key_bytes(field: int, payload: bytes) -> bytes:
 def key_str(field: int, text: str) -> bytes:
     return key_bytes(field, text.encode("utf-8", "surrogatepass"))
 
-
-def key_double(field: int, value: float) -> bytes:
-    return tag(field, 1) + _pack_double(value)
-
-
-def key_fixed64(field: int, value: int) -> bytes:
-    return tag(field, 1) + _pack_fixed64(value)
