@@ -31,6 +31,10 @@ MAX_NS = 1 << 62         # times stay below this, so ts + dur fits int64 (msprof
 # labels the top tasks and the operand shapes of a summary.  Writers leave it out of traces:
 # it says how to read the model, it is not a fact about the run.
 LABEL_ARGS = "label_args"
+# meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for
+# every predecessor: PyPTO), so bubbles are classified by cause and the critical path
+# follows the flows.
+TASK_GRAPH = "task_graph"
 SEMANTIC_LABEL = "semantic_label"
 
 

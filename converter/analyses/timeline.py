@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import LANE, Trace
+from ..model import LANE, TASK_GRAPH, Trace
 
 FAKE = "fake"                     # PyPTO slices with invented times (format reference 5.5)
 VIRTUAL = "hub"                   # PyPTO HUB tasks: 1-cycle markers on a pseudo-core
@@ -120,7 +120,7 @@ class Timeline:
             end = last if end is None or last > end else end
             for i in lane.slices:
                 lane_of[i] = k
-        has_graph = bool(trace.flows) and extra.get("task_graph") is True
+        has_graph = bool(trace.flows) and extra.get(TASK_GRAPH) is True
         preds: dict[int, list[int]] = {}
         if has_graph:
             for f in trace.flows:

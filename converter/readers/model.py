@@ -24,7 +24,8 @@ from orjson import loads
 
 from ..errors import InputError
 from ..fileio import logical_name, read_bytes, read_head
-from ..model import LABEL_ARGS, Clock, Counter, Flow, Instant, RunMeta, Slice, Track, Trace
+from ..model import (LABEL_ARGS, TASK_GRAPH, Clock, Counter, Flow, Instant, RunMeta, Slice,
+                     Track, Trace)
 from ..modelfile import (END_PREFIX, END_SIZE, FORMAT_NAME, FORMAT_VERSION, MAGIC,
                          META_FIELDS, SUFFIX, sniff, unpack_crc)
 from .base import ReadOptions, Source
@@ -60,7 +61,7 @@ def _upgrade(meta: RunMeta) -> None:
     extra = meta.extra
     if meta.format != "pypto" or type(extra) is not dict:
         return
-    missing = {k: v for k, v in (("task_graph", True), (LABEL_ARGS, dict(TASK_LABEL_ARGS)))
+    missing = {k: v for k, v in ((TASK_GRAPH, True), (LABEL_ARGS, dict(TASK_LABEL_ARGS)))
                if k not in extra}
     if missing:
         meta.extra = {**extra, **missing}

@@ -10,7 +10,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_bytes,
                        read_head)
-from ...model import RunMeta, Trace, split_overlaps
+from ...model import TASK_GRAPH, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .common import MERGED_US, MachineView, declare_label_args
 
@@ -141,7 +141,7 @@ class PyptoReader:
             trace = Trace(RunMeta(source.name, "pypto", tool="PyPTO"))
         self._attach_side_files(trace, source, options)
         # PyPTO's flows are the task graph: a task waits for every predecessor (analyses).
-        trace.meta.extra["task_graph"] = True
+        trace.meta.extra[TASK_GRAPH] = True
         declare_label_args(trace)
         split_overlaps(trace)
         _report_backward_flows(trace)
