@@ -165,8 +165,9 @@ class Bubbles:
     ignored_dependencies: int = 0
     # (lane index, start, end, cause code 0/1/2, next slice, waited-for slice or -1)
     gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
-    busy_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    ready_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    # kind -> (timestamps, values) of the busy-lanes and ready-tasks step functions
+    busy_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
+    ready_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     # slice -> (ready time, the predecessor that set it or -1, latest predecessor end or None);
     # kept only when PyPTO's own figures are there to compare with
     ready_at: dict[int, tuple[int, int, int | None]] = field(default_factory=dict)
@@ -301,17 +302,19 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     return result
 
 
-def step_series(delta: dict[int, int], t0: int) -> list[tuple[int, int]]:
-    """Samples (ts, value) of a step function from its changes ``delta`` (ts -> change),
-    starting at ``t0`` with 0; one sample per timestamp where the value changes."""
-    out: list[tuple[int, int]] = [(t0, 0)]
-    value = 0
-    last = 0
-    for t in sorted(delta):
-        value += delta[t]
+def step_series(delta: dict[int, int], t0: int) -> tuple[list[int], list[int]]:
+    """Samples of a step function from its changes ``delta`` (ts -> change), starting at
+    ``t0`` with 0, as columns (timestamps, values): one sample per timestamp where the value
+    changes."""
+    times = [t0]
+    values = [0]
+    value = last = 0
+    for t, change in sorted(delta.items()):
+        value += change
         if t == t0:
-            out[0] = (t0, value)
+            values[0] = value
         elif value != last:
-            out.append((t, value))
+            times.append(t)
+            values.append(value)
         last = value
-    return out
+    return times, values

@@ -114,11 +114,10 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
         for kind, series in by_kind.items():
             c = trace.add_counter(f"{title}{SEP}{kind}", group, unit, order, what.format(kind),
                                   derived=True)
-            c.ts = [t for t, _ in series]
-            c.values = [v for _, v in series]
+            c.ts, c.values = series
             order += 1
             counts["counter_tracks"] += 1
-            counts["counter_samples"] += len(series)
+            counts["counter_samples"] += len(c.ts)
     counts["bubble_slices"] = len(b.gaps)
     trace.slices.extend(new)
     return counts
