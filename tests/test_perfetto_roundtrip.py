@@ -327,6 +327,23 @@ def test_ints_beyond_64_bits_keep_their_digits_or_become_doubles():
                                                      sys.float_info.max, -(1 << 62), 3]
 
 
+def test_repeated_counter_values_keep_their_type_and_sign():
+    """Small int counter values are encoded once per sequence and reused: an equal float
+    (1.0, -0.0, 0.0) or a bool must still be written as what it is."""
+    trace = Trace(RunMeta("t", "test"))
+    c = trace.add_counter("c", None, "")
+    values = [1, 1.0, 1, 0, -0.0, 0, 0.0, True, 1, 16383, 16384, 16383]
+    for i, v in enumerate(values):
+        c.add(i * 10, v)
+    data = _write(trace)
+    assert_same_as_model(trace, data)
+    got = [v for _, v in read_back(data)[2][c.track + 1]]
+    assert [(type(v), math.copysign(1, v)) for v in got] == [
+        (int, 1), (float, 1), (int, 1), (int, 1), (float, -1), (int, 1), (float, 1),
+        (float, 1), (int, 1), (int, 1), (int, 1), (int, 1)]
+    assert got == [1, 1.0, 1, 0, 0.0, 0, 0.0, 1.0, 1, 16383, 16384, 16383]
+
+
 def test_two_process_write_into_a_gzip_stream(monkeypatch):
     """The other process's part is appended through the output stream, so a .pftrace.gz
     holds the whole trace."""

@@ -579,23 +579,30 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                 append(p)
             tail = seq.field + _TRACK_EVENT
             last = 0
+            small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
             for ts, value in zip(counter.ts, counter.values):
-                if value.__class__ is int and (0 <= value < INT64_END
-                                               or INT64_MIN <= value < -_EXACT):
-                    event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
-                                                  else varint(value))
-                else:
-                    # Negative ints too: a negative int64 varint takes 10 bytes, the double 8,
-                    # and Trace Processor stores every counter value as a double either way;
-                    # ints beyond int64 have no other way in.
-                    event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
+                # Counts (busy lanes, ready tasks) repeat a few small values: their bytes are
+                # built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0 here).
+                rest = small_ints.get(value) if value.__class__ is int else None
+                if rest is None:
+                    if value.__class__ is int and (0 <= value < INT64_END
+                                                   or INT64_MIN <= value < -_EXACT):
+                        event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
+                                                      else varint(value))
+                    else:
+                        # Negative ints too: a negative int64 varint takes 10 bytes, the
+                        # double 8, and Trace Processor stores every counter value as a
+                        # double either way; ints beyond int64 have no other way in.
+                        event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
+                    rest = tail + small[len(event)] + event
+                    if value.__class__ is int and 0 <= value < 16384:
+                        small_ints[value] = rest
                 d = ts - last
                 if d >= 0:
                     last = ts
-                    tsb = dts[d] if d < 16384 else _TS + varint(d)
+                    body = (dts[d] if d < 16384 else _TS + varint(d)) + rest
                 else:
-                    tsb = _TS + varint(ts) + _ABS_CLOCK
-                body = tsb + tail + small[len(event)] + event
+                    body = _TS + varint(ts) + _ABS_CLOCK + rest
                 append(_PACKET + small[len(body)] + body)
             counts["counter_samples"] += len(counter.ts)
             if len(chunk) >= CHUNK_PACKETS:
