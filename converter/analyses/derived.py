@@ -114,7 +114,7 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
         for kind, series in by_kind.items():
             c = trace.add_counter(f"{title}{SEP}{kind}", group, unit, order, what.format(kind),
                                   derived=True)
-            c.ts, c.values = series
+            c.ts, c.values = list(series[0]), list(series[1])   # not the analysis' own
             order += 1
             counts["counter_tracks"] += 1
             counts["counter_samples"] += len(c.ts)
