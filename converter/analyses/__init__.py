@@ -33,10 +33,11 @@ class TrackAnalysis:
     critical_path: CriticalPath
 
 
-def analyze_tracks(trace: Trace) -> TrackAnalysis:
-    """The timeline, bubbles and critical path of ``trace``."""
+def analyze_tracks(trace: Trace, ready_times: bool = False) -> TrackAnalysis:
+    """The timeline, bubbles and critical path of ``trace`` (with ``ready_times``, the
+    bubbles keep each task's ready time too)."""
     tl = Timeline.build(trace)
-    bubbles = compute_bubbles(trace, tl)
+    bubbles = compute_bubbles(trace, tl, ready_times)
     return TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
 
 

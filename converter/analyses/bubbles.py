@@ -169,7 +169,7 @@ class Bubbles:
     busy_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     ready_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     # slice -> (ready time, the predecessor that set it or -1, latest predecessor end or None);
-    # kept only when PyPTO's own figures are there to compare with
+    # kept only when asked for (``compute_bubbles(..., ready_times=True)``)
     ready_at: dict[int, tuple[int, int, int | None]] = field(default_factory=dict)
     lane_prev: dict[int, int] = field(default_factory=dict)   # slice -> previous on its lane
 
@@ -183,7 +183,9 @@ class Bubbles:
         }
 
 
-def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
+def compute_bubbles(trace: Trace, tl: Timeline, ready_times: bool = False) -> Bubbles:
+    """The bubbles of every lane of ``tl``; with ``ready_times``, also each task's ready time
+    (``ready_at``), for a check that compares them with a tool's own figures."""
     if tl.skipped is not None:
         return Bubbles(False, tl.skipped, "none")
     if not tl.lanes:
@@ -194,7 +196,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     preds = tl.preds
     result = Bubbles(True, None, "task graph" if tl.has_graph else IDLE)
     gaps = result.gaps
-    keep_ready = "pypto_bubble_log" in trace.meta.extra
+    keep_ready = ready_times
     ready_at = result.ready_at
     lane_prev = result.lane_prev
     busy_delta: dict[str, dict[int, int]] = {}     # kind -> ts -> change of busy lanes

@@ -114,6 +114,12 @@ def _own(fig: LaneFigures | None) -> dict[str, float] | None:
             "wait_predecessor_us": fig.wait_predecessor / 1000}
 
 
+def wants_ready_times(trace: Trace) -> bool:
+    """Whether ``check_pypto`` will need the tasks' ready times (``Bubbles.ready_at``): only
+    for a run with PyPTO's own bubble figures."""
+    return isinstance(trace.meta.extra.get("pypto_bubble_log"), dict)
+
+
 def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | None:
     log = trace.meta.extra.get("pypto_bubble_log")
     if not isinstance(log, dict) or not log.get("cores") or not bubbles.computed:
