@@ -36,6 +36,12 @@ LABEL_ARGS = "label_args"
 # follows the flows.
 TASK_GRAPH = "task_graph"
 SEMANTIC_LABEL = "semantic_label"
+# Slice categories the analyses read: INVENTED_TIMES, a slice whose times the source made up
+# (PyPTO's fake tasks: drawn, but no wait or busy time is measured from them); MARKER, a
+# marker task on a pseudo-core that is no resource (PyPTO's 1-cycle HUB tasks: its lanes stay
+# out of run totals, and its tasks out of ready counts and the critical path's lane order).
+INVENTED_TIMES = "fake"
+MARKER = "hub"
 
 
 @dataclass(frozen=True)

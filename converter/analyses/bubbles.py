@@ -23,15 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Trace
-from .timeline import FAKE, VIRTUAL, Timeline
+from ..model import INVENTED_TIMES, MARKER, Trace
+from .timeline import Timeline
 
 WAIT_PREDECESSOR = "wait predecessor"
 WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
 CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)
 _CAUSE = {0: WAIT_PREDECESSOR, 1: WAIT_SCHEDULE, 2: IDLE}
-NOT_QUEUED = (VIRTUAL, FAKE)      # PyPTO's ReadyCount leaves HUB tasks out
+NOT_QUEUED = (MARKER, INVENTED_TIMES)   # never queued (PyPTO's ReadyCount leaves HUB out)
 
 
 def us(ns: int | float | None) -> float | None:

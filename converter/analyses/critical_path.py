@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Trace
+from ..model import INVENTED_TIMES, MARKER, Trace
 from .bubbles import WAIT_SCHEDULE, Bubbles, us
-from .timeline import FAKE, VIRTUAL, Timeline
+from .timeline import Timeline
 
 DEPENDENCY = "dependency"
 LANE_ORDER = "lane order"
@@ -107,11 +107,11 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
         for p in preds.get(i, ()):
             ps = slices[p]
             pe = ps.ts + ps.dur
-            if pe <= ts and ps.cat != FAKE and p not in seen and p in lane_of \
+            if pe <= ts and ps.cat != INVENTED_TIMES and p not in seen and p in lane_of \
                     and (best_end is None or pe > best_end):
                 best, best_end = p, pe
         how = DEPENDENCY
-        q = lane_prev.get(i, -1) if s.cat != VIRTUAL else -1
+        q = lane_prev.get(i, -1) if s.cat != MARKER else -1
         if q >= 0 and q not in seen:
             qs = slices[q]
             qe = qs.ts + qs.dur

@@ -7,10 +7,10 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import Trace
+from ..model import INVENTED_TIMES, Trace
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
-from .timeline import FAKE, source_lanes
+from .timeline import source_lanes
 
 if TYPE_CHECKING:
     from .full import Analysis
@@ -117,7 +117,7 @@ def top_tasks(trace: Trace, critical: set[int], n: int = 10) -> list[dict[str, A
     tracks = trace.tracks
     ok = source_lanes(trace)
     slices = trace.slices
-    durs = [s.dur if ok[s.track] and s.cat != FAKE else -1 for s in slices]
+    durs = [s.dur if ok[s.track] and s.cat != INVENTED_TIMES else -1 for s in slices]
     best = [i for i in heapq.nlargest(n, range(len(durs)), key=durs.__getitem__)
             if durs[i] >= 0]
     arg = semantic_label_arg(trace)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import LABEL_ARGS, SEMANTIC_LABEL, Trace
+from ..model import INVENTED_TIMES, LABEL_ARGS, MARKER, SEMANTIC_LABEL, Trace
 from .bubbles import pct, us
-from .timeline import FAKE, VIRTUAL, source_lanes
+from .timeline import source_lanes
 
 MAX_ROWS = 200                    # per table; the rest is summed into one "(other)" row
 
@@ -91,7 +91,7 @@ def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
     groups: dict[Any, _Group] = {}
     keys = {a for _, a in label_args(trace)} | {"short_name"}
     for i, s in enumerate(trace.slices):
-        if not ok[s.track] or s.cat == FAKE:
+        if not ok[s.track] or s.cat == INVENTED_TIMES:
             continue
         sh = s.shared_args
         own = s.args
@@ -145,7 +145,7 @@ def time_by_label(trace: Trace, critical: set[int] | None = None,
 
 def _label(value: Any, cat: str) -> str:
     if value is None or value == "":
-        return "(hub)" if cat == VIRTUAL else "(none)"
+        return "(hub)" if cat == MARKER else "(none)"
     return str(value)
 
 

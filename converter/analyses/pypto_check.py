@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Trace
+from ..model import INVENTED_TIMES, Trace
 from .bubbles import Bubbles, LaneFigures
-from .timeline import FAKE, Timeline
+from .timeline import Timeline
 
 TOLERANCE_US = 0.01
 FIGURES = ("work_time_us", "total_wait_us", "wait_schedule_us", "wait_predecessor_us")
@@ -132,7 +132,7 @@ def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | No
             by_name[lane.name] = lane
             figs[lane.name] = fig
     # Each core's non-fake tasks in execution order (start order; PyPTO's file order).
-    tasks = {name: [i for i in by_name[name].slices if slices[i].cat != FAKE]
+    tasks = {name: [i for i in by_name[name].slices if slices[i].cat != INVENTED_TIMES]
              for name in log["cores"] if name in by_name}
     starts = [slices[ids[0]].ts for ids in tasks.values() if ids]
     if not starts:

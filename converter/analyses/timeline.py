@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import LANE, TASK_GRAPH, Trace
+from ..model import INVENTED_TIMES, LANE, MARKER, TASK_GRAPH, Trace
 
-FAKE = "fake"                     # PyPTO slices with invented times (format reference 5.5)
-VIRTUAL = "hub"                   # PyPTO HUB tasks: 1-cycle markers on a pseudo-core
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
 
@@ -90,7 +88,7 @@ class Timeline:
                                      else "")
                     lane_counts[kind] = lane_counts.get(kind, 0) + 1
                 continue
-            real = [i for i in ids if slices[i].cat != FAKE]
+            real = [i for i in ids if slices[i].cat != INVENTED_TIMES]
             fake += len(ids) - len(real)
             if not real:
                 continue
@@ -109,7 +107,7 @@ class Timeline:
         start = end = None
         lane_of: dict[int, int] = {}
         for k, lane in enumerate(ordered):
-            lane.virtual = all(slices[i].cat == VIRTUAL for i in lane.slices)
+            lane.virtual = all(slices[i].cat == MARKER for i in lane.slices)
             if tracks[lane.track].nesting or len(lane.tracks) > 1:
                 lane.slices.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
             else:                 # back-to-back work: no two slices start together

@@ -10,7 +10,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import GROUP, INT64_MIN, LABEL_ARGS, LANE, UINT64_END, Clock, Trace
+from ...model import (GROUP, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE, MARKER,
+                      UINT64_END, Clock, Trace)
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
@@ -271,7 +272,7 @@ class SharedTaskArgs:
 
 def task_category(core_name: str, fake: bool) -> str:
     if fake:
-        return "fake"
+        return INVENTED_TIMES          # format reference 5.5
     if core_name.startswith("HUB"):
-        return "hub"
+        return MARKER                  # 1-cycle markers on a pseudo-core
     return "task"
