@@ -10,7 +10,8 @@ from converter.analyses import analyze
 from converter.analyses.ncu_bounds import classify
 from converter.analyses.ratings import level, rate
 from converter.convert import read
-from converter.model import GROUP, RunMeta, Trace
+from converter.model import GROUP, NO_IDLE_TIME, RunMeta, Trace
+from converter.readers.ncu.layout import NO_IDLE_REASON
 
 from conftest import FIXTURES, pypto_run_dir
 
@@ -127,6 +128,7 @@ def test_undeclared_or_damaged_label_args_label_nothing(declared):
 def ncu_trace(rules=True) -> Trace:
     tr = Trace(RunMeta("ncu-mem", "ncu", tool="Nsight Compute"))
     tr.meta.extra["ncu_serialized"] = True
+    tr.meta.extra[NO_IDLE_TIME] = NO_IDLE_REASON          # as the NCU reader declares
     lane = tr.add_track("kernels", tr.add_track("GPU 0", None, GROUP), nesting=False)
     kernels = [
         ("copy_kernel", 4000, {"sm_throughput_pct": 20.0, "memory_throughput_pct": 88.0,

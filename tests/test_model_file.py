@@ -499,17 +499,21 @@ def test_model_file_from_before_label_args_keeps_its_label_tables(run, tmp_path)
 
 @pytest.mark.parametrize("run", [SAMPLES / "pypto" / "ffn_medium",
                                  SAMPLES / "ncu" / "h200-triton-full"])
-def test_model_file_from_before_the_task_graph_marker_keeps_its_task_graph(run, tmp_path):
+def test_model_file_from_before_a_declaration_gets_it_on_loading(run, tmp_path):
     """A .tcmodel written before the PyPTO reader declared meta.extra["task_graph"] (and
     "label_args") lacks both keys: a PyPTO one gets both on loading, so its bubbles keep
-    their causes and its critical path its dependencies; other formats get nothing added."""
+    their causes and its critical path its dependencies.  One written before the NCU reader
+    declared "no_idle_time" gets it back, so it still reports no bubbles."""
     from converter.analyses import analyze
     src = find_runs(run)[0]
     original = src.read(ReadOptions())
     old = src.read(ReadOptions())
-    popped = [old.meta.extra.pop(k, None) for k in ("task_graph", "label_args")]
+    popped = [old.meta.extra.pop(k, None) for k in ("task_graph", "label_args", "no_idle_time")]
     pypto = original.meta.format == "pypto"
-    assert all(v is not None for v in popped) if pypto else popped == [None, None]
+    if pypto:
+        assert popped[0] is not None and popped[1] is not None and popped[2] is None
+    else:
+        assert popped[:2] == [None, None] and "by construction" in popped[2]
     loaded, _ = _roundtrip(old, tmp_path)
     assert loaded.meta.extra == original.meta.extra
     a, b = analyze(original).to_dict(), analyze(loaded).to_dict()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import INVENTED_TIMES, LANE, MARKER, TASK_GRAPH, Trace
+from ..model import INVENTED_TIMES, LANE, MARKER, NO_IDLE_TIME, TASK_GRAPH, Trace
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -64,10 +64,8 @@ class Timeline:
         if extra.get("timeline") is False:
             skipped = ("not a timeline: the lanes hold per-block aggregates without start "
                        "times, so there are no gaps to measure")
-        elif extra.get("ncu_serialized"):
-            skipped = ("Nsight Compute replays kernels one by one and lays them end to end: "
-                       "the timeline has no idle time by construction, so bubbles and "
-                       "utilization are not measured")
+        elif extra.get(NO_IDLE_TIME):
+            skipped = str(extra[NO_IDLE_TIME])
         tracks = trace.tracks
         by_track = trace.slices_by_track()
         slices = trace.slices

@@ -5,8 +5,9 @@ Detected by content: the file (gzip-compressed or not) starts with the magic byt
 made it: ``meta.format`` stays the original format (e.g. "pypto") and nothing is added to
 ``meta``, so a run exported, summarized or compared from its archive gives the same result as
 from its source files.  (One exception keeps that true for older files: a PyPTO run written
-before its reader declared ``meta.extra["task_graph"]`` and ``meta.extra["label_args"]`` gets
-the declarations the PyPTO reader makes now.)
+before its reader declared ``meta.extra["task_graph"]`` and ``meta.extra["label_args"]``, or an
+Nsight Compute run written before ``meta.extra["no_idle_time"]``, gets the declarations its
+reader makes now.)
 That it came from an archive shows in the Source (format "model", file role "model").
 """
 
@@ -24,11 +25,12 @@ from orjson import loads
 
 from ..errors import InputError
 from ..fileio import logical_name, read_bytes, read_head
-from ..model import (LABEL_ARGS, TASK_GRAPH, Clock, Counter, Flow, Instant, RunMeta, Slice,
-                     Track, Trace)
+from ..model import (LABEL_ARGS, NO_IDLE_TIME, TASK_GRAPH, Clock, Counter, Flow, Instant,
+                     RunMeta, Slice, Track, Trace)
 from ..modelfile import (END_PREFIX, END_SIZE, FORMAT_NAME, FORMAT_VERSION, MAGIC,
                          META_FIELDS, SUFFIX, sniff, unpack_crc)
 from .base import ReadOptions, Source
+from .ncu.layout import NO_IDLE_REASON
 from .pypto.common import TASK_LABEL_ARGS
 
 
@@ -54,15 +56,21 @@ def _varint_at(data: bytes, pos: int) -> int | None:
 
 
 def _upgrade(meta: RunMeta) -> None:
-    """A PyPTO file written before the PyPTO reader declared the task graph
-    (meta.extra["task_graph"]) and the label args (model.LABEL_ARGS) gets the declarations
-    the reader makes now (in its order), so it keeps its bubble causes, critical path and
-    "time by label" tables."""
+    """A file written before its reader made a declaration the analyses read gets the
+    declarations the reader makes now (in its order): a PyPTO run its task graph
+    (model.TASK_GRAPH) and label args (model.LABEL_ARGS), so it keeps its bubble causes,
+    critical path and "time by label" tables; an Nsight Compute run its reason for having no
+    idle time (model.NO_IDLE_TIME), so it still reports no bubbles."""
     extra = meta.extra
-    if meta.format != "pypto" or type(extra) is not dict:
+    if type(extra) is not dict:
         return
-    missing = {k: v for k, v in ((TASK_GRAPH, True), (LABEL_ARGS, dict(TASK_LABEL_ARGS)))
-               if k not in extra}
+    if meta.format == "pypto":
+        declared = ((TASK_GRAPH, True), (LABEL_ARGS, dict(TASK_LABEL_ARGS)))
+    elif meta.format == "ncu" and extra.get("ncu_serialized"):
+        declared = ((NO_IDLE_TIME, NO_IDLE_REASON),)
+    else:
+        return
+    missing = {k: v for k, v in declared if k not in extra}
     if missing:
         meta.extra = {**extra, **missing}
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...model import GROUP, LANE, MAX_NS, Clock, Counter, RunMeta, Trace, split_overlaps
+from ...model import (GROUP, LANE, MAX_NS, NO_IDLE_TIME, Clock, Counter, RunMeta, Trace,
+                      split_overlaps)
 from .kernels import Kernel
 from .metrics import BOUNDARY_COUNTERS, KEY_METRICS, printable
 from .nvtx import DEFAULT_DOMAIN, build_ranges, cut_short, nvtx_path
@@ -16,6 +17,9 @@ SERIAL_SENTENCE = ("Serialized timeline: Nsight Compute replays each kernel on i
                    "records no launch times, so kernels are laid end to end in profiling "
                    "order, each lasting its measured duration (gpu__time_duration.sum); gaps, "
                    "overlaps and host time of the real run are not shown.")
+NO_IDLE_REASON = ("Nsight Compute replays kernels one by one and lays them end to end: the "
+                  "timeline has no idle time by construction, so bubbles and utilization are "
+                  "not measured")
 
 SERIALIZED = Clock("ncu-serialized", "ns", Fraction(1),
                    "synthetic: kernels of a Nsight Compute report laid end to end in profiling "
@@ -171,6 +175,7 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
     meta.device = ", ".join(device_names)
     extra = meta.extra
     extra["ncu_serialized"] = True
+    extra[NO_IDLE_TIME] = NO_IDLE_REASON
     extra["timeline_note"] = " ".join([SERIAL_SENTENCE, *run.notes])
     extra["ncu_kernels"] = len(kernels)
     extra["tasks"] = len(kernels)
