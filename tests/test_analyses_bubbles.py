@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from converter.analyses import add_derived, analyze, analyze_tracks
+from converter.analyses import add_derived, analyze
 from converter.analyses.bubbles import CAUSES
 from converter.analyses.pypto_check import TOLERANCE_US
 from converter.convert import read
@@ -37,19 +37,6 @@ def test_every_shared_run_with_a_log_is_checked():
     runs = [r for r in PYPTO_MERGED_RUNS
             if list((pypto_run_dir(r) / "CostModelSimulationOutput").glob("bubble_analysis*"))]
     assert len(runs) == 6
-
-
-def test_ready_times_are_kept_for_the_pypto_check_only(pypto_run):
-    """A conversion's analyses (``analyze_tracks``) keep no per-task ready times; the
-    summary's (``analyze``) keep one per task of a run with PyPTO's own figures, for its
-    check, and both find the same bubbles."""
-    _, trace, a = pypto_run
-    tracks = analyze_tracks(trace)
-    assert tracks.bubbles.ready_at == {}
-    graph_tasks = sum(len(lane.slices) for lane in a.timeline.lanes if lane.graph)
-    assert graph_tasks > 0 and len(a.bubbles.ready_at) == graph_tasks
-    assert tracks.bubbles.gaps == a.bubbles.gaps
-    assert tracks.bubbles.lane_prev == a.bubbles.lane_prev
 
 
 def test_figures_equal_bubble_analysis_log(pypto_run):

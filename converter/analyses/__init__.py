@@ -33,11 +33,10 @@ class TrackAnalysis:
     critical_path: CriticalPath
 
 
-def analyze_tracks(trace: Trace, ready_times: bool = False) -> TrackAnalysis:
-    """The timeline, bubbles and critical path of ``trace`` (with ``ready_times``, the
-    bubbles keep each task's ready time too)."""
+def analyze_tracks(trace: Trace) -> TrackAnalysis:
+    """The timeline, bubbles and critical path of ``trace``."""
     tl = Timeline.build(trace)
-    bubbles = compute_bubbles(trace, tl, ready_times)
+    bubbles = compute_bubbles(trace, tl)
     return TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import INVENTED_TIMES, MARKER, Trace
+from ..model import MARKER, Trace
 from .timeline import Timeline
 
 WAIT_PREDECESSOR = "wait predecessor"
@@ -31,7 +31,6 @@ WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
 CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)
 _CAUSE = {0: WAIT_PREDECESSOR, 1: WAIT_SCHEDULE, 2: IDLE}
-NOT_QUEUED = (MARKER, INVENTED_TIMES)   # never queued (PyPTO's ReadyCount leaves HUB out)
 
 
 def us(ns: int | float | None) -> float | None:
@@ -168,9 +167,6 @@ class Bubbles:
     # kind -> (timestamps, values) of the busy-lanes and ready-tasks step functions
     busy_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     ready_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
-    # slice -> (ready time, the predecessor that set it or -1, latest predecessor end or None);
-    # kept only when asked for (``compute_bubbles(..., ready_times=True)``)
-    ready_at: dict[int, tuple[int, int, int | None]] = field(default_factory=dict)
     lane_prev: dict[int, int] = field(default_factory=dict)   # slice -> previous on its lane
 
     def to_dict(self) -> dict[str, Any]:
@@ -183,9 +179,7 @@ class Bubbles:
         }
 
 
-def compute_bubbles(trace: Trace, tl: Timeline, ready_times: bool = False) -> Bubbles:
-    """The bubbles of every lane of ``tl``; with ``ready_times``, also each task's ready time
-    (``ready_at``), for a check that compares them with a tool's own figures."""
+def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     if tl.skipped is not None:
         return Bubbles(False, tl.skipped, "none")
     if not tl.lanes:
@@ -196,8 +190,6 @@ def compute_bubbles(trace: Trace, tl: Timeline, ready_times: bool = False) -> Bu
     preds = tl.preds
     result = Bubbles(True, None, "task graph" if tl.has_graph else IDLE)
     gaps = result.gaps
-    keep_ready = ready_times
-    ready_at = result.ready_at
     lane_prev = result.lane_prev
     busy_delta: dict[str, dict[int, int]] = {}     # kind -> ts -> change of busy lanes
     ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
@@ -225,12 +217,9 @@ def compute_bubbles(trace: Trace, tl: Timeline, ready_times: bool = False) -> Bu
                 by = -1
                 plist = preds.get(i)
                 if plist:
-                    latest = None     # PyPTO's ready time: every predecessor counts
                     bad = 0
                     for p in plist:
                         pe = ends[p]
-                        if latest is None or pe > latest:
-                            latest = pe
                         if pe > ts:
                             bad += 1
                         elif pe > ready:
@@ -238,13 +227,9 @@ def compute_bubbles(trace: Trace, tl: Timeline, ready_times: bool = False) -> Bu
                             by = p
                     if bad:
                         ignored += 1
-                    if keep_ready:
-                        ready_at[i] = (ready, by, latest)
-                elif keep_ready:
-                    ready_at[i] = (ready, -1, None)
                 if cur <= ts and cur_slice >= 0:
                     lane_prev[i] = cur_slice
-                if ready < ts and s.cat not in NOT_QUEUED:
+                if ready < ts and s.cat != MARKER:   # never queued (as PyPTO's ReadyCount)
                     rd[ready] = rget(ready, 0) + 1
                     rd[ts] = rget(ts, 0) - 1
             if ts > cur:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import INVENTED_TIMES, MARKER, Trace
+from ..model import MARKER, Trace
 from .bubbles import WAIT_SCHEDULE, Bubbles, us
 from .timeline import Timeline
 
@@ -104,10 +104,10 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
         out.append(Segment("task", ts, s.dur, i, via, lane_name))
         best = -1
         best_end = None
-        for p in preds.get(i, ()):
+        for p in preds.get(i, ()):      # lane_of: no fake tasks (the timeline leaves them out)
             ps = slices[p]
             pe = ps.ts + ps.dur
-            if pe <= ts and ps.cat != INVENTED_TIMES and p not in seen and p in lane_of \
+            if pe <= ts and p not in seen and p in lane_of \
                     and (best_end is None or pe > best_end):
                 best, best_end = p, pe
         how = DEPENDENCY

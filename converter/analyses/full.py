@@ -14,7 +14,7 @@ from .findings import (Opportunity, bottleneck, configuration, key_figures, kind
 from .labels import LabelTable, slice_groups, time_by_label
 from .msprof_op import MsprofOpResult, analyze_msprof_op
 from .ncu_bounds import NcuResult, analyze_ncu
-from .pypto_check import PyptoCheck, check_pypto, wants_ready_times
+from .pypto_check import PyptoCheck, check_pypto
 from .ratings import Rating, rate
 from .timeline import Timeline
 
@@ -78,7 +78,7 @@ class Analysis:
 
 def analyze(trace: Trace) -> Analysis:
     """Every analysis of ``trace``, computed once (O(n log n) in slices and flows)."""
-    core = analyze_tracks(trace, ready_times=wants_ready_times(trace))
+    core = analyze_tracks(trace)
     tl, bubbles, cp = core.timeline, core.bubbles, core.critical_path
     critical = set(cp.tasks) if cp.computed else set()
     groups = slice_groups(trace, critical)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import INVENTED_TIMES, Trace
+from ..model import Trace
 from .bubbles import Bubbles, LaneFigures
 from .timeline import Timeline
 
@@ -84,12 +84,12 @@ class _Core:
 
     __slots__ = ("starts", "ends", "ready")
 
-    def __init__(self, trace: Trace, ids: list[int], ready_at: dict):
+    def __init__(self, trace: Trace, ids: list[int], preds: dict[int, list[int]]):
         slices = trace.slices
         self.starts = [slices[i].ts for i in ids]
         self.ends = [slices[i].ts + slices[i].dur for i in ids]
-        none = (0, -1, None)
-        self.ready = [ready_at.get(i, none)[2] for i in ids]
+        self.ready = [max(slices[p].ts + slices[p].dur for p in preds[i]) if i in preds
+                      else None for i in ids]
 
     def formula(self, t0: int) -> dict[str, float]:
         prev = t0
@@ -114,12 +114,6 @@ def _own(fig: LaneFigures | None) -> dict[str, float] | None:
             "wait_predecessor_us": fig.wait_predecessor / 1000}
 
 
-def wants_ready_times(trace: Trace) -> bool:
-    """Whether ``check_pypto`` will need the tasks' ready times (``Bubbles.ready_at``): only
-    for a run with PyPTO's own bubble figures."""
-    return isinstance(trace.meta.extra.get("pypto_bubble_log"), dict)
-
-
 def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | None:
     log = trace.meta.extra.get("pypto_bubble_log")
     if not isinstance(log, dict) or not log.get("cores") or not bubbles.computed:
@@ -131,15 +125,15 @@ def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | No
         if lane.name not in by_name:
             by_name[lane.name] = lane
             figs[lane.name] = fig
-    # Each core's non-fake tasks in execution order (start order; PyPTO's file order).
-    tasks = {name: [i for i in by_name[name].slices if slices[i].cat != INVENTED_TIMES]
-             for name in log["cores"] if name in by_name}
+    # Each core's tasks in execution order (start order; PyPTO's file order; the timeline
+    # leaves fake tasks out of its lanes).
+    tasks = {name: by_name[name].slices for name in log["cores"] if name in by_name}
     starts = [slices[ids[0]].ts for ids in tasks.values() if ids]
     if not starts:
         return None
     t0 = min(starts)
     empty: list[int] = []
-    data = {name: _Core(trace, tasks.get(name, empty), bubbles.ready_at)
+    data = {name: _Core(trace, tasks.get(name, empty), tl.preds)
             for name in log["cores"]}
 
     def compare(origin: int) -> dict[str, tuple[dict, float]]:
