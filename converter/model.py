@@ -42,9 +42,10 @@ SEMANTIC_LABEL = "semantic_label"
 # out of run totals, and its tasks out of ready counts and the critical path's lane order).
 INVENTED_TIMES = "fake"
 MARKER = "hub"
-# meta.extra[NO_IDLE_TIME]: why the run's lanes have no idle time by construction (e.g.
-# kernels replayed one by one and laid end to end), so no bubbles or utilization are measured.
-NO_IDLE_TIME = "no_idle_time"
+# meta.extra[NO_BUBBLES]: the reader's reason why the run's lanes give no bubble figures (they
+# are not a timeline, or have no idle time by construction); bubbles, utilization and the
+# critical path are then not computed, and the summaries give the reason.
+NO_BUBBLES = "no_bubbles"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from converter.analyses import add_derived, analyze
 from converter.analyses.bubbles import CAUSES
 from converter.analyses.pypto_check import TOLERANCE_US
 from converter.convert import read
-from converter.model import GROUP, LANE, NO_IDLE_TIME, RunMeta, Trace, split_overlaps
+from converter.model import GROUP, LANE, NO_BUBBLES, RunMeta, Trace, split_overlaps
+from converter.readers.msprof.opprof import NOT_A_TIMELINE
 from converter.readers.ncu.layout import NO_IDLE_REASON
 
 from conftest import PYPTO_MERGED_RUNS, pypto_run_dir
@@ -275,7 +276,7 @@ def test_graph_splits_gaps_by_cause_and_ignores_late_dependencies():
 
 
 def test_not_a_timeline_and_serialized_runs_have_no_bubbles():
-    tr = make_trace("msprof", timeline=False)
+    tr = make_trace("msprof", **{NO_BUBBLES: NOT_A_TIMELINE})   # as read
     lane = tr.add_track("cube0", tr.add_track("blocks", None, GROUP))
     tr.add_slice(lane, 0, 10, "block")
     tr.add_slice(lane, 50, 10, "block")
@@ -283,7 +284,7 @@ def test_not_a_timeline_and_serialized_runs_have_no_bubbles():
     assert not a.bubbles.computed and "not a timeline" in a.bubbles.reason
     assert add_derived(tr, a)["bubble_slices"] == 0
     assert not any(t.derived for t in tr.tracks)
-    tr = make_trace("ncu", ncu_serialized=True, **{NO_IDLE_TIME: NO_IDLE_REASON})   # as read
+    tr = make_trace("ncu", ncu_serialized=True, **{NO_BUBBLES: NO_IDLE_REASON})   # as read
     lane = tr.add_track("kernels", tr.add_track("GPU 0", None, GROUP))
     tr.add_slice(lane, 0, 10, "k", "kernel")
     a = analyze(tr)

@@ -10,7 +10,8 @@ from converter.analyses import analyze
 from converter.analyses.ncu_bounds import classify
 from converter.analyses.ratings import level, rate
 from converter.convert import read
-from converter.model import GROUP, NO_IDLE_TIME, RunMeta, Trace
+from converter.model import GROUP, NO_BUBBLES, RunMeta, Trace
+from converter.readers.msprof.opprof import NOT_A_TIMELINE
 from converter.readers.ncu.layout import NO_IDLE_REASON
 
 from conftest import FIXTURES, pypto_run_dir
@@ -128,7 +129,7 @@ def test_undeclared_or_damaged_label_args_label_nothing(declared):
 def ncu_trace(rules=True) -> Trace:
     tr = Trace(RunMeta("ncu-mem", "ncu", tool="Nsight Compute"))
     tr.meta.extra["ncu_serialized"] = True
-    tr.meta.extra[NO_IDLE_TIME] = NO_IDLE_REASON          # as the NCU reader declares
+    tr.meta.extra[NO_BUBBLES] = NO_IDLE_REASON            # as the NCU reader declares
     lane = tr.add_track("kernels", tr.add_track("GPU 0", None, GROUP), nesting=False)
     kernels = [
         ("copy_kernel", 4000, {"sm_throughput_pct": 20.0, "memory_throughput_pct": 88.0,
@@ -202,7 +203,7 @@ def test_ncu_without_rules_uses_kernel_rule_lists_and_unknown_metrics():
 
 def msprof_op_trace(block_dim=20, core_count=24) -> Trace:
     tr = Trace(RunMeta("op", "msprof", tool="msprof op"))
-    tr.meta.extra["timeline"] = False
+    tr.meta.extra[NO_BUBBLES] = NOT_A_TIMELINE            # as the msprof op reader declares
     blocks = []
     for k in range(block_dim):
         blocks.append({"block": f"cube{k}", "duration_us": 10.0 + k,

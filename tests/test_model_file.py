@@ -108,6 +108,8 @@ class _NewerMeta(RunMeta):
 
 
 _PAIR = [1, 2.5]
+OPPROF_RUN = next((SAMPLES / "msprof").glob(
+    "tile-ai-tilelang-ascend/custom/sigmoid/perf_tuning/msprof_output_iter1/OPPROF_*"))
 
 
 def _synthetic() -> Trace:
@@ -498,22 +500,29 @@ def test_model_file_from_before_label_args_keeps_its_label_tables(run, tmp_path)
 
 
 @pytest.mark.parametrize("run", [SAMPLES / "pypto" / "ffn_medium",
-                                 SAMPLES / "ncu" / "h200-triton-full"])
+                                 SAMPLES / "ncu" / "h200-triton-full", OPPROF_RUN])
 def test_model_file_from_before_a_declaration_gets_it_on_loading(run, tmp_path):
     """A .tcmodel written before the PyPTO reader declared meta.extra["task_graph"] (and
     "label_args") lacks both keys: a PyPTO one gets both on loading, so its bubbles keep
-    their causes and its critical path its dependencies.  One written before the NCU reader
-    declared "no_idle_time" gets it back, so it still reports no bubbles."""
+    their causes and its critical path its dependencies.  One written before the NCU and
+    msprof op readers declared "no_bubbles" (msprof op said "timeline": False) gets it back,
+    so it still reports no bubbles, with the same reason."""
     from converter.analyses import analyze
     src = find_runs(run)[0]
     original = src.read(ReadOptions())
     old = src.read(ReadOptions())
-    popped = [old.meta.extra.pop(k, None) for k in ("task_graph", "label_args", "no_idle_time")]
+    popped = [old.meta.extra.pop(k, None) for k in ("task_graph", "label_args", "no_bubbles")]
     pypto = original.meta.format == "pypto"
     if pypto:
         assert popped[0] is not None and popped[1] is not None and popped[2] is None
     else:
-        assert popped[:2] == [None, None] and "by construction" in popped[2]
+        assert popped[:2] == [None, None] and popped[2]
+    if original.meta.format == "msprof":
+        assert popped[2].startswith("not a timeline")
+        old.meta.extra["timeline"] = False          # how older versions said it
+        original.meta.extra["timeline"] = False     # kept when loaded
+    else:
+        assert pypto or "by construction" in popped[2]
     loaded, _ = _roundtrip(old, tmp_path)
     assert loaded.meta.extra == original.meta.extra
     a, b = analyze(original).to_dict(), analyze(loaded).to_dict()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import INVENTED_TIMES, LANE, MARKER, NO_IDLE_TIME, TASK_GRAPH, Trace
+from ..model import INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, TASK_GRAPH, Trace
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -60,12 +60,7 @@ class Timeline:
     @classmethod
     def build(cls, trace: Trace) -> "Timeline":
         extra = trace.meta.extra
-        skipped = None
-        if extra.get("timeline") is False:
-            skipped = ("not a timeline: the lanes hold per-block aggregates without start "
-                       "times, so there are no gaps to measure")
-        elif extra.get(NO_IDLE_TIME):
-            skipped = str(extra[NO_IDLE_TIME])
+        skipped = str(extra[NO_BUBBLES]) if extra.get(NO_BUBBLES) else None
         tracks = trace.tracks
         by_track = trace.slices_by_track()
         slices = trace.slices

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
-from ..model import Trace
+from ..model import RunMeta, Trace
 
 
 @dataclass
@@ -67,4 +67,10 @@ class Reader(Protocol):
         """A run made of the single file ``path``, if its content is this format."""
 
     def read(self, source: Source, options: ReadOptions) -> Trace:
+        ...
+
+    def declarations(self, meta: RunMeta) -> dict[str, Any]:
+        """The ``meta.extra`` declarations to the analyses (model.TASK_GRAPH, LABEL_ARGS,
+        NO_BUBBLES) that this reader makes now for the run ``meta`` describes: a model file
+        written by an older tracecvt gets those it lacks when loaded.  Optional."""
         ...

@@ -5,9 +5,8 @@ Detected by content: the file (gzip-compressed or not) starts with the magic byt
 made it: ``meta.format`` stays the original format (e.g. "pypto") and nothing is added to
 ``meta``, so a run exported, summarized or compared from its archive gives the same result as
 from its source files.  (One exception keeps that true for older files: a PyPTO run written
-before its reader declared ``meta.extra["task_graph"]`` and ``meta.extra["label_args"]``, or an
-Nsight Compute run written before ``meta.extra["no_idle_time"]``, gets the declarations its
-reader makes now.)
+before its reader made a declaration the analyses read, such as PyPTO's
+``meta.extra["task_graph"]``, gets the declarations its reader makes now.)
 That it came from an archive shows in the Source (format "model", file role "model").
 """
 
@@ -25,13 +24,10 @@ from orjson import loads
 
 from ..errors import InputError
 from ..fileio import logical_name, read_bytes, read_head
-from ..model import (LABEL_ARGS, NO_IDLE_TIME, TASK_GRAPH, Clock, Counter, Flow, Instant,
-                     RunMeta, Slice, Track, Trace)
+from ..model import Clock, Counter, Flow, Instant, RunMeta, Slice, Track, Trace
 from ..modelfile import (END_PREFIX, END_SIZE, FORMAT_NAME, FORMAT_VERSION, MAGIC,
                          META_FIELDS, SUFFIX, sniff, unpack_crc)
 from .base import ReadOptions, Source
-from .ncu.layout import NO_IDLE_REASON
-from .pypto.common import TASK_LABEL_ARGS
 
 
 # ContainerKind values and the Column field number of refs.
@@ -56,23 +52,17 @@ def _varint_at(data: bytes, pos: int) -> int | None:
 
 
 def _upgrade(meta: RunMeta) -> None:
-    """A file written before its reader made a declaration the analyses read gets the
-    declarations the reader makes now (in its order): a PyPTO run its task graph
-    (model.TASK_GRAPH) and label args (model.LABEL_ARGS), so it keeps its bubble causes,
-    critical path and "time by label" tables; an Nsight Compute run its reason for having no
-    idle time (model.NO_IDLE_TIME), so it still reports no bubbles."""
-    extra = meta.extra
-    if type(extra) is not dict:
+    """A file written before its reader made a declaration the analyses read (a PyPTO run's
+    task graph and label args, a serialized or per-block run's reason for having no bubbles)
+    gets the declarations that reader makes now (``Reader.declarations``), so its analyses
+    come out as from its source files."""
+    from . import reader_for        # the registry imports this module
+    declared = getattr(reader_for(meta.format), "declarations", None)
+    if declared is None or type(meta.extra) is not dict:
         return
-    if meta.format == "pypto":
-        declared = ((TASK_GRAPH, True), (LABEL_ARGS, dict(TASK_LABEL_ARGS)))
-    elif meta.format == "ncu" and extra.get("ncu_serialized"):
-        declared = ((NO_IDLE_TIME, NO_IDLE_REASON),)
-    else:
-        return
-    missing = {k: v for k, v in declared if k not in extra}
+    missing = {k: v for k, v in declared(meta).items() if k not in meta.extra}
     if missing:
-        meta.extra = {**extra, **missing}
+        meta.extra = {**meta.extra, **missing}
 
 
 def check_file(data: bytes, path) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from ...fileio import is_dir, is_file, logical_name
+from ...model import NO_BUBBLES, RunMeta
 from ..base import ReadOptions, Source
 from . import discover as d
 
@@ -48,6 +50,13 @@ class MsprofReader:
     formats = ("msprof", "msprof-app", "torch-npu", "msprof-op", "msprof-sim", "msprof-stats")
     title = ("Ascend msprof family: PROF_* (msprof), *_ascend_pt (torch_npu), OPPROF_* "
              "(msprof op, simulator), visualize_data.bin")
+
+    def declarations(self, meta: RunMeta) -> dict[str, Any]:
+        # A per-block view (msprof op): older versions said so with extra["timeline"] = False.
+        if meta.extra.get("timeline") is not False:
+            return {}
+        from .opprof import NOT_A_TIMELINE
+        return {NO_BUBBLES: NOT_A_TIMELINE}
 
     # -- finding runs ---------------------------------------------------------------------
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:

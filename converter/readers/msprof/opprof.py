@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import logical_name, read_text
-from ...model import GROUP, RunMeta, Trace
+from ...model import GROUP, NO_BUBBLES, RunMeta, Trace
 from ..base import ReadOptions, Source
 from .common import Guard, role_kind
 from .csvtable import PIPES, arg_name, cell_value, normalize_pipe, read_table
@@ -21,6 +21,8 @@ from .visualize_bin import read_blocks
 
 METRIC = re.compile(r"^(OpBasicInfo|PipeUtilization|ArithmeticUtilization|L2Cache|MemoryL0|"
                     r"MemoryUB|Memory|ResourceConflictRatio)", re.I)
+NOT_A_TIMELINE = ("not a timeline: the lanes hold per-block aggregates without start times, "
+                  "so there are no gaps to measure")
 _RATIO = re.compile(r"^(aic|aiv)_([a-z0-9]+)_ratio$")
 _TIME = re.compile(r"^(aic|aiv)_([a-z0-9]+)_time_us$")
 
@@ -346,7 +348,7 @@ def _draw(trace: Trace, op: dict[str, Any], blocks: _Blocks) -> None:
         return
     title = f"{op.get('op_name') or 'kernel'}: per-block view"
     # Tells the analyses there are no gaps to measure here (docs/analyses.md).
-    trace.meta.extra["timeline"] = False
+    trace.meta.extra[NO_BUBBLES] = NOT_A_TIMELINE
     top = trace.add_track(title, None, GROUP, order=0,
                           description="msprof op per-block view, NOT a timeline: one lane per "
                                       "block/sub-block holding one slice of its measured busy "

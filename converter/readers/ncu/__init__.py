@@ -10,13 +10,14 @@ ends in ``layout.build``, which lays the kernels end to end and says so.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...errors import InputError
 from ...fileio import read_head as read_head_gz
-from ...model import Trace
+from ...model import NO_BUBBLES, RunMeta, Trace
 from ..base import ReadOptions, Source
 from . import container, csv_page
-from .layout import RunInfo, build
+from .layout import NO_IDLE_REASON, RunInfo, build
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 COMPRESSED = (".xz", ".gz")
@@ -49,6 +50,10 @@ class NcuReader:
     formats = ("ncu", "ncu-rep", "ncu-csv")
     title = ("Nsight Compute: .ncu-rep (also .xz/.gz; needs tracecvt[ncu]) or its CSV export "
              "(--page raw, --page details)")
+
+    def declarations(self, meta: RunMeta) -> dict[str, Any]:
+        # Every run is a serialized timeline (layout.build).
+        return {NO_BUBBLES: NO_IDLE_REASON} if meta.extra.get("ncu_serialized") else {}
 
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
         runs = []

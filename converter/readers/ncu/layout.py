@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...model import (GROUP, LANE, MAX_NS, NO_IDLE_TIME, Clock, Counter, RunMeta, Trace,
+from ...model import (GROUP, LANE, MAX_NS, NO_BUBBLES, Clock, Counter, RunMeta, Trace,
                       split_overlaps)
 from .kernels import Kernel
 from .metrics import BOUNDARY_COUNTERS, KEY_METRICS, printable
@@ -175,7 +175,7 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
     meta.device = ", ".join(device_names)
     extra = meta.extra
     extra["ncu_serialized"] = True
-    extra[NO_IDLE_TIME] = NO_IDLE_REASON
+    extra[NO_BUBBLES] = NO_IDLE_REASON
     extra["timeline_note"] = " ".join([SERIAL_SENTENCE, *run.notes])
     extra["ncu_kernels"] = len(kernels)
     extra["tasks"] = len(kernels)

@@ -6,13 +6,14 @@ Format reference: ../shared/docs/formats/pypto.md.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...errors import InputError
 from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_bytes,
                        read_head)
-from ...model import TASK_GRAPH, RunMeta, Trace, split_overlaps
+from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
-from .common import MERGED_US, MachineView, declare_label_args
+from .common import MERGED_US, MachineView, declarations
 
 MERGED = "merged_swimlane.json"
 RAW_SIM = "_simulate.swim.json"
@@ -39,6 +40,9 @@ def sniff_raw_swim(head: bytes) -> bool:
 class PyptoReader:
     formats = ("pypto", "pypto-merged", "pypto-raw")
     title = "PyPTO swimlanes (merged_swimlane.json, or _simulate.swim.json + task graph)"
+
+    def declarations(self, meta: RunMeta) -> dict[str, Any]:
+        return declarations()
 
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
         names = set(filenames)
@@ -140,9 +144,7 @@ class PyptoReader:
         else:
             trace = Trace(RunMeta(source.name, "pypto", tool="PyPTO"))
         self._attach_side_files(trace, source, options)
-        # PyPTO's flows are the task graph: a task waits for every predecessor (analyses).
-        trace.meta.extra[TASK_GRAPH] = True
-        declare_label_args(trace)
+        trace.meta.extra.update(declarations())
         split_overlaps(trace)
         _report_backward_flows(trace)
         return trace

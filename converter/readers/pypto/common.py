@@ -10,8 +10,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import (GROUP, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE, MARKER,
-                      UINT64_END, Clock, Trace)
+from ...model import (GROUP, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE, MARKER, SEMANTIC_LABEL,
+                      TASK_GRAPH, UINT64_END, Clock, Trace)
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
@@ -226,13 +226,12 @@ def split_name(name: str) -> tuple[tuple[int, ...] | None, str]:
     return (tuple(int(x) for x in m.groups()) if m else None), label
 
 
-# The args of SharedTaskArgs that label tasks, by "time by label" table (model.LABEL_ARGS).
-TASK_LABEL_ARGS = {"semantic_label": "semanticLabel", "leaf_function": "leafHash"}
-
-
-def declare_label_args(trace: Trace) -> None:
-    """Tell the analyses which args label PyPTO tasks (every PyPTO run, whatever its files)."""
-    trace.meta.extra[LABEL_ARGS] = dict(TASK_LABEL_ARGS)
+def declarations() -> dict[str, Any]:
+    """What every PyPTO run declares to the analyses, whatever its files: its flows are the
+    task graph (model.TASK_GRAPH: a task waits for every predecessor), and which args of
+    SharedTaskArgs label tasks, by "time by label" table (model.LABEL_ARGS)."""
+    return {TASK_GRAPH: True,
+            LABEL_ARGS: {SEMANTIC_LABEL: "semanticLabel", "leaf_function": "leafHash"}}
 
 
 class SharedTaskArgs:
