@@ -529,3 +529,13 @@ def test_model_file_from_before_a_declaration_gets_it_on_loading(run, tmp_path):
     assert a == b
     if pypto:
         assert b["bubbles"]["cause_model"] == "task graph"
+
+
+def test_shared_schema_numbers_match_the_generated_classes():
+    """modelfile's ContainerKind values and ref field number, which the reader uses before
+    it imports protobuf, are the schema's."""
+    import converter.modelfile as mf
+    from converter.modelfile import tracecvt_model_pb2 as pb
+    assert (mf.LIST, mf.TUPLE, mf.DICT, mf.DICT_TYPED_KEYS, mf.JSON) == (
+        pb.LIST, pb.TUPLE, pb.DICT, pb.DICT_TYPED_KEYS, pb.JSON)
+    assert pb.Column.DESCRIPTOR.fields_by_name["refs"].number == mf.REF

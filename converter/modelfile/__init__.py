@@ -23,6 +23,12 @@ END_SIZE = len(END_PREFIX) + 4
 pack_crc = struct.Struct("<I").pack
 unpack_crc = struct.Struct("<I").unpack
 
+# ContainerKind values, and the Column field number of refs (the last of a mixed column's
+# per-value kinds), as in proto/tracecvt_model.proto (a test checks them against the generated
+# classes): the reader uses them without importing protobuf until it parses a file.
+LIST, TUPLE, DICT, DICT_TYPED_KEYS, JSON = 1, 2, 3, 4, 5
+REF = 7
+
 # RunMeta fields with a place of their own in the schema; any other field goes to Meta.more.
 META_FIELDS = frozenset({"name", "format", "tool", "tool_version", "device", "clock",
                          "source_files", "extra", "warnings"})

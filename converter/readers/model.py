@@ -25,14 +25,10 @@ from orjson import loads
 from ..errors import InputError
 from ..fileio import logical_name, read_bytes, read_head
 from ..model import Clock, Counter, Flow, Instant, RunMeta, Slice, Track, Trace
-from ..modelfile import (END_PREFIX, END_SIZE, FORMAT_NAME, FORMAT_VERSION, MAGIC,
-                         META_FIELDS, SUFFIX, sniff, unpack_crc)
+from ..modelfile import (DICT, DICT_TYPED_KEYS, END_PREFIX, END_SIZE, FORMAT_NAME,
+                         FORMAT_VERSION, JSON, LIST, MAGIC, META_FIELDS, REF, SUFFIX, TUPLE,
+                         sniff, unpack_crc)
 from .base import ReadOptions, Source
-
-
-# ContainerKind values and the Column field number of refs.
-_LIST, _TUPLE, _DICT, _DICT_TYPED_KEYS, _JSON = 1, 2, 3, 4, 5
-_REF = 7
 
 
 class _Corrupt(Exception):
@@ -185,8 +181,8 @@ class _Decoder:
                  list(map(self.value, c.values)), refs]
         kinds = list(c.kinds)
         used = Counter_(kinds)
-        if any(k > _REF for k in used) or \
-                any(used.get(k, 0) != len(parts[k]) for k in range(1, _REF + 1)):
+        if any(k > REF for k in used) or \
+                any(used.get(k, 0) != len(parts[k]) for k in range(1, REF + 1)):
             raise _Corrupt("a mixed column whose kinds do not match its values")
         nexts = [repeat(None).__next__] + [iter(p).__next__ for p in parts[1:]]
         return [nexts[k]() for k in kinds]
@@ -220,12 +216,12 @@ class _Decoder:
             if where is True:
                 return [objs[x] for x in seg]
             ks = where[start:end]
-            if _REF in ks:
-                return [objs[x] if k == _REF else x for x, k in zip(seg, ks)]
+            if REF in ks:
+                return [objs[x] if k == REF else x for x, k in zip(seg, ks)]
             return seg
 
         for kind, n in zip(kinds, sizes):
-            if kind == _JSON:
+            if kind == JSON:
                 obj = loads(blobs[jpos])
                 if type(obj) is not dict and type(obj) is not list:
                     raise _Corrupt("a JSON container that is not a list or dict")
@@ -237,14 +233,14 @@ class _Decoder:
             if item_refs is not None:
                 seg = resolve(seg, item_refs, pos, end)
             pos = end
-            if kind == _DICT:
+            if kind == DICT:
                 append(dict(zip(keys[kpos:kpos + n], seg)))
                 kpos += n
-            elif kind == _LIST:
+            elif kind == LIST:
                 append(seg)
-            elif kind == _TUPLE:
+            elif kind == TUPLE:
                 append(tuple(seg))
-            elif kind == _DICT_TYPED_KEYS:
+            elif kind == DICT_TYPED_KEYS:
                 tk = tkeys[tpos:tpos + n]
                 if tkey_refs is not None:
                     tk = resolve(tk, tkey_refs, tpos, tpos + n)

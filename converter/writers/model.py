@@ -20,7 +20,8 @@ import orjson
 
 from .. import __version__
 from ..model import INT64_END, INT64_MIN, UINT64_END, RunMeta, Trace
-from ..modelfile import END_PREFIX, FORMAT_VERSION, MAGIC_TEXT, META_FIELDS, pack_crc
+from ..modelfile import (DICT, DICT_TYPED_KEYS, END_PREFIX, FORMAT_VERSION, JSON, LIST,
+                         MAGIC_TEXT, META_FIELDS, REF, TUPLE, pack_crc)
 from ..modelfile import tracecvt_model_pb2 as pb
 from ..modelfile.compare import same_value
 
@@ -100,8 +101,6 @@ class _Dicts:
 _CONTAINERS = (list, tuple, dict)
 
 
-_LIST, _TUPLE, _DICT, _DICT_TYPED_KEYS, _JSON = (pb.LIST, pb.TUPLE, pb.DICT,     # ContainerKind
-                                                  pb.DICT_TYPED_KEYS, pb.JSON)
 
 
 class _Values:
@@ -214,7 +213,7 @@ class _Values:
         blob = self._as_json(v)
         if blob is not None:
             self.json.append(blob)
-            self.kinds.append(_JSON)
+            self.kinds.append(JSON)
             self.sizes.append(0)
             i = self.memo[key] = len(self.kinds) - 1
             self.keep.append(v)
@@ -225,20 +224,20 @@ class _Values:
         if isinstance(v, dict):
             items = list(v.values())
             keys = list(v)
-            kind = _DICT if all(type(k) is str for k in keys) else _DICT_TYPED_KEYS
+            kind = DICT if all(type(k) is str for k in keys) else DICT_TYPED_KEYS
         else:
-            kind = _LIST if isinstance(v, list) else _TUPLE
+            kind = LIST if isinstance(v, list) else TUPLE
             items = v
         # Children first: their items and keys go into the flat lists before this one's.
         for x in items:
             if isinstance(x, _CONTAINERS):
                 ref(x)
-        if kind == _DICT_TYPED_KEYS:
+        if kind == DICT_TYPED_KEYS:
             for k in keys:
                 if isinstance(k, _CONTAINERS):
                     ref(k)
             self.typed_keys.extend(keys)
-        elif kind == _DICT:
+        elif kind == DICT:
             self.keys.extend(keys)
         self.items.extend(items)
         self.kinds.append(kind)
@@ -259,7 +258,7 @@ class _Values:
 
 
 # Column field numbers, used as the per-value kinds of a mixed column (0: None).
-_K_INT, _K_UINT, _K_DOUBLE, _K_STR, _K_BOOL, _K_VALUE, _K_REF = range(1, 8)
+_K_INT, _K_UINT, _K_DOUBLE, _K_STR, _K_BOOL, _K_VALUE, _K_REF = range(1, REF + 1)
 
 
 def _set_column(col, values: list, enc: _Values) -> None:

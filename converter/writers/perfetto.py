@@ -27,7 +27,8 @@ Layout of the written trace:
 * counters are TYPE_COUNTER events on counter tracks (negative ints as doubles: shorter, and
   the same value in Trace Processor, which keeps counter values as doubles); an int no 64-bit
   field holds is an arg's digits, or a counter's double;
-* output is flushed in chunks, so memory does not grow with the trace;
+* output is flushed in chunks, so memory does not grow with the trace (except in a forked
+  process waiting for the derived tracks: it holds the source slices' packets until then);
 * on a large trace a forked process may write some of the sequences (``write_perfetto``);
   they follow this process's, in the same layout.
 """
@@ -38,6 +39,7 @@ import collections
 import os
 import pickle
 import shutil
+import struct
 import sys
 import tempfile
 from typing import IO, Any, Callable
@@ -358,7 +360,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     chunk: list[bytes] = []
     append = chunk.append
     counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
-              "counter_samples": 0, "tracks": len(trace.tracks)}
+              "counter_samples": 0, "tracks": len(trace.tracks), "flows_backward": 0}
 
     sink = [out, progress]          # where packets go and who hears of progress (a forked
                                     # second part writes elsewhere, silently)
@@ -385,7 +387,6 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     # two slices (drawn from the earlier one).  Each process fills them for its own slices.
     flow_bytes: dict[int, bytes] = {}
     slices = trace.slices
-    counts["flows_backward"] = 0
 
     def flows_of(tracks: set[int] | None) -> None:
         """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the backward flows
@@ -450,6 +451,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
         place in ``chunk`` is kept (``record[i]``) and nothing is flushed, so that packets
         can be built again (``begin_again``) before they are written."""
         nonlocal done
+        limit = CHUNK_PACKETS if record is None else sys.maxsize   # recording: no flush
         # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME
         # stamp when time goes back) is written inline for ENDs, BEGINs and counter samples
         # on purpose: it runs once per packet (about a million on the largest runs), where a
@@ -458,6 +460,9 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             starts = [slices[i].ts for i in ids]
             if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
                 ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+                starts = [slices[i].ts for i in ids]
+            # One last step (id -1) at a time past every end: the END step closes what is open.
+            starts.append(UINT64_END)
             seq = _Sequence(seq_ids[track_id])
             for p in _sequence_start(seq, track_id):
                 append(p)
@@ -469,9 +474,7 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
             last = 0                # the sequence clock's value (snapshot: 0)
             stack: list[int] = []   # open slice ends, innermost last
-            for i in ids:
-                s = slices[i]
-                ts = s.ts
+            for i, ts in zip([*ids, -1], starts):
                 while stack and stack[-1] <= ts:
                     end = stack.pop()
                     d = end - last
@@ -481,6 +484,9 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                     else:
                         body = _TS + varint(end) + _ABS_CLOCK + end_tail
                     append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
+                if i < 0:
+                    break
+                s = slices[i]
                 hit = names.get(s.name) or name_field(s.name)
                 event = _BEGIN + hit[0]
                 if hit[1] is not None and hit[1] not in defined:
@@ -530,20 +536,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
                 append(_PACKET + _len(len(body)) + body)
                 stack.append(ts + s.dur)
                 done += 1
-                if len(chunk) >= CHUNK_PACKETS and record is None:
+                if len(chunk) >= limit:
                     flush(report=True)
-            # The slices still open end here, with the loop's END step.  Folding this drain
-            # into the loop (ENDs after each BEGIN, up to the next slice's start) saved the
-            # copy but measured 0-4 % slower there.
-            while stack:
-                end = stack.pop()
-                d = end - last
-                if d >= 0:
-                    last = end
-                    body = (dts[d] if d < 16384 else _TS + varint(d)) + end_tail
-                else:
-                    body = _TS + varint(end) + _ABS_CLOCK + end_tail
-                append(_PACKET + _LEN[len(body)] + body)
 
     def begin_again(i: int, place: tuple) -> None:
         """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
@@ -581,22 +575,28 @@ def write_perfetto(trace: Trace, out: IO[bytes],
             last = 0
             small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
             for ts, value in zip(counter.ts, counter.values):
-                # Counts (busy lanes, ready tasks) repeat a few small values: their bytes are
-                # built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0 here).
-                rest = small_ints.get(value) if value.__class__ is int else None
-                if rest is None:
-                    if value.__class__ is int and (0 <= value < INT64_END
-                                                   or INT64_MIN <= value < -_EXACT):
-                        event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
-                                                      else varint(value))
-                    else:
-                        # Negative ints too: a negative int64 varint takes 10 bytes, the
-                        # double 8, and Trace Processor stores every counter value as a
-                        # double either way; ints beyond int64 have no other way in.
+                if value.__class__ is int:
+                    # Counts (busy lanes, ready tasks) repeat a few small values: their bytes
+                    # are built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0).
+                    rest = small_ints.get(value)
+                    if rest is None:
+                        if 0 <= value < INT64_END or INT64_MIN <= value < -_EXACT:
+                            event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
+                                                          else varint(value))
+                        else:
+                            # Negative ints too: a negative int64 varint takes 10 bytes, the
+                            # double 8, and Trace Processor stores every counter value as a
+                            # double either way; ints beyond int64 have no other way in.
+                            event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
+                        rest = tail + small[len(event)] + event
+                        if 0 <= value < 16384:
+                            small_ints[value] = rest
+                else:
+                    try:
+                        event = _COUNTER + _TE_DOUBLE + _pack_double(value)
+                    except struct.error:        # not a number struct takes as it is
                         event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
                     rest = tail + small[len(event)] + event
-                    if value.__class__ is int and 0 <= value < 16384:
-                        small_ints[value] = rest
                 d = ts - last
                 if d >= 0:
                     last = ts
@@ -630,13 +630,10 @@ def write_perfetto(trace: Trace, out: IO[bytes],
 
     # -- helpers of the parts written by a forked process ------------------------------
     def _to_part(part_out: IO[bytes]) -> None:
-        """In the forked process: write into ``part_out``, count from 0, report nothing."""
-        nonlocal done
-        chunk.clear()                   # the header, if any, stays with this process
+        """In the forked process (forked before anything was written or counted): write into
+        ``part_out``, report nothing."""
+        assert not chunk and not done and not any(counts[k] for k in _PART_COUNTS)
         sink[:] = [part_out, None]
-        done = 0
-        for key in _PART_COUNTS:
-            counts[key] = 0
 
     def _part_counts() -> dict[str, int]:
         flush()
