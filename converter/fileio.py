@@ -162,6 +162,8 @@ def read_bytes(path: Path) -> bytes:
 # detectors of several readers sniffing one file read (and gunzip) it once.
 _heads: dict[Path, tuple[bool, bytes]] | None = None
 _HEAD_KEPT = 8192       # the most any detector asks for: one read serves them all
+_HEADS_MAX = 4096       # files kept at once (32 MiB at most; the oldest go first): the
+                        # detectors of one folder sniff its files one after the other
 
 
 @contextmanager
@@ -187,6 +189,8 @@ def read_head(path: Path, size: int = 4096) -> bytes:
     if len(head) < size and not whole:
         want = max(size, _HEAD_KEPT)
         head = _read_head(path, want)
+        if len(kept) >= _HEADS_MAX and path not in kept:
+            del kept[next(iter(kept))]
         kept[path] = (len(head) < want, head)
     return head[:size]
 

@@ -222,3 +222,19 @@ def test_finding_runs_reads_each_file_head_once(tmp_path, monkeypatch):
     n = len(reads)
     fileio.read_head(f, 3)
     assert len(reads) == n + 1
+
+
+def test_file_heads_kept_during_a_scan_are_bounded(tmp_path, monkeypatch):
+    """A scan of a huge tree keeps at most _HEADS_MAX heads (the oldest go first), so its
+    memory does not grow with the number of files."""
+    monkeypatch.setattr(fileio, "_HEADS_MAX", 3)
+    files = []
+    for k in range(5):
+        files.append(tmp_path / f"{k}.json")
+        files[-1].write_bytes(b"[%d]" % k)
+    with fileio.heads_kept():
+        for f in files:
+            assert fileio.read_head(f, 4) == f.read_bytes()
+            assert len(fileio._heads) <= 3
+        assert list(fileio._heads) == files[2:]
+        assert fileio.read_head(files[0], 4) == b"[0]"      # read again after it went

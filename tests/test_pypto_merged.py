@@ -323,3 +323,25 @@ def test_skimming_decodes_every_phase_the_main_pass_reads(tmp_path):
     events = merged.decode_events(path, path.read_bytes(), skim=True)
     assert all(isinstance(e, merged._Tagged) for e in events)
     assert [e.ph for e in events] == ["i", "I", "n", "C"]
+
+
+def test_a_cut_file_is_decoded_typed_once_before_the_general_path(monkeypatch):
+    """A file cut short is malformed for every typed decoder: after the first fails, the
+    general path reads it (and says what was lost), without a second full typed decode."""
+    from converter.readers.pypto import merged
+    path = pypto_sim_dir("matmul_add") / "merged_swimlane.json"
+    data = path.read_bytes()
+    cut = data[:len(data) // 2]
+    calls = []
+    typed = merged._typed_events
+
+    def counting(decoder, data):
+        calls.append(decoder)
+        return typed(decoder, data)
+    monkeypatch.setattr(merged, "_typed_events", counting)
+    warnings = []
+    events = merged.decode_events(path, cut, warnings.append, typed=True, skim=True)
+    assert calls == [merged._SKIM_DECODER]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{path}: ")
+    whole = merged.decode_events(path, data, None, typed=True, skim=True)
+    assert 0 < len(events) < len(whole)

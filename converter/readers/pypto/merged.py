@@ -94,14 +94,20 @@ _RAW = msgspec.Raw
 _decode_any = msgspec.json.decode
 
 
-def _typed_events(decoder: msgspec.json.Decoder, data: bytes) -> list | None:
+MALFORMED = "malformed"
+
+
+def _typed_events(decoder: msgspec.json.Decoder, data: bytes) -> list | str | None:
     """The events of a file's bytes ``data`` (object or bare-array form) as ``decoder``
-    types them, or None where it cannot: malformed, cut short, bad UTF-8, or an event it
-    cannot type (the general path, ``load_json_records``, then says which)."""
+    types them; None for an event it cannot type (another decoder may), MALFORMED where no
+    decoder can: malformed, cut short, bad UTF-8 (the general path, ``load_json_records``,
+    then says which)."""
     try:
         doc = decoder.decode(data[3:] if data[:3] == UTF8_BOM else data)
-    except (msgspec.DecodeError, ValueError, RecursionError):
+    except msgspec.ValidationError:
         return None
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return MALFORMED
     return doc if doc.__class__ is list else doc.traceEvents
 
 
@@ -113,7 +119,7 @@ def fork_series_pass(data: bytes) -> ForkedPass | None:
     pass itself."""
     def run():
         events = _typed_events(_LIGHT_DECODER, data)
-        if events is None:
+        if events.__class__ is not list:
             return _UNTYPED
         return _with_numbers(series_pass(events, False), pack_numbers)
     return fork_pass(run)
@@ -245,6 +251,7 @@ class ChromeEventLoader:
                 if collected is None:
                     self.trace.warn(f"{self.path}: the second process reading counters and "
                                     f"flows failed ({helper.error}); read them here instead")
+                # (decoded whole: not the way that failed there)
                 collected = series_pass(load_events(self.path) if skimmed else events, True)
         del events[:]
         series, flows, skipped = collected
@@ -583,13 +590,14 @@ def load_events(path: Path, warn=None, typed: bool = True) -> list:
 
 def decode_events(path: Path, data: bytes, warn=None, typed: bool = True,
                   skim: bool = False) -> list:
-    """``load_events`` of a file's bytes ``data`` (the caller should drop its reference:
-    they are released as soon as they are parsed).  ``skim``: counters and flows come
-    back empty (a helper reads them), when the file decodes that way."""
+    """``load_events`` of a file's bytes ``data``.  ``skim``: counters and flows come back
+    empty (a helper reads them), when the file decodes that way."""
     for decoder in ((_SKIM_DECODER,) if skim else ()) + ((_DECODER,) if typed else ()):
         events = _typed_events(decoder, data)
-        if events is not None:
+        if events.__class__ is list:
             return events
+        if events is MALFORMED:         # no decoder reads it: the general path says why
+            break
     doc, cut = load_json_records(path, data, (1, 2))
     del data
     events = events_of(doc, path)
