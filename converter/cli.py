@@ -50,10 +50,10 @@ _common = [
     click.option("--no-derived", is_flag=True,
                  help="Leave out the derived tracks (bubble lanes under each lane, busy and "
                       "ready counters, critical path)."),
-    click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-                 help="Processes one conversion may use (default: 2 on a machine with 2 or "
-                      "more CPUs): on a large run a second one reads and writes part of it "
-                      "meanwhile. -j 1: everything in this process."),
+    click.option("-j", "--jobs", type=click.IntRange(1, 2), default=None,
+                 help="Processes one conversion may use, 1 or 2 (default: 2 where 2 CPUs or "
+                      "more may be used): on a large run a second one reads and writes part "
+                      "of it meanwhile. -j 1: everything in this process."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
 ]
 

@@ -82,9 +82,18 @@ def default_output(source: Source, writer: str, out: Path | None, many: bool) ->
     return out
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity: a container or ``taskset`` may allow
+    fewer than the machine has)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_workers() -> int:
-    """Processes one conversion uses by default: 2 on a machine with 2 or more CPUs."""
-    return 2 if (os.cpu_count() or 1) >= 2 else 1
+    """Processes one conversion uses by default: 2 where it may use 2 CPUs or more."""
+    return 2 if usable_cpus() >= 2 else 1
 
 
 @contextmanager
@@ -135,7 +144,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
              workers: int = 1) -> Result:
     spec = WRITERS[writer]
     check_output(output, force, source.paths())
-    if workers > 1 and options.workers < workers:
+    if options.workers != workers:      # one count for the reader and the writer
         options = dataclasses.replace(options, workers=workers)
     trace = source.read(options)
     # The writer calls it: it may write the source tracks meanwhile.

@@ -13,8 +13,26 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 from array import array
 from typing import Any, Callable
+
+
+def signal_name(sig: int) -> str:
+    """``SIGKILL`` for 9, ``signal 99`` for a number with no name."""
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def how_it_ended(status: int | None) -> str:
+    """A child's wait ``status`` in words: ``killed by SIGKILL``, ``exit code 3``."""
+    if status is None:
+        return "unknown"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal_name(os.WTERMSIG(status))}"
+    return f"exit code {os.WEXITSTATUS(status)}"
 
 
 class ForkedPass:
@@ -35,7 +53,7 @@ class ForkedPass:
         try:
             ok, value = pickle.loads(data)
         except Exception:                       # noqa: BLE001 - died before reporting
-            ok, value = False, f"it ended without a result (wait status {status})"
+            ok, value = False, f"it ended without a result ({how_it_ended(status)})"
         if not ok:
             self.error = str(value)
             return None
@@ -86,6 +104,7 @@ def fork_child(body: Callable[[int], None]) -> tuple[int, int] | None:
         code = 1
         try:
             os.close(r)
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # not a live display's
             body(w)
             code = 0
         finally:

@@ -469,8 +469,6 @@ def test_summary_outputs(archive, tmp_path):
         page = (out / row["outputs"]["summary-html"]).read_text()
         assert "<html" in page.lower()
         # the same bytes as the summary package writes for a freshly read run
-        import io
-
         from converter.summary import write_summary
         (src,) = find_runs(root / row["source"])
         for kind, fmt in (("summary", "md"), ("summary-json", "json"), ("summary-html", "html")):
@@ -515,7 +513,6 @@ def test_ctrl_c_with_worker_processes(archive, tmp_path):
     """-j 2, Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a run
     converts: exit 130, the index lists what finished and what did not run, no partial
     output (``.part``) and no worker process is left, and the same command then finishes."""
-    import signal
     import subprocess
     import sys
     import textwrap
@@ -600,6 +597,54 @@ def test_runs_are_spread_over_the_workers_first(archive, tmp_path, monkeypatch):
     r = run(root, "-o", tmp_path / "out", "-j", "3")
     assert r.exit_code == 2 and "1 of 3 runs failed" in r.output
     assert len(set(pids.read_text().split())) == 3
+
+
+def test_no_run_waits_behind_a_long_one_while_a_worker_idles(monkeypatch):
+    """Runs are sent ahead only while there are runs for every worker: a long run and two
+    short ones under -j 2 go long | short, short, not long, short | short."""
+    import time
+
+    import converter.batch.job as job
+    from converter.batch.local import run_local
+
+    def sleeping(spec):
+        time.sleep(spec["seconds"])
+        return {"name": spec["name"], "pid": os.getpid()}
+
+    monkeypatch.setattr(job, "run_job", sleeping)
+    specs = [{"name": "long", "seconds": 0.8}, {"name": "short1", "seconds": 0.1},
+             {"name": "short2", "seconds": 0.1}]
+    pids = {row["name"]: row["pid"] for row in run_local(specs, 2)}
+    assert set(pids) == {"long", "short1", "short2"}
+    assert pids["short1"] == pids["short2"] != pids["long"]
+
+
+def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monkeypatch):
+    """A worker killed while a process it forked (a second reader or writer) still runs:
+    the helper does not hold the worker's pipe, so its run fails at once."""
+    import signal
+    import time
+
+    import converter.batch.job as job
+    from converter.batch.local import run_local
+    from converter.forkpass import fork_pass
+    helper_pid = tmp_path / "helper"
+
+    def dying(spec):
+        helper = fork_pass(lambda: time.sleep(5))
+        helper_pid.write_text(str(helper.pid))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(job, "run_job", dying)
+    spec = {"rel": "a", "source_fields": {"name": "a", "root": "a", "format": "pypto"}}
+    start = time.monotonic()
+    try:
+        (row,) = run_local([spec], 2)
+        assert time.monotonic() - start < 3
+        assert "killed by SIGKILL" in row["error"]
+    finally:
+        if helper_pid.exists():
+            os.kill(int(helper_pid.read_text()), signal.SIGKILL)
 
 
 def test_no_more_workers_than_runs(archive, tmp_path, monkeypatch):

@@ -16,6 +16,7 @@ def test_fork_pass_returns_the_result_or_says_why_not():
 
     helper = fork_pass(lambda: os.kill(os.getpid(), signal.SIGKILL))
     assert helper.result() is None and "ended without a result" in helper.error
+    assert helper.error.endswith("(killed by SIGKILL)")
 
     helper = fork_pass(lambda: signal.pause())
     helper.abandon()

@@ -176,10 +176,9 @@ def batch(archive_dir, out_dir, jobs, to, force, engine, scheduler, fmt, clock_m
         if engine == "dask":
             runs = make_plan()
         else:
-            from .local import IN_PROCESS_SERIAL, default_jobs, plan_while_importing
+            from .local import default_jobs, in_workers, plan_while_importing
             jobs = jobs or default_jobs()
-            runs = (plan_while_importing(make_plan) if jobs > 1 or not IN_PROCESS_SERIAL
-                    else make_plan())
+            runs = plan_while_importing(make_plan) if in_workers(jobs) else make_plan()
         if not runs:
             from ..readers import format_names
             raise TracecvtError(f"{archive_dir}: no supported run found (formats: "

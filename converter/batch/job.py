@@ -125,10 +125,11 @@ def figures(ctx: RunContext) -> dict[str, Any]:
                            "bubble_rate_pct": None, "bottleneck": None, "figures_note": None}
     out.update(_analysed(ctx))
     extra = trace.meta.extra
-    tasks = extra["tasks"] if "tasks" in extra else len(_source_slices(trace))
+    slices = None if "tasks" in extra and out["makespan_ns"] is not None else \
+        _source_slices(trace)
+    tasks = extra["tasks"] if "tasks" in extra else len(slices)
     out["tasks"] = int(tasks) if tasks is not None else None
     if out["makespan_ns"] is None:
-        slices = _source_slices(trace)
         if slices:
             makespan = max(s.ts + s.dur for s in slices) - min(s.ts for s in slices)
         else:
@@ -225,8 +226,9 @@ def _run(spec: dict[str, Any], row: dict[str, Any]) -> None:
             raise TracecvtError(f"output kind {t!r} is not available on this machine")
     source = _source(spec)
     outputs = {t: Path(p) for t, p in wanted.items()}
+    inputs = source.paths()
     for p in outputs.values():
-        check_output(p, True, source.paths())
+        check_output(p, True, inputs)
     clock = spec.get("clock_mhz")
     workers = int(spec.get("workers") or 1)
     options = ReadOptions(clock_mhz=Fraction(clock) if clock else None,

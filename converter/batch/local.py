@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 from ..cliopts import EXIT_INTERRUPTED
 from ..errors import TracecvtError
-from ..forkpass import fork_pass
+from ..forkpass import fork_pass, signal_name
 from . import job as _job
 
 _busy = False
@@ -30,10 +30,13 @@ IN_PROCESS_SERIAL = True
 
 
 def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    from ..convert import usable_cpus
+    return usable_cpus()
+
+
+def in_workers(jobs: int) -> bool:
+    """Whether ``jobs`` runs go to worker processes (else: this process converts them)."""
+    return jobs > 1 or not IN_PROCESS_SERIAL
 
 
 def _warm() -> None:
@@ -65,20 +68,30 @@ def _serve(conn) -> None:
     None or its pipe closes (or it is interrupted: a busy worker's outputs are removed as
     the conversion unwinds)."""
     global _busy
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__   # not the parent's live display
     signal.signal(signal.SIGINT, _on_sigint)
+    # A process a conversion forks here (a second reader or writer) must not hold this
+    # worker's pipe: should the worker die, the batch sees it at once, not when that ends.
+    os.register_at_fork(after_in_child=conn.close)
     try:
         while True:
-            spec = conn.recv()
+            try:
+                spec = conn.recv()
+            except (EOFError, OSError):         # the batch has gone
+                return
             if spec is None:
                 return
             _busy = True
             try:
+                # (an error here is the run's own: with TRACECVT_DEBUG it ends the worker
+                # with its traceback)
                 row = _job.run_job(spec)
             finally:
                 _busy = False
-            conn.send(row)
-    except (EOFError, OSError):
-        return
+            try:
+                conn.send(row)
+            except OSError:
+                return
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
 
@@ -118,10 +131,7 @@ def _died(spec: dict[str, Any], code: int | None) -> dict[str, Any]:
     if code in (EXIT_INTERRUPTED, -signal.SIGINT):
         how = "was interrupted (SIGINT)"
     elif code is not None and code < 0:
-        try:
-            how = f"was killed by {signal.Signals(-code).name} (out of memory?)"
-        except ValueError:
-            how = f"was killed by signal {-code} (out of memory?)"
+        how = f"was killed by {signal_name(-code)} (out of memory?)"
     else:
         how = f"ended (exit code {code})"
     row = _job.empty_row(spec, "failed")
@@ -130,6 +140,7 @@ def _died(spec: dict[str, Any], code: int | None) -> dict[str, Any]:
 
 
 AHEAD = 2       # runs a worker holds: when it finishes one, the next is already there
+STOP_WAIT = 10  # seconds a stopping worker has to clean up before it is killed
 
 
 class _Worker:
@@ -158,14 +169,18 @@ class _Worker:
         hold copies of our end of the pipe, so closing it is not enough); a busy one (the
         batch stopped early) is interrupted as Ctrl-C would, so its output is removed."""
         try:
-            if self.runs:
-                os.kill(self.proc.pid, signal.SIGINT)
-            else:
-                self.conn.send(None)
+            if self.proc.exitcode is None:  # (not reaped: its pid is still its own)
+                if self.runs:
+                    os.kill(self.proc.pid, signal.SIGINT)
+                else:
+                    self.conn.send(None)
         except OSError:
             pass                        # it has gone already
         self.conn.close()
-        self.proc.join()
+        self.proc.join(STOP_WAIT)
+        if self.proc.exitcode is None:  # stuck where signals wait (a long native call)
+            self.proc.kill()
+            self.proc.join()
 
 
 def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
@@ -178,7 +193,7 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
     runs it held are given to the others, and a new worker takes its place.  With fewer
     runs than ``jobs``, each run may use two processes (``run_processes``).
     """
-    if not specs or (jobs <= 1 and IN_PROCESS_SERIAL):
+    if not specs or not in_workers(jobs):
         for spec in specs:
             yield _job.run_job(spec)
         return
@@ -190,9 +205,22 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
     _warm()
     ctx = _context()
     workers: dict[Any, _Worker] = {}        # by our end of its pipe
+    finished = [0]                          # runs the workers lost so far had finished
+
+    def any_finished() -> bool:
+        return bool(finished[0] or any(w.finished for w in workers.values()))
 
     def lost(w: _Worker) -> Iterator[dict[str, Any]]:
+        while w.runs and w.conn.poll():     # rows it sent before it died
+            try:
+                row = w.conn.recv()
+            except (EOFError, OSError):
+                break
+            w.runs.popleft()
+            w.finished += 1
+            yield row
         del workers[w.conn]
+        finished[0] += w.finished
         w.stop()
         if w.runs:
             yield _died(w.runs.popleft(), w.proc.exitcode)
@@ -212,12 +240,16 @@ def run_local(specs: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]
                 workers[w.conn] = w
             for depth in range(1, AHEAD + 1):   # one run each first, then the next ones
                 for w in list(workers.values()):
-                    if not queue or len(w.runs) >= depth:
+                    # A run sent ahead waits for its worker: only while there are runs enough
+                    # for every worker, or near the end one may wait behind a long run while
+                    # another worker idles.
+                    if not queue or len(w.runs) >= depth or (depth > 1
+                                                             and len(queue) <= len(workers)):
                         continue
                     try:
                         w.give(queue[0])
                     except OSError:      # it has died
-                        if not w.runs and not w.finished:
+                        if not w.runs and not any_finished():
                             raise TracecvtError("worker processes die as they start (try "
                                                 "-j 1)") from None
                         yield from lost(w)

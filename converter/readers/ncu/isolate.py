@@ -21,14 +21,13 @@ import dataclasses
 import os
 import pickle
 import re
-import signal
 import tempfile
 import threading
 import traceback
 from typing import Any, Callable
 
 from ...errors import InputError
-from ...forkpass import fork_child, reap
+from ...forkpass import fork_child, reap, signal_name
 from ..base import ReadOptions
 
 CRASHED = "NVIDIA's ncu_report crashed reading this report"
@@ -122,11 +121,7 @@ def _death(status: int | None) -> str:
     if status is None:
         return "it ended without a result"
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            return f"{signal.Signals(sig).name}"
-        except ValueError:
-            return f"signal {sig}"
+        return signal_name(os.WTERMSIG(status))
     return f"exit code {os.WEXITSTATUS(status)} without a result"
 
 
