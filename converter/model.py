@@ -39,9 +39,11 @@ SEMANTIC_LABEL = "semantic_label"
 # Slice categories the analyses read: INVENTED_TIMES, a slice whose times the source made up
 # (PyPTO's fake tasks: drawn, but no wait or busy time is measured from them); MARKER, a
 # marker task on a pseudo-core that is no resource (PyPTO's 1-cycle HUB tasks: its lanes stay
-# out of run totals, and its tasks out of ready counts and the critical path's lane order).
+# out of run totals, and its tasks out of ready counts and the critical path's lane order);
+# KERNEL, a device kernel (Nsight Compute, msprof): the summaries' "kernel" time table.
 INVENTED_TIMES = "fake"
 MARKER = "hub"
+KERNEL = "kernel"
 # meta.extra[NO_BUBBLES]: the reader's reason why the run's lanes give no bubble figures (they
 # are not a timeline, or have no idle time by construction); bubbles, utilization and the
 # critical path are then not computed, and the summaries give the reason.

@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import INVENTED_TIMES, LABEL_ARGS, MARKER, SEMANTIC_LABEL, Trace
+from ..model import INVENTED_TIMES, KERNEL, LABEL_ARGS, MARKER, SEMANTIC_LABEL, Trace
 from .bubbles import pct, us
 from .timeline import source_lanes
 
 MAX_ROWS = 200                    # per table; the rest is summed into one "(other)" row
 
 _OWN_TABLES = ("kernel", "name")  # table keys of this module: a declaration cannot take them
-_NO_LABEL = ("(none)", "(hub)")
+_MARKER_LABEL = f"({MARKER})"     # an unlabelled marker task
+_NO_LABEL = ("(none)", _MARKER_LABEL)
 
 
 def label_args(trace: Trace) -> list[tuple[str, str]]:
@@ -89,7 +90,7 @@ def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
     """One pass over the slices of source lanes (fake ones out)."""
     ok = source_lanes(trace)
     groups: dict[Any, _Group] = {}
-    keys = {a for _, a in label_args(trace)} | {"short_name"}
+    keys = {a for _, a in label_args(trace)}
     for i, s in enumerate(trace.slices):
         if not ok[s.track] or s.cat == INVENTED_TIMES:
             continue
@@ -99,7 +100,7 @@ def slice_groups(trace: Trace, critical: set[int]) -> list[_Group]:
         labels = tuple((k, own[k]) for k in keys if k in own) \
             if own and not keys.isdisjoint(own) else None
         key = (id(sh) if sh is not None else None, cat, labels,
-               s.name if sh is None or cat == "kernel" else None)
+               s.name if sh is None or cat == KERNEL else None)
         g = groups.get(key)
         if g is None:
             args = sh if sh is not None else {}
@@ -131,10 +132,9 @@ def time_by_label(trace: Trace, critical: set[int] | None = None,
                        lambda g, a=arg: _label(g.args.get(a), g.cat))
         if table.labelled:
             tables.append(table)
-    kernels = [g for g in groups if g.cat == "kernel"]
+    kernels = [g for g in groups if g.cat == KERNEL]
     if kernels:
-        tables.append(_table("kernel", "kernel", kernels,
-                             lambda g: str(g.args.get("short_name") or g.name)))
+        tables.append(_table("kernel", "kernel", kernels, lambda g: g.name))
     elif not tables and groups:
         named = [g for g in groups if not g.args]     # slices without shared args
         table = _table("name", "name", named, lambda g: g.name)
@@ -145,7 +145,7 @@ def time_by_label(trace: Trace, critical: set[int] | None = None,
 
 def _label(value: Any, cat: str) -> str:
     if value is None or value == "":
-        return "(hub)" if cat == MARKER else "(none)"
+        return _MARKER_LABEL if cat == MARKER else "(none)"
     return str(value)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Trace
+from ..model import KERNEL, Trace
 from .bubbles import us
 
 BOUND_PCT = 60.0
@@ -127,7 +127,7 @@ def analyze_ncu(trace: Trace) -> NcuResult | None:
     if trace.meta.format != "ncu" and "ncu_rules" not in extra and not extra.get(
             "ncu_serialized"):
         return None
-    kernels = [i for i, s in enumerate(trace.slices) if s.cat == "kernel"]
+    kernels = [i for i, s in enumerate(trace.slices) if s.cat == KERNEL]
     out: list[KernelBound] = []
     mem_weighted = 0.0
     mem_time = 0

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
 from ...fileio import load_json_records
-from ...model import Trace
+from ...model import KERNEL, Trace
 from .csvtable import arg_name, canonical, normalize_task_type
 from .jsonshape import hkey, number, obj
 from .timefmt import UINT32_MAX, event_span, us_to_ns
@@ -172,7 +172,7 @@ class ChromeImporter:
                 if p.name in TASK_PROCESSES:
                     args = device_args(args) if args else {}
                     cat = normalize_task_type(args.get("task_type")) or \
-                        ("hccl" if p.name == "HCCL" else "kernel")
+                        ("hccl" if p.name == "HCCL" else KERNEL)
                     args["source"] = path.name
                 else:
                     cat = str(e.get("cat") or p.name.lower().replace(" ", "_"))

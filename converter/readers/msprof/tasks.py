@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ...model import Trace
+from ...model import KERNEL, Trace
 from .csvtable import PIPES, Table, arg_name, canonical, cell_value, normalize_task_type, \
     normalize_pipe, tensor_list
 from .layout import Layout
@@ -155,7 +155,7 @@ def add_task_table(trace: Trace, layout: Layout, index: TaskIndex, table: Table,
             merged.setdefault("source", table.name)
             merged["also_in"] = list(merged.get("also_in") or ()) + [table.name]
             s.args = merged
-            if ttype and role in ("op_summary", "kernel_details") or s.cat in ("kernel", ""):
+            if ttype and role in ("op_summary", "kernel_details") or s.cat in (KERNEL, ""):
                 s.cat = ttype or s.cat
             stats["matched"] += 1
             continue
@@ -171,7 +171,7 @@ def add_task_table(trace: Trace, layout: Layout, index: TaskIndex, table: Table,
         lane = layout.lane(hw, lane_name, order=order, nesting=False,
                            description=f"{lane_name}: device tasks from {table.name}")
         args["source"] = table.name
-        idx = trace.add_slice(lane, ts, dur, name, ttype or "kernel", args)
+        idx = trace.add_slice(lane, ts, dur, name, ttype or KERNEL, args)
         index.add(idx)
         used.add(idx)
         stats["added"] += 1

@@ -165,8 +165,7 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
                                        "type": r.get("type", ""),
                                        "section": r.get("section", "")})
             trace.add_slice(lanes[(k.context, k.stream)], starts[pos], ends[pos] - starts[pos],
-                            k.short_name or k.name, k.workload if k.workload != "kernel"
-                            else "kernel", args)
+                            k.short_name or k.name, k.workload, args)
         rank = _boundary_counters(trace, group, rank, kernels, positions, starts, ends)
         interval = _pm_counters(trace, group, rank, kernels, positions, starts, ends)
         pm_interval = pm_interval or interval
