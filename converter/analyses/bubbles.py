@@ -29,8 +29,7 @@ from .timeline import Timeline
 WAIT_PREDECESSOR = "wait predecessor"
 WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
-CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)
-_CAUSE = {0: WAIT_PREDECESSOR, 1: WAIT_SCHEDULE, 2: IDLE}
+CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)      # by the cause code of a gap (0, 1, 2)
 
 
 def us(ns: int | float | None) -> float | None:

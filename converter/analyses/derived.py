@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import GROUP, LANE, Slice, Trace
-from .bubbles import _CAUSE
+from .bubbles import CAUSES
 from .critical_path import RUN_START
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str,
             shared = waits.get(by)
             if shared is None:
                 shared = waits[by] = {"waiting_for": slices[by].name}
-        new.append(Slice(lane_track[li], start, end - start, _CAUSE[cause], BUBBLE_CAT, None,
+        new.append(Slice(lane_track[li], start, end - start, CAUSES[cause], BUBBLE_CAT, None,
                          shared))
     # -- analysis group: critical path and counters -------------------------------------
     for r in trace.roots:

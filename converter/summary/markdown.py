@@ -182,14 +182,13 @@ def render_markdown(d: dict[str, Any]) -> str:
         if worst:
             out.append("Lanes with the most bubble time:")
             out.append("")
-            hd = ["lane", "tasks", "busy", "total wait"]
-            hd += ["wait predecessor", "wait schedule"] if graph else []
-            hd += ["utilization", "bubble rate"]
+            waits = causes(graph) if graph else ()      # (idle: the total wait itself)
+            hd = ["lane", "tasks", "busy", "total wait", *(name for name, _ in waits),
+                  "utilization", "bubble rate"]
             rows = []
             for l in worst:
                 r = [l["name"], num(l["tasks"]), us_(l["busy_us"]), us_(l["total_wait_us"])]
-                r += [us_(l["wait_predecessor_us"]), us_(l["wait_schedule_us"])] if graph \
-                    else []
+                r += [us_(l[key]) for _, key in waits]
                 r += [pct_(l["utilization_pct"]), pct_(l["bubble_rate_pct"])]
                 rows.append(r)
             out += table(hd, rows)
