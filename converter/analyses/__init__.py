@@ -40,9 +40,9 @@ def analyze_tracks(trace: Trace) -> TrackAnalysis:
     return TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
 
 
-def add_derived(trace: Trace, analysis: Analysis | TrackAnalysis | None = None
-                ) -> dict[str, int]:
-    """Put the bubble lanes, counters and critical path of ``analysis`` into ``trace``
+def add_derived(trace: Trace, analysis: TrackAnalysis | None = None) -> dict[str, int]:
+    """Put the bubble lanes, counters and critical path of ``analysis`` (an ``Analysis``
+    is one too) into ``trace``
     (docs/analyses.md); a trace that has them already (its analysis group: tracks a
     reader marks derived, such as msprof's own overlap lanes, do not count) is left alone.
     Without ``analysis``, ``analyze_tracks(trace)`` is computed, and only when the tracks

@@ -67,6 +67,17 @@ class CriticalPath:
     def tasks(self) -> list[int]:
         return [seg.slice for seg in self.segments if seg.kind == "task"]
 
+    def task_time_by(self, tl: Timeline) -> tuple[dict[str, int], dict[str, int]]:
+        """Task time on the path (ns) by lane kind and by lane name, in path order."""
+        kinds: dict[str, int] = {}
+        lanes: dict[str, int] = {}
+        for seg in self.segments:
+            if seg.kind == "task":
+                lane = tl.lanes[tl.lane_of[seg.slice]]
+                kinds[lane.kind] = kinds.get(lane.kind, 0) + seg.dur
+                lanes[lane.name] = lanes.get(lane.name, 0) + seg.dur
+        return kinds, lanes
+
 
 def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> CriticalPath:
     if not bubbles.computed:

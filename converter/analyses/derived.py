@@ -22,7 +22,6 @@ from .critical_path import RUN_START
 
 if TYPE_CHECKING:
     from . import TrackAnalysis
-    from .full import Analysis
 
 GROUP_NAME = "tracecvt analysis"
 BUBBLE_CAT = "bubble"
@@ -30,7 +29,7 @@ CP_CAT = "critical path"
 SEP = " · "
 
 
-def add_derived_tracks(trace: Trace, a: "Analysis | TrackAnalysis") -> dict[str, int]:
+def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
     counts = {"bubble_lanes": 0, "bubble_slices": 0, "counter_tracks": 0,
               "counter_samples": 0, "critical_path_segments": 0}
     b = a.bubbles

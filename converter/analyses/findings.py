@@ -133,15 +133,7 @@ def top_tasks(trace: Trace, critical: set[int], n: int = 10) -> list[dict[str, A
 
 def _cp_kind(a: "Analysis") -> tuple[str, str]:
     """(kind, lane) holding most task time on the critical path."""
-    cp = a.critical_path
-    tl = a.timeline
-    by: dict[str, int] = {}
-    lanes: dict[str, int] = {}
-    for seg in cp.segments:
-        if seg.kind == "task":
-            lane = tl.lanes[tl.lane_of[seg.slice]]
-            by[lane.kind] = by.get(lane.kind, 0) + seg.dur
-            lanes[lane.name] = lanes.get(lane.name, 0) + seg.dur
+    by, lanes = a.critical_path.task_time_by(a.timeline)
     kind = max(by.items(), key=lambda kv: kv[1])[0] if by else ""
     lane = max(lanes.items(), key=lambda kv: kv[1])[0] if lanes else ""
     return kind, lane

@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Trace
-from . import analyze_tracks
-from .bubbles import Bubbles, pct, us
-from .critical_path import CriticalPath
+from . import TrackAnalysis, analyze_tracks
+from .bubbles import pct, us
 from .findings import (Opportunity, bottleneck, configuration, key_figures, kind_bottleneck,
                        opportunities, top_tasks)
 from .labels import LabelTable, slice_groups, time_by_label
@@ -16,22 +15,20 @@ from .msprof_op import MsprofOpResult, analyze_msprof_op
 from .ncu_bounds import NcuResult, analyze_ncu
 from .pypto_check import PyptoCheck, check_pypto
 from .ratings import Rating, rate
-from .timeline import Timeline
 
 SCHEMA = "tracecvt-analysis/1"
 
 
 @dataclass
-class Analysis:
-    run: str
-    timeline: Timeline
-    bubbles: Bubbles
-    critical_path: CriticalPath
-    labels: list[LabelTable]
-    ratings: list[Rating]
-    ncu: NcuResult | None
-    msprof_op: MsprofOpResult | None
-    pypto_check: PyptoCheck | None
+class Analysis(TrackAnalysis):
+    """The derived tracks' analyses (``TrackAnalysis``) and the summaries' own."""
+
+    run: str = ""
+    labels: list[LabelTable] = field(default_factory=list)
+    ratings: list[Rating] = field(default_factory=list)
+    ncu: NcuResult | None = None
+    msprof_op: MsprofOpResult | None = None
+    pypto_check: PyptoCheck | None = None
     configuration: dict[str, Any] = field(default_factory=dict)
     top_tasks: list[dict[str, Any]] = field(default_factory=list)
     opportunities: list[Opportunity] = field(default_factory=list)
@@ -86,7 +83,8 @@ def analyze(trace: Trace) -> Analysis:
     ncu = analyze_ncu(trace)
     mop = analyze_msprof_op(trace.meta.extra)
     check = check_pypto(trace, tl, bubbles)
-    a = Analysis(trace.meta.name, tl, bubbles, cp, labels, [], ncu, mop, check)
+    a = Analysis(tl, bubbles, cp, run=trace.meta.name, labels=labels, ncu=ncu, msprof_op=mop,
+                 pypto_check=check)
     a.ratings = _ratings(trace, a)
     a.configuration = configuration(trace, a, groups)
     a.top_tasks = top_tasks(trace, critical)
@@ -143,13 +141,11 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
     cp = a.critical_path
     if not cp.computed:
         return {"computed": False, "reason": cp.reason}
-    lanes: dict[str, int] = {}
+    by_kind, _ = cp.task_time_by(a.timeline)
     by_lane: dict[str, list[int]] = {}        # lane -> [tasks, task time, wait time]
     for seg in cp.segments:
         row = by_lane.setdefault(seg.lane, [0, 0, 0])
         if seg.kind == "task":
-            kind = a.timeline.lanes[a.timeline.lane_of[seg.slice]].kind
-            lanes[kind] = lanes.get(kind, 0) + seg.dur
             row[0] += 1
             row[1] += seg.dur
         else:
@@ -162,7 +158,7 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
         "graph_bound_us": us(cp.graph_bound), "caveat": cp.caveat, "tasks": len(cp.tasks),
         "segments": len(cp.segments),
         "dependency_edges": len(cp.edges),
-        "time_by_kind_us": {k: us(v) for k, v in lanes.items()},
+        "time_by_kind_us": {k: us(v) for k, v in by_kind.items()},
         "by_lane": [{"lane": name, "tasks": r[0], "task_time_us": us(r[1]),
                      "wait_time_us": us(r[2])}
                     for name, r in sorted(by_lane.items(), key=lambda kv: -kv[1][1] - kv[1][2])
