@@ -44,6 +44,10 @@ SEMANTIC_LABEL = "semantic_label"
 INVENTED_TIMES = "fake"
 MARKER = "hub"
 KERNEL = "kernel"
+# Slice args (own or shared) of these keys, where a reader records a call's operands: a list
+# of operand dicts with "dtype" and "shape" (more keys allowed); the summaries show them per
+# semantic label.
+INPUTS, OUTPUTS = "inputs", "outputs"
 # meta.extra[NO_BUBBLES]: the reader's reason why the run's lanes give no bubble figures (they
 # are not a timeline, or have no idle time by construction); bubbles, utilization and the
 # critical path are then not computed, and the summaries give the reason.

@@ -7,7 +7,7 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import INVENTED_TIMES, Trace
+from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, Trace
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
 from .timeline import source_lanes
@@ -91,8 +91,8 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
 
 def _shapes(groups, label_arg: str | None, limit: int = 8) -> list[dict[str, Any]]:
     """The operand shapes of each semantic label (from its first group's args): the
-    ``inputs``/``outputs`` lists of operand dicts (``dtype``, ``shape``) a reader records
-    for a call, as the PyPTO reader does (readers/pypto/common.operand)."""
+    model.INPUTS / OUTPUTS lists of operand dicts (``dtype``, ``shape``) a reader records
+    for a call."""
     if label_arg is None:
         return []
     seen: dict[Any, dict[str, Any]] = {}
@@ -102,7 +102,7 @@ def _shapes(groups, label_arg: str | None, limit: int = 8) -> list[dict[str, Any
         if not label or label in seen:
             continue
         entry = {"label": label}
-        for side in ("inputs", "outputs"):
+        for side in (INPUTS, OUTPUTS):
             ops = sh.get(side)
             if isinstance(ops, list):
                 entry[side] = [f"{o.get('dtype', '?')}{list(o.get('shape', []))}"

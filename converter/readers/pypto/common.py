@@ -10,8 +10,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import (GROUP, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE, MARKER, SEMANTIC_LABEL,
-                      TASK_GRAPH, UINT64_END, Clock, Trace)
+from ...model import (GROUP, INPUTS, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE, MARKER,
+                      OUTPUTS, SEMANTIC_LABEL, TASK_GRAPH, UINT64_END, Clock, Trace)
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
@@ -258,7 +258,7 @@ class SharedTaskArgs:
                 "semanticLabel": label,
                 "fake": fake,
             }
-            for name, operands in (("inputs", inputs), ("outputs", outputs)):
+            for name, operands in ((INPUTS, inputs), (OUTPUTS, outputs)):
                 if operands is not None:
                     shared[name] = operands
                     total = operand_bytes(operands)
