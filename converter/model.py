@@ -22,7 +22,8 @@ COUNTER = "counter"  # holds counter samples
 INT64_MIN = -(1 << 63)   # the smallest int64
 INT64_END = 1 << 63      # ints in [INT64_MIN, INT64_END) fit int64
 UINT64_END = 1 << 64     # ints in [0, UINT64_END) fit uint64
-MAX_NS = 1 << 62         # times stay below this, so ts + dur fits int64 (msprof: see timefmt)
+MAX_NS = 1 << 62         # readers' sanity bound on times, so ts + dur fits int64 (msprof keeps
+                         # times up to int64: see its timefmt)
 
 # meta.extra[LABEL_ARGS]: the slice args that label slices, as the reader declares them:
 # {table key: arg name}, e.g. {"semantic_label": "semanticLabel"}.  The "time by label"
