@@ -36,9 +36,9 @@ DEFAULT_RUN = REPO.parent / "shared" / "samples" / "pypto" / "ffn_medium"
 
 CHILD = r"""
 import sys, time
-sys.path.insert(0, sys.argv[1])
-import converter.batch.local as local
-from converter.batch import batch
+sys.path.insert(0, sys.argv[1] + "/benchmarks"); import checkout; checkout.use(sys.argv[1])
+import tracecvt.batch.local as local
+from tracecvt.batch import batch
 if sys.argv[2] == "worker":
     local.IN_PROCESS_SERIAL = False
 t = time.perf_counter()

@@ -13,7 +13,7 @@ Figures (goal from issue 6):
   >= 5
 * sizes: .tcmodel bytes vs the source files and vs the .pftrace of the same run
 The write child also loads the file back and checks the model is identical
-(converter.modelfile.compare), so the figures are for a lossless archive.
+(tracecvt.modelfile.compare), so the figures are for a lossless archive.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 READ = r"""
 import contextlib, sys, time
-sys.path.insert(0, sys.argv[2])
-from converter.convert import gc_paused
-from converter.readers import ReadOptions, find_runs
+sys.path.insert(0, sys.argv[2] + "/benchmarks"); import checkout; checkout.use(sys.argv[2])
+from tracecvt.convert import gc_paused
+from tracecvt.readers import ReadOptions, find_runs
 with gc_paused() if sys.argv[3] == "paused" else contextlib.nullcontext():
     t = time.perf_counter()
     (src,) = find_runs(sys.argv[1])
@@ -46,12 +46,12 @@ print(dt, len(trace.slices))
 
 WRITE = r"""
 import json, os, sys, time
-sys.path.insert(0, sys.argv[4])
+sys.path.insert(0, sys.argv[4] + "/benchmarks"); import checkout; checkout.use(sys.argv[4])
 from pathlib import Path
-from converter.convert import convert_source, gc_paused
-from converter.modelfile.compare import model_differences
-from converter.readers import ReadOptions, find_runs
-from converter.writers.model import encode_model
+from tracecvt.convert import convert_source, gc_paused
+from tracecvt.modelfile.compare import model_differences
+from tracecvt.readers import ReadOptions, find_runs
+from tracecvt.writers.model import encode_model
 (src,) = find_runs(sys.argv[1])
 with gc_paused():
     t = time.perf_counter()
@@ -63,7 +63,7 @@ with gc_paused():
     raw = len(encode_model(trace))
 pf = 0
 if sys.argv[3]:             # the same model as Perfetto protobuf (no derived tracks)
-    from converter.writers.perfetto import write_perfetto
+    from tracecvt.writers.perfetto import write_perfetto
     with open(sys.argv[3], "wb") as f:
         write_perfetto(trace, f)
     pf = os.path.getsize(sys.argv[3])

@@ -58,10 +58,10 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 
 CONVERT = r"""
 import resource, sys, time
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[3] + "/benchmarks"); import checkout; checkout.use(sys.argv[3])
 from pathlib import Path
-from converter.convert import convert_source
-from converter.readers import ReadOptions, find_runs
+from tracecvt.convert import convert_source
+from tracecvt.readers import ReadOptions, find_runs
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1])
 result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions())
@@ -78,8 +78,8 @@ def main() -> None:
     a = ap.parse_args()
     compile_tracecvt(REPO)
 
-    sys.path.insert(0, str(REPO))
-    from converter.readers.ncu.metrics import ALL_READ_METRICS
+    sys.path.insert(0, str(REPO / "benchmarks")); import checkout; checkout.use(REPO)
+    from tracecvt.readers.ncu.metrics import ALL_READ_METRICS
     names = json.dumps(list(ALL_READ_METRICS))
 
     with tempfile.TemporaryDirectory() as tmp:

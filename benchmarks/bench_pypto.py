@@ -52,10 +52,10 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 CONVERT = r"""
 import resource, sys, time
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[3] + "/benchmarks"); import checkout; checkout.use(sys.argv[3])
 from pathlib import Path
-from converter.convert import convert_source
-from converter.readers import ReadOptions, find_runs
+from tracecvt.convert import convert_source
+from tracecvt.readers import ReadOptions, find_runs
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1], sys.argv[4] or None)
 result = convert_source(src, sys.argv[6], Path(sys.argv[2]), True, ReadOptions(),
@@ -74,10 +74,10 @@ print(dt, rss, result.size)
 # time to the end of the reading, peak RSS, then the time to the end of the analyses.
 BOUND = r"""
 import resource, sys, time
-sys.path.insert(0, sys.argv[2])
-from converter.analyses import add_derived
-from converter.convert import gc_paused
-from converter.readers import ReadOptions, find_runs
+sys.path.insert(0, sys.argv[2] + "/benchmarks"); import checkout; checkout.use(sys.argv[2])
+from tracecvt.analyses import add_derived
+from tracecvt.convert import gc_paused
+from tracecvt.readers import ReadOptions, find_runs
 t = time.perf_counter()
 with gc_paused():
     (src,) = find_runs(sys.argv[1], None)

@@ -1,7 +1,7 @@
 """Archives (.zip, .tar, .tar.gz/.tgz, .tar.bz2, .tar.xz) read in place, never unpacked to disk.
 
 An archive is *mounted*: its path then acts as a directory, and ``archive.tar.gz/run1/x.json``
-names a member.  ``converter.fileio`` routes every read, listing and test of such a path here,
+names a member.  ``tracecvt.fileio`` routes every read, listing and test of such a path here,
 so readers work on archives without knowing it.
 
 Safety: members with absolute paths, ``..`` components, links or device nodes are refused

@@ -87,8 +87,8 @@ class _Commands(click.Group):
     imported when they are used (or listed by --help), so the other commands' start-up does
     not pay for their imports (``validate`` alone brings in protobuf: about 30 ms)."""
 
-    ELSEWHERE = {"batch": ("converter.batch", "batch"),
-                 "validate": ("converter.validate", "validate")}
+    ELSEWHERE = {"batch": ("tracecvt.batch", "batch"),
+                 "validate": ("tracecvt.validate", "validate")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.ELSEWHERE})

@@ -3,7 +3,7 @@ outputs atomically.
 
 Readers go through the functions here for every read, listing and test of an input path
 (never ``open()``, ``Path.is_file()`` or ``Path.glob()`` directly), so that a run inside a
-.zip or .tar archive reads exactly like one on disk (see ``converter.archive``).
+.zip or .tar archive reads exactly like one on disk (see ``tracecvt.archive``).
 """
 
 from __future__ import annotations

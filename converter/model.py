@@ -53,6 +53,18 @@ INPUTS, OUTPUTS = "inputs", "outputs"
 # are not a timeline, or have no idle time by construction); bubbles, utilization and the
 # critical path are then not computed, and the summaries give the reason.
 NO_BUBBLES = "no_bubbles"
+# meta.extra[RESOURCES]: the lane kinds (``analyses.timeline.lane_kind``: a lane's name without
+# its number, "AIC_3" -> "AIC") that are execution resources (cores, streams, queues).  Only
+# those lanes get bubbles, utilization and a place on the critical path; other lanes (host
+# threads, a scheduler's own loop) are drawn but not analysed.  Absent: every lane is one.
+RESOURCES = "resources"
+# Slice args (own or shared) the analyses read where a reader has them.  TASK_ID: the task a
+# slice runs; slices with equal TASK_ID are one task (a MIX task's AIC and AIV rows, an SPMD
+# kernel's blocks): the task graph, ready times and the critical path join them.  PICKUP: ns
+# from the task's dispatch to this slice's start (dispatched, not yet running); COMPLETION: ns
+# from its end until the dispatcher saw it finish.
+TASK_ID = "task_id"
+PICKUP, COMPLETION = "pickup_ns", "completion_ns"
 
 
 @dataclass(frozen=True)

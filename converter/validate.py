@@ -939,5 +939,5 @@ def validate(trace: Path, as_json: bool) -> None:
         sys.exit(EXIT_PROBLEMS)
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m converter.validate TRACE`
+if __name__ == "__main__":  # pragma: no cover - `python -m tracecvt.validate TRACE`
     validate()

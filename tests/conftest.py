@@ -64,7 +64,7 @@ def _validate_written_traces(request):
     tmp = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
     if tmp is None or request.node.get_closest_marker("no_trace_check"):
         return
-    from converter.validate import validate_path
+    from tracecvt.validate import validate_path
     for trace in sorted([*Path(tmp).rglob("*.pftrace"), *Path(tmp).rglob("*.pftrace.gz")]):
         if trace.is_file() and not trace.is_symlink():
             report = validate_path(trace)
@@ -176,7 +176,7 @@ def check_pftrace(trace) -> dict:
     * every terminating flow id has a matching outgoing flow id;
     * and ``tracecvt validate`` (converter/validate.py) finds no problem in it.
     """
-    from converter.validate import validate_bytes
+    from tracecvt.validate import validate_bytes
     report = validate_bytes(trace.SerializeToString())
     assert report.ok, report.text()
     descriptors = {}

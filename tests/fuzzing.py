@@ -36,8 +36,8 @@ import orjson
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from converter.cli import main
-from converter.readers import find_runs, format_names
+from tracecvt.cli import main
+from tracecvt.readers import find_runs, format_names
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -492,7 +492,7 @@ class ContractViolation(AssertionError):
 def run_cli(path: Path, fmt: str | None = None, writer: str = "to-perfetto",
             output: Path | None = None) -> Outcome:
     """Convert ``path`` in-process and check the contract (module docstring)."""
-    from converter.validate import validate_path
+    from tracecvt.validate import validate_path
     suffix = ".pftrace" if writer == "to-perfetto" else ".json"
     output = output or path.parent / ("fuzz-out" + suffix)
     if output.is_dir():

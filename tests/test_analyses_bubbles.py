@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from converter.analyses import add_derived, analyze
-from converter.analyses.bubbles import CAUSES
-from converter.analyses.pypto_check import TOLERANCE_US
-from converter.convert import read
-from converter.model import GROUP, LANE, NO_BUBBLES, RunMeta, Trace, split_overlaps
-from converter.readers.msprof.opprof import NOT_A_TIMELINE
-from converter.readers.ncu.layout import NO_IDLE_REASON
+from tracecvt.analyses import add_derived, analyze
+from tracecvt.analyses.bubbles import CAUSES
+from tracecvt.analyses.pypto_check import TOLERANCE_US
+from tracecvt.convert import read
+from tracecvt.model import GROUP, LANE, NO_BUBBLES, RunMeta, Trace, split_overlaps
+from tracecvt.readers.msprof.opprof import NOT_A_TIMELINE
+from tracecvt.readers.ncu.layout import NO_IDLE_REASON
 
 from conftest import PYPTO_MERGED_RUNS, pypto_run_dir
 
@@ -295,7 +295,7 @@ def test_not_a_timeline_and_serialized_runs_have_no_bubbles():
 def test_add_derived_once_and_analyses_only_when_adding(monkeypatch):
     """Without an analysis, add_derived computes analyze_tracks itself, and not at all for a
     trace that has its derived tracks already (left alone)."""
-    import converter.analyses as analyses
+    import tracecvt.analyses as analyses
     tr, _ = graph_trace()
     other, _ = graph_trace()
     want = add_derived(other, analyze(other))
@@ -307,3 +307,21 @@ def test_add_derived_once_and_analyses_only_when_adding(monkeypatch):
     monkeypatch.setattr(analyses, "analyze_tracks", fail)
     assert add_derived(tr) == {}
     assert (len(tr.tracks), len(tr.slices)) == n
+
+
+def test_only_declared_resource_lanes_are_analysed():
+    """model.RESOURCES: a host thread next to a core is drawn but gets no bubbles."""
+    from tracecvt.analyses.timeline import Timeline
+    from tracecvt.model import RESOURCES, RunMeta, Trace
+    trace = Trace(RunMeta("r", "test"))
+    dev = trace.add_track("Device", kind="group")
+    core = trace.add_track("AIC_0", dev, nesting=False)
+    host = trace.add_track("Thread 7", dev)
+    trace.add_slice(core, 0, 10, "k")
+    trace.add_slice(core, 30, 10, "k")
+    trace.add_slice(host, 0, 100, "api")
+    assert [l.name for l in Timeline.build(trace).lanes] == ["AIC_0", "Thread 7"]
+    trace.meta.extra[RESOURCES] = ["AIC"]
+    timeline = Timeline.build(trace)
+    assert [l.name for l in timeline.lanes] == ["AIC_0"]
+    assert (timeline.start, timeline.end) == (0, 40)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from converter.analyses import add_derived, analyze
-from converter.analyses.critical_path import DEPENDENCY, LANE_ORDER, RUN_START
-from converter.convert import read
+from tracecvt.analyses import add_derived, analyze
+from tracecvt.analyses.critical_path import DEPENDENCY, LANE_ORDER, RUN_START
+from tracecvt.convert import read
 
 from conftest import PYPTO_MERGED_RUNS, pypto_run_dir
 from test_analyses_bubbles import graph_trace

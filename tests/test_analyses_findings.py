@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from converter.analyses import analyze
-from converter.analyses.ncu_bounds import classify
-from converter.analyses.ratings import level, rate
-from converter.convert import read
-from converter.model import GROUP, NO_BUBBLES, RunMeta, Trace
-from converter.readers.msprof.opprof import NOT_A_TIMELINE
-from converter.readers.ncu.layout import NO_IDLE_REASON
+from tracecvt.analyses import analyze
+from tracecvt.analyses.ncu_bounds import classify
+from tracecvt.analyses.ratings import level, rate
+from tracecvt.convert import read
+from tracecvt.model import GROUP, NO_BUBBLES, RunMeta, Trace
+from tracecvt.readers.msprof.opprof import NOT_A_TIMELINE
+from tracecvt.readers.ncu.layout import NO_IDLE_REASON
 
 from conftest import FIXTURES, pypto_run_dir
 

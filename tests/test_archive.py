@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from converter import archive, fileio
-from converter.cli import main
-from converter.convert import add_derived_tracks
-from converter.errors import InputError
-from converter.readers import find_runs
+from tracecvt import archive, fileio
+from tracecvt.cli import main
+from tracecvt.convert import add_derived_tracks
+from tracecvt.errors import InputError
+from tracecvt.readers import find_runs
 
 from conftest import check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from converter.batch import batch
-from converter.batch import index as batch_index
-from converter.convert import convert_source
-from converter.readers import ReadOptions, find_runs
+from tracecvt.batch import batch
+from tracecvt.batch import index as batch_index
+from tracecvt.convert import convert_source
+from tracecvt.readers import ReadOptions, find_runs
 
 from conftest import REPO, check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
 
@@ -244,8 +244,8 @@ def test_worker_death_fails_only_that_run(archive, tmp_path, monkeypatch, death,
     exit code or signal named; the runs after it are converted."""
     import signal
 
-    import converter.batch.job as job
-    import converter.batch.local as local
+    import tracecvt.batch.job as job
+    import tracecvt.batch.local as local
     real = job.run_job
 
     def dying(spec):
@@ -274,8 +274,8 @@ def test_fewer_runs_than_jobs_use_the_cpus_left_free(tmp_path, monkeypatch):
     """With fewer runs than -j, a run may use two processes, as to-perfetto does: the
     writer's second process writes the source tracks while this one makes the derived
     tracks.  The trace is the one to-perfetto writes that way."""
-    from converter.batch.local import run_processes
-    from converter.writers import perfetto
+    from tracecvt.batch.local import run_processes
+    from tracecvt.writers import perfetto
     assert [run_processes(j, n) for j, n in ((1, 1), (2, 1), (2, 2), (4, 2), (4, 3), (8, 1))] \
         == [1, 2, 1, 2, 1, 2]
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)     # fork even for a small run
@@ -306,7 +306,7 @@ def test_archive_is_scanned_in_another_process_while_this_one_imports(archive, t
     """-j 2: the scan runs in a forked process while this one imports what the jobs need
     (the workers forked afterwards inherit it); -j 1 scans here.  Both give the same rows,
     and a scan that fails there fails here with its own one-line error."""
-    import converter.batch.command as command
+    import tracecvt.batch.command as command
     real = command.plan
     pids = tmp_path / "pids"
 
@@ -371,7 +371,7 @@ def test_dask_needs_scheduler_and_package(archive, tmp_path, monkeypatch):
 def test_progress_bar_counts_runs_failures_and_rate():
     from rich.console import Console
 
-    from converter.batch.command import _Display
+    from tracecvt.batch.command import _Display
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120, color_system=None)
     d = _Display(3, quiet=False, console=console)
@@ -390,12 +390,12 @@ def test_progress_bar_counts_runs_failures_and_rate():
 def test_failing_analysis(archive, tmp_path, monkeypatch):
     """Without derived tracks a failed analysis only costs the figures; with them (the
     default, as in to-perfetto) the run fails with a one-line error, and the others go on."""
-    import converter.analyses
+    import tracecvt.analyses
 
     def boom(trace):
         raise ValueError("no")
 
-    monkeypatch.setattr(converter.analyses, "analyze", boom)
+    monkeypatch.setattr(tracecvt.analyses, "analyze", boom)
     root, runs = archive
     shutil.rmtree(runs["broken"])
     out = tmp_path / "out"
@@ -427,7 +427,7 @@ def test_no_derived_matches_direct_conversion(archive, tmp_path):
 
 
 def test_reachable_from_the_main_command(archive, tmp_path):
-    from converter.cli import main
+    from tracecvt.cli import main
     root, runs = archive
     shutil.rmtree(runs["broken"])
     r = CliRunner().invoke(main, ["batch", str(root), "-o", str(tmp_path / "out")])
@@ -436,7 +436,7 @@ def test_reachable_from_the_main_command(archive, tmp_path):
 
 
 def test_model_output(archive, tmp_path):
-    from converter.convert import WRITERS
+    from tracecvt.convert import WRITERS
     root, runs = archive
     shutil.rmtree(runs["broken"])
     out = tmp_path / "out"
@@ -469,7 +469,7 @@ def test_summary_outputs(archive, tmp_path):
         page = (out / row["outputs"]["summary-html"]).read_text()
         assert "<html" in page.lower()
         # the same bytes as the summary package writes for a freshly read run
-        from converter.summary import write_summary
+        from tracecvt.summary import write_summary
         (src,) = find_runs(root / row["source"])
         for kind, fmt in (("summary", "md"), ("summary-json", "json"), ("summary-html", "html")):
             buf = io.BytesIO()
@@ -485,7 +485,7 @@ def test_summary_outputs(archive, tmp_path):
 
 
 def test_interrupt_keeps_finished_runs_and_writes_the_index(archive, tmp_path, monkeypatch):
-    import converter.batch.job as job
+    import tracecvt.batch.job as job
     real = job.run_job
 
     def interrupted(spec):
@@ -521,7 +521,7 @@ def test_ctrl_c_with_worker_processes(archive, tmp_path):
     out = tmp_path / "out"
     code = textwrap.dedent(f"""
         import os, signal, time
-        import converter.batch.job as job
+        import tracecvt.batch.job as job
         real = job.run_job
         def run_job(spec):
             if spec["rel"].startswith("tiny_add"):
@@ -530,7 +530,7 @@ def test_ctrl_c_with_worker_processes(archive, tmp_path):
             return real(spec)
         job.run_job = run_job
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from converter.batch import batch
+        from tracecvt.batch import batch
         batch.main([{str(root)!r}, "-o", {str(out)!r}, "-j", "2"])
     """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -553,9 +553,9 @@ def test_ctrl_c_with_worker_processes(archive, tmp_path):
 def test_stopping_early_interrupts_busy_workers(archive, tmp_path, monkeypatch):
     """When the batch stops early (the rows are no longer read), busy workers are
     interrupted as Ctrl-C would, not waited for: no worker and no partial output is left."""
-    import converter.batch.job as job
-    import converter.batch.local as local
-    from converter.batch.plan import plan
+    import tracecvt.batch.job as job
+    import tracecvt.batch.local as local
+    from tracecvt.batch.plan import plan
     real = job.run_job
 
     def slow(spec):
@@ -583,7 +583,7 @@ def test_stopping_early_interrupts_busy_workers(archive, tmp_path, monkeypatch):
 def test_runs_are_spread_over_the_workers_first(archive, tmp_path, monkeypatch):
     """Workers hold two runs ahead, but each gets one before any gets a second: 3 runs and
     -j 3 are converted by 3 processes."""
-    import converter.batch.job as job
+    import tracecvt.batch.job as job
     real = job.run_job
     pids = tmp_path / "pids"
 
@@ -604,8 +604,8 @@ def test_no_run_waits_behind_a_long_one_while_a_worker_idles(monkeypatch):
     short ones under -j 2 go long | short, short, not long, short | short."""
     import time
 
-    import converter.batch.job as job
-    from converter.batch.local import run_local
+    import tracecvt.batch.job as job
+    from tracecvt.batch.local import run_local
 
     def sleeping(spec):
         time.sleep(spec["seconds"])
@@ -625,9 +625,9 @@ def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monk
     import signal
     import time
 
-    import converter.batch.job as job
-    from converter.batch.local import run_local
-    from converter.forkpass import fork_pass
+    import tracecvt.batch.job as job
+    from tracecvt.batch.local import run_local
+    from tracecvt.forkpass import fork_pass
     helper_pid = tmp_path / "helper"
 
     def dying(spec):
@@ -649,7 +649,7 @@ def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monk
 
 def test_no_more_workers_than_runs(archive, tmp_path, monkeypatch):
     """-j 8 on 3 runs starts 3 worker processes."""
-    import converter.batch.local as local
+    import tracecvt.batch.local as local
     started = []
     real = local._Worker.__init__
 
@@ -682,7 +682,7 @@ def test_a_busy_worker_is_interrupted_once(monkeypatch):
     stopping) is ignored, so the clean-up (removing the partial output) is not cut short."""
     import signal
 
-    import converter.batch.local as local
+    import tracecvt.batch.local as local
     previous = signal.getsignal(signal.SIGINT)
     monkeypatch.setattr(local, "_busy", True)
     try:

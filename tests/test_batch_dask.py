@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from converter.batch import batch
+from tracecvt.batch import batch
 
 from test_batch import copy_run, merged
 
@@ -67,11 +67,11 @@ def test_dask_engine_matches_local_engine(cluster, tmp_path):
 def test_unreachable_scheduler_is_one_line_error(tmp_path):
     root = tmp_path / "archive"
     copy_run("tiny_add", root / "tiny_add")
-    from converter.batch import dask_engine
-    from converter.batch.job import make_spec
-    from converter.batch.plan import plan
-    from converter.batch.job import targets
-    from converter.errors import TracecvtError
+    from tracecvt.batch import dask_engine
+    from tracecvt.batch.job import make_spec
+    from tracecvt.batch.plan import plan
+    from tracecvt.batch.job import targets
+    from tracecvt.errors import TracecvtError
     (planned,) = plan(root, tmp_path / "out", {"perfetto": targets()["perfetto"]})
     with pytest.raises(TracecvtError, match="cannot reach the Dask scheduler"):
         list(dask_engine.run_dask([make_spec(planned, {})], "tcp://127.0.0.1:9", timeout_s=1))

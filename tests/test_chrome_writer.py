@@ -19,11 +19,11 @@ from fractions import Fraction
 import orjson
 import pytest
 
-from converter.fileio import atomic_output
-from converter.model import GROUP, LANE, Clock, RunMeta, Trace, split_overlaps
-from converter.readers import find_runs
-from converter.writers import chrome
-from converter.writers.chrome import EXACT_SPAN_NS, write_chrome
+from tracecvt.fileio import atomic_output
+from tracecvt.model import GROUP, LANE, Clock, RunMeta, Trace, split_overlaps
+from tracecvt.readers import find_runs
+from tracecvt.writers import chrome
+from tracecvt.writers.chrome import EXACT_SPAN_NS, write_chrome
 
 from conftest import PYPTO_MERGED_RUNS, REPO, pypto_run_dir
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
-from converter.readers import find_runs
+from tracecvt.cli import main
+from tracecvt.readers import find_runs
 
 from conftest import REPO, check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
 
@@ -250,7 +250,7 @@ def test_error_quoting_a_line_break_stays_one_line(tmp_path):
 
 
 def test_one_line_escapes_every_line_break():
-    from converter.errors import one_line
+    from tracecvt.errors import one_line
     text = "a\nb\rc\x0bd\x0ce\x1cf\x1dg\x1eh\x85i\u2028j\u2029k"
     assert len(text.splitlines()) == 11
     assert len(one_line(text).splitlines()) == 1
@@ -260,9 +260,9 @@ def test_one_line_escapes_every_line_break():
 def test_jobs_sets_the_processes_a_conversion_may_use(tmp_path, monkeypatch):
     """-j 2 (the default on this machine) forks a second process for large runs (here: every
     run, the thresholds lowered); -j 1 never does; the traces hold the same events."""
-    from converter import forkpass
-    from converter.readers.pypto import merged
-    from converter.writers import perfetto
+    from tracecvt import forkpass
+    from tracecvt.readers.pypto import merged
+    from tracecvt.writers import perfetto
     src = copy_run("matmul_add", tmp_path / "in")
     monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
@@ -291,8 +291,8 @@ def test_start_up_imports_only_what_the_command_needs():
     shows; both lazily loaded commands still take --max-entry-size like the others."""
     import subprocess
     import sys
-    code = ("import sys; import converter.cli as c; "
-            "print(sorted(m for m in ('converter.validate', 'converter.batch', 'rich', "
+    code = ("import sys; import tracecvt.cli as c; "
+            "print(sorted(m for m in ('tracecvt.validate', 'tracecvt.batch', 'rich', "
             "'google.protobuf') if m in sys.modules)); "
             "ctx = c.click.Context(c.main); "
             "print([n for n in c.main.list_commands(ctx) if not any("
@@ -307,14 +307,14 @@ def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
     (findings, labels, ratings, the format checks) are not even imported."""
     import subprocess
     import sys
-    code = ("import sys; import converter.cli as c; "
+    code = ("import sys; import tracecvt.cli as c; "
             f"c.main(['to-perfetto', {str(REPO / 'samples/pypto/tiny_add')!r}, '-o', "
             f"{str(tmp_path / 't.pftrace')!r}, '-j', '1', '-q'], standalone_mode=False); "
-            "print(*sorted(m for m in sys.modules if m.startswith('converter.analyses')))")
+            "print(*sorted(m for m in sys.modules if m.startswith('tracecvt.analyses')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=str(REPO), check=True).stdout
-    assert out.split() == ["converter.analyses"] + [
-        f"converter.analyses.{m}" for m in ("bubbles", "critical_path", "derived", "timeline")]
+    assert out.split() == ["tracecvt.analyses"] + [
+        f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived", "timeline")]
     assert (tmp_path / "t.pftrace").stat().st_size > 0
 
 
@@ -325,7 +325,7 @@ def test_progress_bar_shows_after_the_delay_only(monkeypatch):
 
     from rich.console import Console
 
-    from converter import progress
+    from tracecvt import progress
     out = io.StringIO()
     r = progress.Reporter(True, Console(file=out, force_terminal=True, width=100))
     r("reading", 5, 10)

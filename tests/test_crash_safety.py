@@ -25,7 +25,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
+from tracecvt.cli import main
 
 from conftest import REPO, check_pftrace, decode_pftrace, pypto_run_dir, pypto_sim_dir
 
@@ -63,7 +63,7 @@ def big_merged(directory: Path, copies: int = 3) -> Path:
 
 def cli(*args: str, code: str | None = None) -> subprocess.Popen:
     """tracecvt in a child process (optionally after running ``code`` in it)."""
-    prog = (code or "") + "\nfrom converter.cli import main\nmain()\n"
+    prog = (code or "") + "\nfrom tracecvt.cli import main\nmain()\n"
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-c", prog, *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -119,8 +119,8 @@ def test_sigkill_while_writing_leaves_no_output(big_input, tmp_path):
 SLOW_WRITER = """
 import time
 from contextlib import contextmanager
-import converter.convert as conv
-import converter.writers.perfetto as pf
+import tracecvt.convert as conv
+import tracecvt.writers.perfetto as pf
 pf.CHUNK_PACKETS = 200
 _orig = conv.atomic_output
 class _Slow:
@@ -242,10 +242,10 @@ def test_a_killed_conversion_leaves_no_second_process_behind(big_input, tmp_path
     """The reader's helper and the writer's part end by themselves when the conversion is
     killed (their pipe closes), and leave no file."""
     out = tmp_path / "big.pftrace"
-    lower = ("import converter.readers.pypto.merged as m, converter.writers.perfetto as w\n"
+    lower = ("import tracecvt.readers.pypto.merged as m, tracecvt.writers.perfetto as w\n"
              "m.PARALLEL_MIN_BYTES = 0\nw.PARALLEL_MIN_COST = 0\n")
     if stage == "writing":      # hold the parent inside the writer once its part started
-        lower += ("import time, converter.writers.perfetto as w\n_f = w.fork_pass\n"
+        lower += ("import time, tracecvt.writers.perfetto as w\n_f = w.fork_pass\n"
                   "def fp(fn):\n    p = _f(fn)\n    time.sleep(30)\n    return p\n"
                   "w.fork_pass = fp\n")
     else:                       # hold the parent while the reader's helper runs

@@ -3,7 +3,7 @@
 import os
 import signal
 
-from converter.forkpass import fork_child, fork_pass, reap
+from tracecvt.forkpass import fork_child, fork_pass, reap
 
 
 def test_fork_pass_returns_the_result_or_says_why_not():

@@ -15,11 +15,11 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from converter.errors import TracecvtError
-from converter.modelfile.compare import model_differences
-from converter.readers import ReadOptions, find_runs
-from converter.readers.pypto import merged
-from converter.writers import perfetto
+from tracecvt.errors import TracecvtError
+from tracecvt.modelfile.compare import model_differences
+from tracecvt.readers import ReadOptions, find_runs
+from tracecvt.readers.pypto import merged
+from tracecvt.writers import perfetto
 from fuzzing import budget, family, materialize, mutate
 from test_perfetto_roundtrip import assert_same_as_model
 
@@ -38,7 +38,7 @@ def _read(root, workers):
 
 def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_factory,
                                                                         monkeypatch):
-    from converter.convert import add_derived_tracks
+    from tracecvt.convert import add_derived_tracks
     fam = family("pypto-merged")
     seeds = [s for s in fam.seeds() if any("merged" in t.name for t in s.targets)]
     assert seeds, "no PyPTO merged sample runs"

@@ -58,8 +58,8 @@ def test_contract_accepts_a_clean_conversion_and_a_one_line_error(tmp_path):
 
 
 def test_contract_rejects_internal_errors_and_escapes_line_breaks(tmp_path, monkeypatch):
-    from converter.errors import InputError
-    from converter.readers.pypto import merged
+    from tracecvt.errors import InputError
+    from tracecvt.readers.pypto import merged
     from fuzzing import ContractViolation, run_cli
     path = _merged_copy(tmp_path)
 
@@ -80,7 +80,7 @@ def test_contract_rejects_internal_errors_and_escapes_line_breaks(tmp_path, monk
 
 @pytest.mark.no_trace_check          # the trace it writes is broken on purpose
 def test_contract_rejects_an_invalid_trace(tmp_path, monkeypatch):
-    from converter.writers import perfetto
+    from tracecvt.writers import perfetto
     from fuzzing import ContractViolation, run_cli
     path = _merged_copy(tmp_path)
     real = perfetto.write_perfetto

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from converter.convert import WRITERS, convert_source
-from converter.errors import InputError
-from converter.model import GROUP, Clock, RunMeta, Trace
-from converter.modelfile import END_PREFIX, END_SIZE, MAGIC, pack_crc, sniff
-from converter.modelfile import tracecvt_model_pb2 as pb
-from converter.modelfile.compare import model_differences, same_value
-from converter.readers import ReadOptions, find_runs
-from converter.readers.model import load_model
-from converter.writers.chrome import write_chrome
-from converter.writers.model import ModelWriteError, encode_model, write_model
-from converter.writers.perfetto import write_perfetto
+from tracecvt.convert import WRITERS, convert_source
+from tracecvt.errors import InputError
+from tracecvt.model import GROUP, Clock, RunMeta, Trace
+from tracecvt.modelfile import END_PREFIX, END_SIZE, MAGIC, pack_crc, sniff
+from tracecvt.modelfile import tracecvt_model_pb2 as pb
+from tracecvt.modelfile.compare import model_differences, same_value
+from tracecvt.readers import ReadOptions, find_runs
+from tracecvt.readers.model import load_model
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.model import ModelWriteError, encode_model, write_model
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import FIXTURES, SAMPLES
 
@@ -294,7 +294,7 @@ def test_uncompressed_and_gz_named_outputs(tmp_path):
 
 # -- registration and detection --------------------------------------------------------------
 def test_registered_as_reader_and_writer(tmp_path):
-    from converter.readers import READERS, format_names
+    from tracecvt.readers import READERS, format_names
     assert "model" in format_names()
     assert WRITERS["model"].suffix == ".tcmodel"
     (run,) = find_runs(FIXTURES / "pypto_raw")
@@ -314,7 +314,7 @@ def test_registered_as_reader_and_writer(tmp_path):
 
 def test_cli_accepts_a_model_file(tmp_path):
     from click.testing import CliRunner
-    from converter.cli import main
+    from tracecvt.cli import main
     from conftest import decode_pftrace, check_pftrace
     (run,) = find_runs(FIXTURES / "pypto_raw")
     model = tmp_path / "npu.tcmodel"
@@ -458,7 +458,7 @@ def test_read_options_that_cannot_apply_are_reported(tmp_path):
 
 def test_summary_from_archive_equals_summary_from_source(tmp_path):
     from click.testing import CliRunner
-    from converter.cli import main
+    from tracecvt.cli import main
     (run,) = find_runs(SAMPLES / "pypto" / "softmax_multiseq")
     model = tmp_path / "run.tcmodel"
     convert_source(run, "model", model, False, ReadOptions())
@@ -476,7 +476,7 @@ def test_model_file_from_before_label_args_keeps_its_label_tables(run, tmp_path)
     """A .tcmodel written before readers declared meta.extra["label_args"] lacks the key:
     a PyPTO one gets the PyPTO reader's declaration on loading (same tables, top tasks and
     shapes as from the source); other formats get nothing added.  Traces never show it."""
-    from converter.analyses import analyze
+    from tracecvt.analyses import analyze
     src = find_runs(run)[0]
     original = src.read(ReadOptions())
     old = src.read(ReadOptions())
@@ -507,7 +507,7 @@ def test_model_file_from_before_a_declaration_gets_it_on_loading(run, tmp_path):
     their causes and its critical path its dependencies.  One written before the NCU and
     msprof op readers declared "no_bubbles" (msprof op said "timeline": False) gets it back,
     so it still reports no bubbles, with the same reason."""
-    from converter.analyses import analyze
+    from tracecvt.analyses import analyze
     src = find_runs(run)[0]
     original = src.read(ReadOptions())
     old = src.read(ReadOptions())
@@ -534,8 +534,8 @@ def test_model_file_from_before_a_declaration_gets_it_on_loading(run, tmp_path):
 def test_shared_schema_numbers_match_the_generated_classes():
     """modelfile's ContainerKind values and ref field number, which the reader uses before
     it imports protobuf, are the schema's."""
-    import converter.modelfile as mf
-    from converter.modelfile import tracecvt_model_pb2 as pb
+    import tracecvt.modelfile as mf
+    from tracecvt.modelfile import tracecvt_model_pb2 as pb
     assert (mf.LIST, mf.TUPLE, mf.DICT, mf.DICT_TYPED_KEYS, mf.JSON) == (
         pb.LIST, pb.TUPLE, pb.DICT, pb.DICT_TYPED_KEYS, pb.JSON)
     assert pb.Column.DESCRIPTOR.fields_by_name["refs"].number == mf.REF

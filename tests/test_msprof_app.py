@@ -11,9 +11,9 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from converter.readers import find_runs
-from converter.writers.chrome import write_chrome
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers import find_runs
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
-from converter.readers import find_runs
+from tracecvt.cli import main
+from tracecvt.readers import find_runs
 
 from conftest import SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
 
@@ -126,7 +126,7 @@ def test_to_chrome_on_a_prof_folder(tmp_path):
     assert doc["metadata"]["tool"] == "msprof"
     # with the derived tracks (the default): the bubble and critical-path slices on top,
     # although msprof's own overlap lanes are marked derived too
-    from converter.convert import add_derived_tracks
+    from tracecvt.convert import add_derived_tracks
     (src,) = find_runs(prof)
     added = add_derived_tracks(src.read())
     assert added["bubble_slices"] > 0

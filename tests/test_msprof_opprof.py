@@ -11,9 +11,9 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from converter.readers import find_runs
-from converter.writers.chrome import write_chrome
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers import find_runs
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
 
@@ -129,7 +129,7 @@ def test_block_lanes_are_a_per_block_view():
     assert counts["begin"] == 9
     # Not a timeline: the analyses measure no bubbles on these lanes.
     assert trace.meta.extra["no_bubbles"].startswith("not a timeline")
-    from converter.convert import add_derived_tracks
+    from tracecvt.convert import add_derived_tracks
     add_derived_tracks(trace)
     assert not [t for t in trace.tracks if "bubbles" in t.name]
 

@@ -8,11 +8,11 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from converter.readers import find_runs
-from converter.readers.msprof.csvtable import (canonical, cell_value, normalize_pipe,
+from tracecvt.readers import find_runs
+from tracecvt.readers.msprof.csvtable import (canonical, cell_value, normalize_pipe,
                                                normalize_task_type, read_table, tensor_list)
-from converter.readers.msprof.jsontrace import device_args, load_events
-from converter.readers.msprof.timefmt import us_to_ns
+from tracecvt.readers.msprof.jsontrace import device_args, load_events
+from tracecvt.readers.msprof.timefmt import us_to_ns
 
 from conftest import SAMPLES
 
@@ -262,7 +262,7 @@ def test_communication_json_nested_deeper_than_the_recursion_limit():
     RecursionError: the record at the bottom is found with its whole key path."""
     import sys
 
-    from converter.readers.msprof.stats import communication_records
+    from tracecvt.readers.msprof.stats import communication_records
     depth = sys.getrecursionlimit() + 10
     node = {"Communication Time Info": {"Elapse Time(ms)": 2.5}}
     for i in range(depth):

@@ -10,9 +10,9 @@ import json
 import shutil
 from decimal import ROUND_HALF_UP, Decimal
 
-from converter.readers import find_runs
-from converter.writers.chrome import write_chrome
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers import find_runs
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import SAMPLES, check_pftrace, decode_pftrace, lanes_in_display_order, \
     pftrace_counts

@@ -11,9 +11,9 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from converter.readers import find_runs
-from converter.writers.chrome import write_chrome
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers import find_runs
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import SAMPLES, check_pftrace, decode_pftrace, lanes_in_display_order, \
     pftrace_counts
@@ -328,8 +328,8 @@ def test_runs_with_msprof_overlap_lanes_get_tracecvt_derived_tracks_once():
     """msprof's own overlap lanes (Computing, Free, ...) are marked derived (not raw work),
     but they are not tracecvt's analysis: bubble lanes, counters and the analysis group are
     still added, once."""
-    from converter.analyses.derived import GROUP_NAME
-    from converter.convert import add_derived_tracks
+    from tracecvt.analyses.derived import GROUP_NAME
+    from tracecvt.convert import add_derived_tracks
     (src,) = find_runs(MS / "msinsight/test/data/pytorch/text/level2/rank0_ascend_pt")
     trace = src.read()
     assert {"Computing", "Free"} <= {t.name for t in trace.tracks if t.derived}

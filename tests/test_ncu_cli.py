@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
+from tracecvt.cli import main
 
 from conftest import FIXTURES, SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
 

@@ -9,14 +9,14 @@ from fractions import Fraction
 
 import pytest
 
-from converter.readers import find_runs
-from converter.readers.base import ReadOptions
-from converter.readers.ncu import csv_page
-from converter.readers.ncu.metrics import (DETAILS_LABELS, KEY_METRICS, base_unit, parse_cell,
+from tracecvt.readers import find_runs
+from tracecvt.readers.base import ReadOptions
+from tracecvt.readers.ncu import csv_page
+from tracecvt.readers.ncu.metrics import (DETAILS_LABELS, KEY_METRICS, base_unit, parse_cell,
                                            parse_ns, render_message, short_name)
-from converter.readers.ncu.nvtx import parse_push_pop
-from converter.writers.chrome import write_chrome
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers.ncu.nvtx import parse_push_pop
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import FIXTURES, SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
 

@@ -12,10 +12,10 @@ from decimal import Decimal
 
 import pytest
 
-from converter.readers import find_runs
-from converter.readers.base import ReadOptions
-from converter.writers.chrome import write_chrome
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers import find_runs
+from tracecvt.readers.base import ReadOptions
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import SAMPLES, check_pftrace, decode_pftrace, pftrace_counts
 
@@ -343,7 +343,7 @@ def _cli_in_a_process(*args, path=()):
     import sys
     from conftest import REPO
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([*map(str, path), str(REPO)]))
-    return subprocess.run([sys.executable, "-c", "from converter.cli import main; main()",
+    return subprocess.run([sys.executable, "-c", "from tracecvt.cli import main; main()",
                            *map(str, args)], capture_output=True, text=True, env=env,
                           timeout=120)
 
@@ -389,7 +389,7 @@ def test_metric_name_that_is_not_utf8_is_skipped_with_a_warning(tmp_path):
     """Found by fuzzing: one flipped byte in the report's table of metric names gives a name
     with a surrogate, which ncu_report's own metric_by_name then refuses (TypeError)."""
     from click.testing import CliRunner
-    from converter.cli import main
+    from tracecvt.cli import main
     data = bytearray(TRITON.read_bytes())
     key = b"lts__average_t_sector_hit_rate_srcunit_tex_realtime.pct"
     data[data.index(key) + key.index(b"it_tex")] = 0x92
@@ -405,8 +405,8 @@ def test_metric_name_that_is_not_utf8_is_skipped_with_a_warning(tmp_path):
 
 def test_isolated_call_results_progress_and_errors():
     import os
-    from converter.errors import InputError
-    from converter.readers.ncu import isolate
+    from tracecvt.errors import InputError
+    from tracecvt.readers.ncu import isolate
     seen = []
     opts = ReadOptions(progress=lambda *a: seen.append(a))
 

@@ -14,9 +14,9 @@ import io
 import math
 import sys
 
-from converter.model import RunMeta, Trace
-from converter.readers import find_runs
-from converter.writers.perfetto import write_perfetto
+from tracecvt.model import RunMeta, Trace
+from tracecvt.readers import find_runs
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import PYPTO, check_pftrace, decode_pftrace, event_name, resolve_packets
 
@@ -163,7 +163,7 @@ def _write(trace: Trace) -> bytes:
 
 
 def test_real_sample_round_trips_exactly():
-    from converter.convert import add_derived_tracks
+    from tracecvt.convert import add_derived_tracks
     (src,) = find_runs(PYPTO / "ffn_large")
     trace = src.read()
     add_derived_tracks(trace)           # bubble lanes, counters, critical path as well
@@ -224,8 +224,8 @@ def test_timestamps_are_deltas_on_track_sequences():
 def test_two_process_write_holds_the_same_trace(monkeypatch):
     """With workers=2 a forked process writes part of the sequences; read back, the trace
     is the same model, and every sequence is still written once."""
-    from converter.convert import add_derived_tracks
-    from converter.writers import perfetto
+    from tracecvt.convert import add_derived_tracks
+    from tracecvt.writers import perfetto
     (src,) = find_runs(PYPTO / "ffn_large")
     trace = src.read()
     add_derived_tracks(trace)
@@ -250,8 +250,8 @@ def test_two_process_write_holds_the_same_trace(monkeypatch):
 def test_a_failing_second_process_is_a_one_line_error(monkeypatch):
     import pytest
 
-    from converter.errors import OutputError
-    from converter.writers import perfetto
+    from tracecvt.errors import OutputError
+    from tracecvt.writers import perfetto
     trace = Trace(RunMeta("t", "test"))
     lanes = [trace.add_track(f"lane {i}") for i in range(2)]
     for lane in lanes:
@@ -272,7 +272,7 @@ def test_a_failing_second_process_is_a_one_line_error(monkeypatch):
 def _enriched_pair(monkeypatch, enrich):
     """(trace enriched by a two-process write, its bytes, forks made, the one-process
     counts of the same enriched trace)."""
-    from converter.writers import perfetto
+    from tracecvt.writers import perfetto
     (src,) = find_runs(PYPTO / "ffn_large")
     trace = src.read()
     forks = []
@@ -289,7 +289,7 @@ def _enriched_pair(monkeypatch, enrich):
 def test_source_sequences_are_written_while_the_derived_tracks_are_made(monkeypatch):
     """workers=2 with enrich: a forked process writes the run's own sequences while the
     analyses run here; the critical-path marks the analyses put on source slices reach it."""
-    from converter.convert import add_derived_tracks
+    from tracecvt.convert import add_derived_tracks
     trace, data, forks = _enriched_pair(monkeypatch, add_derived_tracks)
     assert forks == [1]
     assert any(t.derived for t in trace.tracks)
@@ -349,8 +349,8 @@ def test_two_process_write_into_a_gzip_stream(monkeypatch):
     holds the whole trace."""
     import gzip
 
-    from converter.convert import add_derived_tracks
-    from converter.writers import perfetto
+    from tracecvt.convert import add_derived_tracks
+    from tracecvt.writers import perfetto
     (src,) = find_runs(PYPTO / "matmul_add")
     trace = src.read()
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 
-from converter.model import RunMeta, Trace
-from converter.writers.perfetto import write_perfetto
+from tracecvt.model import RunMeta, Trace
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import check_pftrace, decode_pftrace, resolve_packets
 

@@ -15,9 +15,9 @@ from decimal import Decimal
 
 import pytest
 
-from converter.errors import InputError
-from converter.model import COUNTER, GROUP, LANE
-from converter.readers import find_runs
+from tracecvt.errors import InputError
+from tracecvt.model import COUNTER, GROUP, LANE
+from tracecvt.readers import find_runs
 
 from conftest import FIXTURES
 

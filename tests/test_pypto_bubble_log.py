@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from converter.errors import InputError
-from converter.readers.pypto.bubble_log import parse_bubble_log
+from tracecvt.errors import InputError
+from tracecvt.readers.pypto.bubble_log import parse_bubble_log
 
 from conftest import PYPTO, PYPTO_RUNS, pypto_run_dir
 
@@ -183,7 +183,7 @@ def test_negative_values(name):
 
 
 def test_reader_attaches_log():
-    from converter.readers import find_runs
+    from tracecvt.readers import find_runs
     (src,) = find_runs(pypto_run_dir("tiny_add"))
     assert src.files["bubble_log"] == log_path("tiny_add")
     trace = src.read()

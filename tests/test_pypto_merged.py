@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from converter.readers import find_runs
-from converter.writers.perfetto import write_perfetto
+from tracecvt.readers import find_runs
+from tracecvt.writers.perfetto import write_perfetto
 
 from conftest import (PYPTO_MERGED_RUNS, check_pftrace, decode_pftrace, lanes_in_display_order,
                       pftrace_counts, pypto_run_dir, pypto_sim_dir, resolve_packets)
@@ -204,7 +204,7 @@ def test_flows_are_declared_a_task_graph():
 def test_typed_decoding_equals_general_json_parse(name):
     """The fast typed decoder (msgspec) and the general path (orjson, which also mends cut
     files) must give the same events: same floats to the last bit, same args, same order."""
-    from converter.readers.pypto.merged import Event, as_event, load_events
+    from tracecvt.readers.pypto.merged import Event, as_event, load_events
     path = next(pypto_sim_dir(name).glob("merged_swimlane.json*"))
     typed = load_events(path)
     general = [as_event(e) for e in load_events(path, typed=False)]
@@ -217,13 +217,13 @@ def test_typed_decoding_equals_general_json_parse(name):
 
 def test_typed_decoding_falls_back_on_what_it_cannot_type(tmp_path):
     """Non-object events and invalid UTF-8 leave the typed decoder to the general path."""
-    from converter.readers.pypto.merged import Event, load_events
+    from tracecvt.readers.pypto.merged import Event, load_events
     p = tmp_path / "t.json"
     p.write_bytes(b'{"traceEvents": [{"ph": "X", "ts": 1.5, "dur": 2, "name": "a"}, 7]}')
     events = load_events(p)
     assert events[0] == Event("X", 1.5, 2, None, None, "a") and events[1] == 7
     p.write_bytes(b'[{"ph": "X", "ts": 1, "name": "\xc1"}]')
-    from converter.errors import InputError
+    from tracecvt.errors import InputError
     with pytest.raises(InputError, match="t.json: malformed JSON"):
         load_events(p)
 
@@ -233,9 +233,9 @@ def test_reading_with_a_second_process_gives_the_same_model(name, monkeypatch):
     """workers=2: a forked process reads counters and flows while this one reads the rest;
     the model must be exactly the one a single process reads (every field, every arg, the
     sharing of args dicts, the warnings)."""
-    from converter.modelfile.compare import model_differences
-    from converter.readers import ReadOptions
-    from converter.readers.pypto import merged
+    from tracecvt.modelfile.compare import model_differences
+    from tracecvt.readers import ReadOptions
+    from tracecvt.readers.pypto import merged
     (src,) = find_runs(pypto_run_dir(name))
     one = src.read(ReadOptions(workers=1))
     forks = []
@@ -251,9 +251,9 @@ def test_reading_with_a_second_process_gives_the_same_model(name, monkeypatch):
 def test_a_failing_second_reader_process_is_replaced_by_this_one(monkeypatch):
     """The helper cannot decode what it reads: the pass runs here, nothing is lost, and the
     trace says what happened."""
-    from converter.modelfile.compare import model_differences
-    from converter.readers import ReadOptions
-    from converter.readers.pypto import merged
+    from tracecvt.modelfile.compare import model_differences
+    from tracecvt.readers import ReadOptions
+    from tracecvt.readers.pypto import merged
     (src,) = find_runs(pypto_run_dir("ffn_large"))
     one = src.read(ReadOptions(workers=1))
     monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
@@ -271,9 +271,9 @@ def test_a_file_only_the_general_parser_reads_needs_no_warning_about_the_helper(
         tmp_path, monkeypatch):
     """A non-object event: neither process can decode the file typed; the helper says so
     and this process collects counters and flows itself, without a warning about it."""
-    from converter.modelfile.compare import model_differences
-    from converter.readers import ReadOptions
-    from converter.readers.pypto import merged
+    from tracecvt.modelfile.compare import model_differences
+    from tracecvt.readers import ReadOptions
+    from tracecvt.readers.pypto import merged
     doc = json.loads((pypto_sim_dir("matmul_add") / "merged_swimlane.json").read_bytes())
     doc["traceEvents"].insert(5, 7)
     path = tmp_path / "merged_swimlane.json"
@@ -290,9 +290,9 @@ def test_a_file_only_the_general_parser_reads_needs_no_warning_about_the_helper(
 def test_a_phase_the_skimming_decoder_does_not_know_gives_the_same_model(tmp_path, monkeypatch):
     """With a helper, this process skims (counters and flows left empty, one struct per known
     phase); an unknown phase makes it decode the file whole instead: nothing changes."""
-    from converter.modelfile.compare import model_differences
-    from converter.readers import ReadOptions
-    from converter.readers.pypto import merged
+    from tracecvt.modelfile.compare import model_differences
+    from tracecvt.readers import ReadOptions
+    from tracecvt.readers.pypto import merged
     doc = json.loads((pypto_sim_dir("matmul_add") / "merged_swimlane.json").read_bytes())
     doc["traceEvents"].insert(7, {"ph": "P", "ts": 1.0, "pid": 1, "tid": 1002, "name": "p"})
     path = tmp_path / "merged_swimlane.json"
@@ -315,7 +315,7 @@ def test_a_phase_the_skimming_decoder_does_not_know_gives_the_same_model(tmp_pat
 
 def test_skimming_decodes_every_phase_the_main_pass_reads(tmp_path):
     """Instants of any spelling ("i", "I", "n") are skimmed, not a reason to decode whole."""
-    from converter.readers.pypto import merged
+    from tracecvt.readers.pypto import merged
     doc = [{"ph": ph, "ts": 1.0, "pid": 1, "tid": 1, "name": ph} for ph in "iIn"]
     doc += [{"ph": "C", "ts": 1.0, "pid": 1, "name": "c", "args": {"v": 1}}]
     path = tmp_path / "merged_swimlane.json"
@@ -328,7 +328,7 @@ def test_skimming_decodes_every_phase_the_main_pass_reads(tmp_path):
 def test_a_cut_file_is_decoded_typed_once_before_the_general_path(monkeypatch):
     """A file cut short is malformed for every typed decoder: after the first fails, the
     general path reads it (and says what was lost), without a second full typed decode."""
-    from converter.readers.pypto import merged
+    from tracecvt.readers.pypto import merged
     path = pypto_sim_dir("matmul_add") / "merged_swimlane.json"
     data = path.read_bytes()
     cut = data[:len(data) // 2]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from converter.errors import InputError
-from converter.readers import ReadOptions, find_runs
+from tracecvt.errors import InputError
+from tracecvt.readers import ReadOptions, find_runs
 from conftest import FIXTURES, PYPTO_MERGED_RUNS, PYPTO_RUNS, pypto_run_dir, pypto_sim_dir
 
 NPU_SMALL = FIXTURES / "pypto_raw" / "npu_small"

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
+from tracecvt.cli import main
 
 from conftest import check_pftrace, decode_pftrace, event_name, lanes_in_display_order, \
     resolve_packets
@@ -174,8 +174,8 @@ def test_summary_and_compare_errors_are_one_line(tmp_path, tiny, matmul):
 
 def test_write_summary_for_batch_jobs(matmul):
     import io
-    from converter.convert import read
-    from converter.summary import SUFFIX, write_summary
+    from tracecvt.convert import read
+    from tracecvt.summary import SUFFIX, write_summary
     (trace,) = read(matmul)
     buf = io.BytesIO()
     n = write_summary(trace, buf)

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
+from tracecvt.cli import main
 
 from test_cli import copy_run
 

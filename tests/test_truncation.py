@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from converter.cli import main
-from converter.readers import ReadOptions, find_runs
+from tracecvt.cli import main
+from tracecvt.readers import ReadOptions, find_runs
 
 from conftest import PYPTO_MERGED_RUNS, PYPTO_RUNS, check_pftrace, decode_pftrace, \
     pypto_run_dir, pypto_sim_dir

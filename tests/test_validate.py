@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from converter.validate import (NOTES, PROBLEMS, check_trace, validate, validate_bytes,
+from tracecvt.validate import (NOTES, PROBLEMS, check_trace, validate, validate_bytes,
                                 validate_path)
 
 from conftest import PYPTO_RUNS, pypto_run_dir
@@ -678,8 +678,8 @@ def test_problem_counts_and_first_packet():
 
 @pytest.mark.parametrize("run", PYPTO_RUNS)
 def test_our_outputs_of_every_sample_pass(run, tmp_path):
-    from converter.convert import convert_source
-    from converter.readers import ReadOptions, find_runs
+    from tracecvt.convert import convert_source
+    from tracecvt.readers import ReadOptions, find_runs
     (src,) = find_runs(pypto_run_dir(run))
     out = tmp_path / "t.pftrace"
     result = convert_source(src, "perfetto", out, False, ReadOptions())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, TASK_GRAPH, Trace
+from ..model import INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, RESOURCES, TASK_GRAPH, Trace
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -68,11 +68,18 @@ class Timeline:
         lanes: dict[int, Lane] = {}
         fake = 0
         lane_counts: dict[str, int] = {}
+        resources = extra.get(RESOURCES)
+        resources = None if resources is None else set(resources)
         for t in _lanes_in_order(trace):
             track = tracks[t]
             if track.derived:
                 continue
             main = main_of.get(t, t)
+            if resources is not None:
+                m = tracks[main]
+                kind = lane_kind(m.name, tracks[m.parent].name if m.parent is not None else "")
+                if kind not in resources:
+                    continue
             ids = by_track.get(t)
             if not ids:
                 if main == t:       # an idle lane (PyPTO SIM lists every core) still counts

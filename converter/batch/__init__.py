@@ -3,7 +3,7 @@ cluster), resumably, with an index (index.json + index.html).
 
 Modules: ``plan`` (runs, outputs, up-to-dateness), ``job`` (the picklable per-run job),
 ``local`` and ``dask_engine`` (where jobs run), ``index`` (the index files), ``command`` (the
-click command, registered in ``converter.cli``).
+click command, registered in ``tracecvt.cli``).
 """
 
 from .command import batch

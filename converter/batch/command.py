@@ -29,7 +29,7 @@ def _parse_targets(value: str, table: dict) -> list[str]:
         if name not in table:
             extra = ""
             if name == "summary":
-                extra = " (this installation has no converter.summary renderer yet)"
+                extra = " (this installation has no tracecvt.summary renderer yet)"
             raise click.BadParameter(f"unknown output kind {name!r}{extra}; available: "
                                      + ", ".join(table), param_hint="--to")
         wanted.append(name)

@@ -19,9 +19,9 @@ ROW (every key always present; null when unknown)::
     outputs          {target: path relative to OUT_DIR, POSIX}
     tasks            int    tasks (slices for formats without a task notion)
     makespan_ns      int    first task start .. last task end
-    utilization_pct  float  from converter.analyses
-    bubble_rate_pct  float  from converter.analyses
-    bottleneck       str    from converter.analyses
+    utilization_pct  float  from tracecvt.analyses
+    bubble_rate_pct  float  from tracecvt.analyses
+    bottleneck       str    from tracecvt.analyses
     figures_note     str    why some figures are null
     warnings         [str]  what the reader could not convert, one line each
     error            str    the one-line error of a failed run

@@ -2,7 +2,7 @@
 cluster can run it (it is pickled by reference: workers need tracecvt installed).
 
 The run is read once; every requested output is written from that same model.  The result is
-a plain dict row (see ``converter.batch.index`` for its keys); nothing raises out of
+a plain dict row (see ``tracecvt.batch.index`` for its keys); nothing raises out of
 ``run_job`` except KeyboardInterrupt.
 """
 
@@ -37,7 +37,7 @@ class RunContext:
         self._derived_done = False
 
     def analysis(self):
-        """``converter.analyses.analyze(trace)``; an exception of the analysis is raised
+        """``tracecvt.analyses.analyze(trace)``; an exception of the analysis is raised
         again on every call."""
         if self._analysis is None and self._analysis_error is None:
             from ..analyses import analyze
@@ -100,7 +100,7 @@ def _writer_target(name: str, spec) -> Target:
 
 
 def targets() -> dict[str, Target]:
-    """Every output kind, by ``--to`` name: each entry of ``converter.convert.WRITERS``
+    """Every output kind, by ``--to`` name: each entry of ``tracecvt.convert.WRITERS``
     (perfetto, chrome, model, and any writer added there later), plus ``summary``
     (Markdown), ``summary-json`` and ``summary-html``."""
     from ..convert import WRITERS
