@@ -35,7 +35,7 @@ def _human_size(n: int) -> str:
 
 _common = [
     click.argument("path", type=click.Path(path_type=Path)),
-    click.option("-o", "--output", type=click.Path(path_type=Path),
+    click.option("-o", "--output", type=click.Path(),    # a str: keeps a trailing "/"
                  help="Output file, or a directory for several runs "
                       "(default: next to each run, named after it)."),
     click.option("--force", is_flag=True, help="Overwrite existing output files."),
@@ -302,22 +302,21 @@ def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bo
         click.echo(f"wrote {target}")
 
 
-def _summary_target(src, out_format: str, output: Path | None, many: bool) -> Path | None:
+def _summary_target(src, out_format: str, output: str | None, many: bool) -> Path | None:
+    from .convert import inside_if_folder
     from .summary import SUFFIXES
-    if output is not None and str(output) == "-":
+    if output is not None and output == "-":
         return None
     name = src.name + SUFFIXES[out_format]
     if output is None:              # next to the run (or to the archive it was read from)
         return (src.archive or src.root).parent / name
-    if many or output.is_dir() or str(output).endswith(("/", "\\")):
-        return output / name
-    return output
+    return inside_if_folder(output, name, many)
 
 
 @main.command("summary")
 @click.argument("path", type=click.Path(path_type=Path))
 @_FORMAT_OPTION
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output", type=click.Path(),    # a str: keeps a trailing "/"
               help="Output file ('-' for stdout), or a directory for several runs "
                    "(default: next to each run, <run>.summary.<format>).")
 @click.option("--baseline", type=click.Path(path_type=Path),

@@ -66,20 +66,26 @@ def read(path: str | Path, fmt: str | None = None,
     return [src.read(options) for src in find_runs(path, fmt)]
 
 
-def default_output(source: Source, writer: str, out: Path | None, many: bool) -> Path:
+def default_output(source: Source, writer: str, out: str | Path | None, many: bool) -> Path:
     """Where a run's output goes.
 
     Without ``-o``: next to the run (beside its directory, or beside the file), named after
     the run.  With ``-o`` naming a directory (existing, or ending in a separator, or several
-    runs): inside it, named after the run.  Otherwise ``-o`` is the file name.
+    runs): inside it, named after the run.  Otherwise ``-o`` is the file name.  Pass ``-o``
+    as the user typed it: a ``Path`` has already dropped the trailing separator.
     """
     name = source.name + WRITERS[writer].suffix
     if out is None:
         # A run read from an archive gets its output next to the archive.
         return (source.archive or source.root).parent / name
-    if many or out.is_dir() or str(out).endswith(("/", "\\")):
-        return out / name
-    return out
+    return inside_if_folder(out, name, many)
+
+
+def inside_if_folder(out: str | Path, name: str, many: bool) -> Path:
+    """``out/name`` when ``out`` names a folder (several runs, an existing directory, or a
+    name ending in a separator: a folder that may not exist yet), otherwise ``out``."""
+    folder = many or str(out).endswith(("/", "\\")) or Path(out).is_dir()
+    return Path(out) / name if folder else Path(out)
 
 
 def usable_cpus() -> int:

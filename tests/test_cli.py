@@ -341,3 +341,21 @@ def test_progress_bar_shows_after_the_delay_only(monkeypatch):
     quiet = progress.Reporter(False)
     quiet("reading", 1, 2)
     assert quiet.progress is None and quiet.console is None
+
+
+@pytest.mark.parametrize("command,suffix", [("to-perfetto", ".pftrace"),
+                                            ("to-chrome", ".json"),
+                                            ("summary", ".summary.md")])
+def test_output_ending_in_a_separator_is_a_new_folder(tiny, tmp_path, monkeypatch, command,
+                                                      suffix):
+    """``-o out/`` for a folder that does not exist yet: the output goes into a new folder
+    ``out/``, named after the run (as --help says), not into a file named ``out``."""
+    monkeypatch.chdir(tmp_path)
+    r = run(command, tiny, "-o", "out/", "-q")
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "out"
+    assert out.is_dir()
+    assert [p.name for p in out.iterdir()] == [tiny.name + suffix]
+    r = run(command, tiny, "-o", str(tmp_path / "file" / "run.x"), "-q")   # no separator:
+    assert r.exit_code == 0, r.output                                       # a file name
+    assert (tmp_path / "file" / "run.x").is_file()

@@ -160,3 +160,19 @@ def test_runs_inside_an_archive(tmp_path):
     on_disk = next(r for r in find_runs(MS / "msinsight/test/data/pytorch/text/level2")).read()
     assert [(s.ts, s.dur, s.name) for s in level2.slices] == \
         [(s.ts, s.dur, s.name) for s in on_disk.slices]
+
+
+def test_no_warning_reports_nothing(runs):
+    """A warning line counts something: none says "(0 events)" or has only zero counts
+    (the torch_npu trace_view.json samples printed "negative or out-of-range durations drawn
+    as 0 ns (0 events)")."""
+    import re
+    checked = 0
+    for src in runs:
+        for w in src.read().meta.warnings:
+            counts = [int(n.replace(",", "")) for n in
+                      re.findall(r"(?<![\w./-])(\d[\d,]*)(?= [a-z(])", w)]
+            assert "(0 events)" not in w, w
+            assert not counts or any(counts), w
+            checked += 1
+    assert checked > 10

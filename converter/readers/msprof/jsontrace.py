@@ -162,7 +162,8 @@ class ChromeImporter:
                     stats["no_ts"] += 1
                     continue
                 ts, dur, bad = span
-                stats["bad_dur"] += bad
+                if bad:         # a key only for a count to report (no "(0 events)" line)
+                    stats["bad_dur"] += bad
                 lid = lane(e.get("pid"), e.get("tid"))
                 p = self.lane_process[lid]
                 args = e.get("args") or None
