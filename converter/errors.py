@@ -50,3 +50,8 @@ class InputError(TracecvtError):
 
 class OutputError(TracecvtError):
     """An output cannot be written (exists without --force, resolves to an input, ...)."""
+
+
+class MissingDependency(TracecvtError, ImportError):
+    """An optional package a feature needs is not installed (the message says which extra
+    installs it)."""
