@@ -1,5 +1,5 @@
 """Command line: tracecvt to-perfetto | to-chrome | to-model | info | summary | compare |
-batch."""
+batch | open | validate (batch, open and validate in their own modules)."""
 
 from __future__ import annotations
 
@@ -83,11 +83,12 @@ def _with_common(f):
 
 
 class _Commands(click.Group):
-    """The command group; ``batch`` and ``validate``, defined in their own modules, are
+    """The command group; ``batch``, ``open`` and ``validate``, defined in their own modules, are
     imported when they are used (or listed by --help), so the other commands' start-up does
     not pay for their imports (``validate`` alone brings in protobuf: about 30 ms)."""
 
     ELSEWHERE = {"batch": ("tracecvt.batch", "batch"),
+                 "open": ("tracecvt.open_ui", "open_command"),
                  "validate": ("tracecvt.validate", "validate")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -1,0 +1,308 @@
+"""``tracecvt open PATH``: the run's trace in the Perfetto UI, in one command.
+
+As Perfetto's own ``open_trace_in_ui`` does: the trace is served, alone, on 127.0.0.1 with
+the CORS header the UI needs (``Access-Control-Allow-Origin``: the UI's origin), and the
+browser is opened at the UI's deep link ``<ui>/#!/?url=http://127.0.0.1:PORT/NAME``; the UI
+fetches the file and opens it with its in-browser engine, and the command exits once the
+whole file was sent (or on Ctrl-C, or after ``--timeout``).
+
+PATH that is not already a trace is converted first; the trace is kept next to the run,
+``<run>.pftrace`` as ``to-perfetto`` names it, and reused while it is newer than every input
+file (``--no-cache``: a temporary file, removed on exit).
+
+The in-browser engine has about 2 GB of memory (WebAssembly), and a trace takes 2-4 times
+its file size there (Perfetto's "Visualising large traces"): a trace over ``--max-ui-size``
+(default 1 GiB) is opened through a native ``trace_processor --httpd`` instead, which the UI
+finds on 127.0.0.1:9001 (it asks whether to use it).  tracecvt starts it when the binary is
+given (``--trace-processor``, ``TRACECVT_TRACE_PROCESSOR``) or on PATH
+(``trace_processor_shell``, ``trace_processor``), and says how otherwise.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.parse
+from pathlib import Path
+
+import click
+
+from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail
+from .errors import InputError, TracecvtError, error_message, one_line
+
+DEFAULT_UI = "https://ui.perfetto.dev"
+LARGE_TRACE = 1 << 30           # bytes: larger traces go to a native trace_processor
+TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
+CHROME_SUFFIXES = (".json", ".json.gz")
+TP_NAMES = ("trace_processor_shell", "trace_processor")
+TP_PORT = 9001                  # where the UI looks for trace_processor --httpd
+
+
+def _note(message: str) -> None:
+    click.echo(f"tracecvt: {one_line(message)}", err=True)
+
+
+def ui_origin(ui: str) -> str:
+    """``scheme://host[:port]`` of the UI's address: what the CORS header allows."""
+    parts = urllib.parse.urlsplit(ui)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise click.BadParameter(f"{ui!r} is not an http(s) address", param_hint="--ui")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def deep_link(ui: str, trace_url: str | None) -> str:
+    """The UI's address with ``#!/?url=trace_url`` (or ``#!/`` alone), keeping its path and
+    query (``https://host/perfetto/?testing=1`` stays as it is)."""
+    parts = urllib.parse.urlsplit(ui)
+    fragment = "!/" + (f"?url={trace_url}" if trace_url else "")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/",
+                                    parts.query, fragment))
+
+
+def _is_trace(path: Path) -> bool:
+    return path.is_file() and path.name.lower().endswith(TRACE_SUFFIXES)
+
+
+def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path, bool]:
+    """(the trace to serve, whether it is a temporary file) for ``path``: ``path`` itself
+    when it is a trace, else the run converted (or its cached conversion)."""
+    from .batch.plan import input_files, up_to_date
+    from .convert import convert_source, default_output
+    from .readers import find_runs, format_names
+    if fmt is None and _is_trace(path):
+        return path, False
+    try:
+        runs = find_runs(path, fmt)
+    except InputError:
+        if fmt is None and path.is_file() and path.name.lower().endswith(CHROME_SUFFIXES):
+            return path, False              # a Chrome JSON trace no reader claims
+        raise
+    if not runs:
+        raise InputError(path, "no supported run found (formats: "
+                         + ", ".join(format_names()) + ")")
+    if len(runs) > 1:
+        raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
+                               "(tracecvt info lists them)")
+    src = runs[0]
+    target = default_output(src, "perfetto", None, False)
+    if cache and up_to_date(input_files(src), [target]):
+        _note(f"using {target} (newer than the run's files; --no-cache converts again)")
+        return target, False
+    temporary = not cache
+    if cache and not os.access(target.parent, os.W_OK):
+        _note(f"{target.parent} is not writable: converting to a temporary file")
+        temporary = True
+    if temporary:
+        target = Path(tempfile.mkdtemp(prefix="tracecvt-open-")) / target.name
+    from .progress import Reporter
+    reporter = Reporter(enabled=not quiet)
+    options.progress = reporter
+    try:
+        result = convert_source(src, "perfetto", target, True, options)
+    finally:
+        reporter.close()
+    for w in result.warnings:
+        click.echo(f"tracecvt: warning: {one_line(w)}", err=True)
+    _note(f"wrote {target}" + (" (removed on exit)" if temporary else ""))
+    return target, temporary
+
+
+class _OneFile(http.server.BaseHTTPRequestHandler):
+    """Serves exactly one file at ``/NAME``, with the CORS header; 404 for anything else."""
+
+    path_on_disk: Path
+    route: str
+    origin: str
+    served: threading.Event
+
+    def log_message(self, *args) -> None:      # no request log on stderr
+        pass
+
+    def _cors(self) -> None:
+        self.send_header("Access-Control-Allow-Origin", self.origin)
+        self.send_header("Cache-Control", "no-cache")
+
+    def do_OPTIONS(self) -> None:               # a preflight (Chrome's private network access)
+        self.send_response(204)
+        self._cors()
+        self.send_header("Access-Control-Allow-Methods", "GET, HEAD")
+        self.send_header("Access-Control-Allow-Private-Network", "true")
+        self.end_headers()
+
+    def do_HEAD(self) -> None:
+        self._send(body=False)
+
+    def do_GET(self) -> None:
+        self._send(body=True)
+
+    def _send(self, body: bool) -> None:
+        if urllib.parse.urlsplit(self.path).path != self.route:
+            self.send_response(404)
+            self._cors()
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        size = self.path_on_disk.stat().st_size
+        self.send_response(200)
+        self._cors()
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        if not body:
+            return
+        try:
+            with open(self.path_on_disk, "rb") as f:
+                shutil.copyfileobj(f, self.wfile, 1 << 20)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return                              # the browser went away: keep waiting
+        self.served.set()
+
+
+def serve(trace: Path, port: int, origin: str) -> tuple[http.server.ThreadingHTTPServer, str,
+                                                        threading.Event]:
+    """Start serving ``trace`` on 127.0.0.1:``port`` (0: any free port): (server, its URL,
+    the event set once the whole file was sent)."""
+    route = "/" + urllib.parse.quote(trace.name)
+    served = threading.Event()
+    handler = type("Handler", (_OneFile,), {"path_on_disk": trace, "route": route,
+                                            "origin": origin, "served": served})
+    try:
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as e:
+        raise TracecvtError(f"127.0.0.1:{port}: cannot serve the trace there "
+                            f"({e.strerror or e}); try another --port") from None
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}{route}", served
+
+
+def find_trace_processor(given: str | None) -> str | None:
+    if given:
+        return given
+    for name in TP_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _show(link: str, browser: bool) -> None:
+    click.echo(link)                            # stdout: the link, alone
+    if browser:
+        import webbrowser
+        if not webbrowser.open(link):
+            _note("no browser could be started: open the link above")
+
+
+def _large(trace: Path, size: int, ui: str, tp: str | None, browser: bool,
+           timeout: float | None) -> int:
+    gb = size / 1e9
+    if tp is None:
+        fail(f"{trace}: {gb:.1f} GB is too large for the Perfetto UI's in-browser engine "
+             "(about 2 GB of memory, 2-4x the file size); open it with a native trace "
+             f"processor: trace_processor_shell --httpd {trace} (from perfetto.dev), then "
+             f"{ui} (it offers to use it); or give the binary: --trace-processor PATH")
+        return EXIT_ERROR
+    _note(f"{trace}: {gb:.1f} GB is too large for the UI's in-browser engine: starting "
+          f"{tp} --httpd on 127.0.0.1:{TP_PORT}; the UI offers to use it (Ctrl-C stops it)")
+    try:
+        proc = subprocess.Popen([tp, "--httpd", str(trace)])
+    except OSError as e:
+        fail(f"{tp}: cannot start it ({e.strerror or e})")
+        return EXIT_ERROR
+    try:
+        _show(deep_link(ui, None), browser)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _note(f"stopping {tp} after --timeout {timeout:g} s")
+        return 0 if proc.returncode in (None, 0) else EXIT_ERROR
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _size(value: str) -> int:
+    from .archive import parse_size
+    try:
+        return parse_size(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size like 1GiB or 512M",
+                                 param_hint="--max-ui-size") from None
+
+
+@click.command("open")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--ui", default=DEFAULT_UI, show_default=True, metavar="URL",
+              help="Perfetto UI to open (a self-hosted one, e.g. http://host:10000/).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0,
+              help="Port on 127.0.0.1 to serve the trace on (default: any free port).")
+@click.option("--no-browser", is_flag=True, help="Print the link instead of opening a browser.")
+@click.option("--no-cache", is_flag=True,
+              help="Convert to a temporary file instead of keeping <run>.pftrace next to "
+                   "the run.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Stop waiting for the UI after this many seconds.")
+@click.option("--max-ui-size", default="1GiB", show_default=True, metavar="SIZE",
+              help="Larger traces are opened through a native trace_processor --httpd.")
+@click.option("--trace-processor", "tp", metavar="PATH",
+              envvar="TRACECVT_TRACE_PROCESSOR",
+              help="trace_processor binary for large traces (default: trace_processor_shell "
+                   "or trace_processor on PATH; env TRACECVT_TRACE_PROCESSOR).")
+@click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
+@click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp, fmt,
+                 clock_mhz, quiet):
+    """Open PATH in the Perfetto UI: convert it (unless it is a trace already), serve the
+    trace on 127.0.0.1 and open the browser at the UI's link; exits once the UI has
+    fetched it."""
+    from .convert import default_workers
+    from .readers import ReadOptions
+    origin = ui_origin(ui)
+    limit = _size(max_ui_size)
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), workers=default_workers())
+    try:
+        trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)
+    except KeyboardInterrupt:
+        fail("interrupted; no partial output was left behind")
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as e:
+        fail(error_message(path, e))
+        sys.exit(EXIT_ERROR)
+    try:
+        size = trace.stat().st_size
+        if size > limit:
+            sys.exit(_large(trace, size, ui, find_trace_processor(tp), not no_browser,
+                            timeout))
+        try:
+            httpd, url, served = serve(trace, port, origin)
+        except TracecvtError as e:
+            fail(str(e))
+            sys.exit(EXIT_ERROR)
+        try:
+            _note(f"serving {trace} at {url} until the UI has fetched it (Ctrl-C stops)")
+            _show(deep_link(ui, url), not no_browser)
+            if not served.wait(timeout):
+                fail(f"the UI did not fetch {url} within {timeout:g} s")
+                sys.exit(EXIT_ERROR)
+            _note("the UI fetched the trace")
+        except KeyboardInterrupt:
+            _note("stopped")
+            sys.exit(EXIT_INTERRUPTED)
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+    finally:
+        if temporary:
+            shutil.rmtree(trace.parent, ignore_errors=True)
