@@ -106,7 +106,7 @@ def test_summary_json_has_stable_keys_with_units(matmul, tmp_path):
     r = run("summary", matmul, "--format", "json", "-o", out)
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
-    assert d["schema"] == "tracecvt-summary/1"
+    assert d["schema"] == "tracecvt-summary/2"
     for key in ("run", "configuration", "time_span", "bottleneck", "opportunities",
                 "ratings", "bubbles", "critical_path", "time_by_label", "top_tasks",
                 "pypto_check", "key_figures", "warnings"):

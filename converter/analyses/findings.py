@@ -4,7 +4,7 @@ opportunities with the metric behind each, key figures for baselines, configurat
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, Trace
@@ -23,11 +23,14 @@ class Opportunity:
     gain_ns: float | None         # estimated gain on the run, None when it cannot be said
     how: str                      # how the gain was estimated
     source: str                   # which analysis raised it
+    bottleneck: str | None = None  # its label in actions.LABELS (set by actions.annotate)
+    actions: list[dict[str, str]] = field(default_factory=list)   # knobs and pages to use
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "metric": self.metric,
                 "estimated_gain_us": us(self.gain_ns) if self.gain_ns is not None else None,
-                "estimate": self.how, "source": self.source}
+                "estimate": self.how, "source": self.source, "bottleneck": self.bottleneck,
+                "actions": self.actions}
 
 
 def _f(v: float | None, unit: str = " %", digits: int = 1) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..model import Trace
 from . import TrackAnalysis, analyze_tracks
+from .actions import annotate, bottlenecks
 from .bubbles import pct, us
 from .findings import (Opportunity, bottleneck, configuration, key_figures, kind_bottleneck,
                        opportunities, top_tasks)
@@ -16,7 +17,7 @@ from .ncu_bounds import NcuResult, analyze_ncu
 from .pypto_check import PyptoCheck, check_pypto
 from .ratings import Rating, rate
 
-SCHEMA = "tracecvt-analysis/1"
+SCHEMA = "tracecvt-analysis/2"
 
 
 @dataclass
@@ -35,6 +36,9 @@ class Analysis(TrackAnalysis):
     bottleneck: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     critical_path_dict: dict[str, Any] = field(default_factory=dict)
+    bottlenecks: list[dict[str, Any]] = field(default_factory=list)   # actions.bottlenecks
+    # A format family's own figures, under its name (summary JSON "format_details")
+    format_details: dict[str, Any] = field(default_factory=dict)
 
     def key_figures(self) -> dict[str, dict[str, Any]]:
         return key_figures(self)
@@ -58,6 +62,7 @@ class Analysis(TrackAnalysis):
                           "makespan_us": us(span.makespan) if span.start is not None
                           else None},
             "bottleneck": self.bottleneck,
+            "bottlenecks": self.bottlenecks,
             "opportunities": [o.to_dict() for o in self.opportunities[:3]],
             "more_opportunities": [o.to_dict() for o in self.opportunities[3:20]],
             "ratings": [r.to_dict() for r in self.ratings],
@@ -70,6 +75,7 @@ class Analysis(TrackAnalysis):
             "pypto_check": self.pypto_check.to_dict() if self.pypto_check else None,
             "key_figures": self.key_figures(),
             "warnings": self.warnings,
+            **({"format_details": self.format_details} if self.format_details else {}),
         }
 
 
@@ -91,6 +97,8 @@ def analyze(trace: Trace) -> Analysis:
     a.critical_path_dict = _cp_dict(trace, a)
     a.opportunities = opportunities(trace, a)
     a.bottleneck = bottleneck(trace, a)
+    a.bottlenecks = bottlenecks(trace, a)
+    annotate(trace, a)
     a.warnings = list(trace.meta.warnings)
     if check is not None:
         a.warnings.extend(check.anomalies)

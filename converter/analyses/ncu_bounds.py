@@ -10,6 +10,9 @@ uses): compute throughput = max(SM, tensor) %, memory throughput = max(memory, D
 
 Health checks (healthy when): tensor or SM throughput > 60 %, DRAM throughput > 70 %,
 achieved occupancy > 25 %, L2 hit rate > 80 %, no local-memory spilling, waves per SM > 1.
+
+The kernel table (``KernelBound.figures``) adds tensor-core utilization, achieved TFLOP/s
+(CUDA cores, as NCU's roofline counts them) and DRAM GB/s, and each kernel's key issue.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ class KernelBound:
     compute_pct: float | None
     memory_pct: float | None
     checks: list[dict[str, Any]] = field(default_factory=list)
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)   # the kernel table
+    key_issue: str = "—"
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -62,7 +67,8 @@ class KernelBound:
         return {"name": self.name, "duration_us": us(self.duration), "bound": self.bound,
                 "compute_throughput_pct": self.compute_pct,
                 "memory_throughput_pct": self.memory_pct, "checks": self.checks,
-                "failed_checks": [c["check"] for c in self.failed]}
+                "failed_checks": [c["check"] for c in self.failed],
+                "figures": self.figures, "key_issue": self.key_issue}
 
 
 @dataclass
@@ -122,6 +128,87 @@ def checks(args: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# Floating-point operations per thread instruction, as NCU's roofline counts them (an FMA is
+# two; the half-precision instructions work on pairs).  Tensor-core work is not in these.
+FLOPS_PER_INST = {"dadd": 1, "dmul": 1, "dfma": 2, "fadd": 1, "fmul": 1, "ffma": 2,
+                  "hadd": 2, "hmul": 2, "hfma": 4}
+
+
+def achieved_flops(args: dict[str, Any]) -> float | None:
+    """FLOP/s on the CUDA cores: Σ instructions per SMSP cycle x FLOPs each x SMSP clock."""
+    hz = _num(args.get("smsp_frequency_hz"))
+    rates = [(_num(args.get(f"inst_{op}_per_cycle")), n) for op, n in FLOPS_PER_INST.items()]
+    if hz is None or all(r is None for r, _ in rates):
+        return None
+    return sum((r or 0.0) * n for r, n in rates) * hz
+
+
+def _figure(value, unit: str, healthy: str | None = None, ok: bool | None = None,
+            note: str = "") -> dict[str, Any]:
+    return {"value": None if value is None else round(value, 3), "unit": unit,
+            "healthy": healthy, "ok": ok if value is not None else None, "note": note}
+
+
+def kernel_figures(args: dict[str, Any], duration: int, checks_: list[dict[str, Any]]
+                   ) -> dict[str, dict[str, Any]]:
+    """The per-kernel table: what GPU kernel engineers read first, each with the threshold
+    it is judged against (the health checks above; figures without a fixed healthy value,
+    which depends on the GPU's peak, have ``healthy`` None)."""
+    by = {c["check"]: c for c in checks_}
+
+    def checked(name: str, unit: str) -> dict[str, Any]:
+        c = by[name]
+        return _figure(c["value"], unit, c["threshold"], c["ok"], c["note"])
+
+    tensor = _num(args.get("tensor_throughput_pct"))
+    flops = achieved_flops(args)
+    gbps = _num(args.get("dram_bandwidth_bytes_per_s"))
+    return {
+        "duration_us": _figure(us(duration), "µs"),
+        "tensor_core_utilization_pct": _figure(
+            tensor, "%", f"> {BOUND_PCT:g} %", tensor > BOUND_PCT if tensor else None,
+            "no tensor-core work" if tensor == 0 else
+            "" if tensor is None or tensor > BOUND_PCT else "tensor pipes mostly idle"),
+        "dram_throughput_pct": checked("DRAM throughput", "%"),
+        "achieved_occupancy_pct": checked("achieved occupancy", "%"),
+        "l2_hit_rate_pct": checked("L2 hit rate", "%"),
+        "local_spill_requests": checked("local spilling", "requests"),
+        "waves_per_sm": checked("waves per SM", "waves"),
+        "achieved_tflops": _figure(None if flops is None else flops / 1e12, "TFLOP/s",
+                                   note="CUDA-core FP64/FP32/FP16 (roofline); tensor-core "
+                                        "FLOPs not counted"),
+        "achieved_dram_gbps": _figure(None if gbps is None else gbps / 1e9, "GB/s",
+                                      note="dram__bytes.sum.per_second"),
+    }
+
+
+# The failed checks that matter most, per bound class, for the key issue.
+_ISSUE_ORDER = {
+    "memory-bound": ("L2 hit rate", "DRAM throughput", "local spilling", "achieved occupancy",
+                     "waves per SM"),
+    "compute-bound": ("compute throughput", "local spilling", "achieved occupancy",
+                      "waves per SM"),
+}
+_ISSUE_DEFAULT = ("waves per SM", "achieved occupancy", "local spilling", "L2 hit rate",
+                  "compute throughput", "DRAM throughput")
+
+
+def key_issue(k: "KernelBound", advice: list[dict[str, Any]]) -> str:
+    """NCU's own rule with the largest estimated speedup for the kernel, else the failed
+    check that matters most for its bound class."""
+    mine = [a for a in advice if a["kernel"] == k.name and a["estimated_speedup_pct"]]
+    if mine:
+        top = max(mine, key=lambda a: a["estimated_speedup_pct"])
+        return (f"{top['rule']} (NCU estimated speedup {top['estimated_speedup_pct']:.1f} %)"
+                + (f": {str(top['message'])[:140]}" if top.get("message") else ""))
+    failed = {c["check"]: c for c in k.failed}
+    for name in _ISSUE_ORDER.get(k.bound, _ISSUE_DEFAULT):
+        c = failed.get(name)
+        if c is not None:
+            return f"{c['text']} (healthy {c['threshold']}): {c['note']}"
+    return "—"
+
+
 def analyze_ncu(trace: Trace) -> NcuResult | None:
     extra = trace.meta.extra
     if trace.meta.format != "ncu" and "ncu_rules" not in extra and not extra.get(
@@ -138,7 +225,9 @@ def analyze_ncu(trace: Trace) -> NcuResult | None:
         dur = args.get("duration_ns")
         dur = int(dur) if isinstance(dur, (int, float)) and not isinstance(dur, bool) else s.dur
         name = str(args.get("short_name") or s.name)
-        out.append(KernelBound(i, name, dur, bound, comp, memory, checks(args)))
+        kc = checks(args)
+        out.append(KernelBound(i, name, dur, bound, comp, memory, kc,
+                               kernel_figures(args, dur, kc)))
         dram = _num(args.get("dram_throughput_pct"))
         if dram is None:
             dram = _num(args.get("memory_throughput_pct"))
@@ -172,5 +261,7 @@ def analyze_ncu(trace: Trace) -> NcuResult | None:
                        "estimated_gain_us": us(gain) if gain is not None else None})
     advice.sort(key=lambda a: (-(a["estimated_speedup_pct"] or 0.0), str(a["kernel"]),
                                str(a["rule"])))
+    for k in out:
+        k.key_issue = key_issue(k, advice)
     eff = round(mem_weighted / mem_time, 3) if mem_time else None
     return NcuResult(out, advice, bool(extra.get("ncu_serialized")), eff)

@@ -13,7 +13,7 @@ from ..model import Trace
 
 SUFFIXES = {"md": ".summary.md", "json": ".summary.json", "html": ".summary.html"}
 SUFFIX = SUFFIXES["md"]           # what write_summary writes by default
-SCHEMA = "tracecvt-summary/1"
+SCHEMA = "tracecvt-summary/2"      # docs/summary.schema.json
 
 
 def summary_data(trace: Trace, analysis, baseline: dict[str, Any] | None = None

@@ -56,6 +56,12 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ipc_active", ("sm__inst_executed.avg.per_cycle_active",), "float"),
     ("sm_count", ("launch__sm_count", "device__attribute_multiprocessor_count"), "int"),
     ("replay_passes", ("profiler__replayer_passes",), "int"),
+    # The roofline's floating-point instruction rates (thread instructions per SMSP cycle,
+    # summed over the SMSPs) and the SMSP clock: achieved FLOP/s (analyses/ncu_bounds.py).
+    *((f"inst_{op}_per_cycle",
+       (f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed",), "float")
+      for op in ("dadd", "dmul", "dfma", "fadd", "fmul", "ffma", "hadd", "hmul", "hfma")),
+    ("smsp_frequency_hz", ("smsp__cycles_elapsed.avg.per_second",), "float"),
 )
 
 # Metrics read for the kernel's identity and placement (not args by themselves).
