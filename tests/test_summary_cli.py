@@ -144,7 +144,7 @@ def test_summary_with_baseline_and_compare(matmul, tiny, tmp_path):
         in r.output
     r = run("compare", base_json, matmul, "--format", "json")
     c = json.loads(r.output)
-    assert c["schema"] == "tracecvt-compare/1" and c["rows"]
+    assert c["schema"] == "tracecvt-compare/2" and c["rows"]
     out = tmp_path / "cmp.html"
     assert run("compare", tiny, matmul, "--format", "html", "-o", out).exit_code == 0
     page = out.read_text()

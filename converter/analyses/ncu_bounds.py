@@ -145,7 +145,9 @@ def achieved_flops(args: dict[str, Any]) -> float | None:
 
 def _figure(value, unit: str, healthy: str | None = None, ok: bool | None = None,
             note: str = "") -> dict[str, Any]:
-    return {"value": None if value is None else round(value, 3), "unit": unit,
+    if value is not None:
+        value = int(value) if unit == "requests" else round(value, 3)
+    return {"value": value, "unit": unit,
             "healthy": healthy, "ok": ok if value is not None else None, "note": note}
 
 

@@ -47,8 +47,12 @@ def comparison_data(base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]
     def head(d):
         return {"run": d.get("run"), "configuration": d.get("configuration"),
                 "bottleneck": d.get("bottleneck"),
-                "ratings": d.get("ratings"), "kinds": (d.get("bubbles") or {}).get("kinds")}
-    return {"schema": "tracecvt-compare/1", "tracecvt_version": __version__,
+                "ratings": d.get("ratings"), "kinds": (d.get("bubbles") or {}).get("kinds"),
+                # the summary's agent-facing parts, as they are there (schema 2 summaries)
+                "bottlenecks": d.get("bottlenecks") or [],
+                "opportunities": d.get("opportunities") or [],
+                "key_figures": d.get("key_figures") or {}}
+    return {"schema": "tracecvt-compare/2", "tracecvt_version": __version__,
             "baseline": head(base), "current": head(cur), "rows": compare_rows(base, cur),
             "labels": _label_rows(base, cur)}
 

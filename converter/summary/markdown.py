@@ -120,6 +120,11 @@ def render_markdown(d: dict[str, Any]) -> str:
     out.append("")
     out.append(f"**{b.get('summary', '')}** {b.get('root_cause', '')}".strip())
     out.append("")
+    if d.get("bottlenecks"):
+        out.append("Bottleneck labels: " + "; ".join(
+            f"**{x['label']}** ({pct_(x['share_pct'])}: {x['evidence']})"
+            for x in d["bottlenecks"]) + ".")
+        out.append("")
     # -- opportunities --------------------------------------------------------------------
     out.append("## Top 3 opportunities")
     out.append("")
@@ -132,6 +137,11 @@ def render_markdown(d: dict[str, Any]) -> str:
         out.append("")
         out.append("Gains: " + "; ".join(f"({k}) {o['estimate']}"
                                          for k, o in enumerate(opps, 1)) + ".")
+        for k, o in enumerate(opps, 1):
+            if o.get("actions"):
+                out.append("")
+                out.append(f"What to change for ({k}), {o.get('bottleneck')}: " + "; ".join(
+                    f"`{a['name']}` ({a['tool']}, {a['ref']})" for a in o["actions"]) + ".")
     else:
         out.append("None found.")
     out.append("")
@@ -251,10 +261,26 @@ def render_markdown(d: dict[str, Any]) -> str:
                        "end: the timeline has no idle time by construction, so no bubbles are "
                        "reported.")
             out.append("")
-        out += table(("kernel", "duration", "bound", "compute", "memory", "failed checks"),
-                     ((k["name"], us_(k["duration_us"]), k["bound"],
-                       pct_(k["compute_throughput_pct"]), pct_(k["memory_throughput_pct"]),
-                       ", ".join(k["failed_checks"]) or "—") for k in ncu["kernels"][:30]))
+        kernels = ncu["kernels"][:30]
+        if kernels and kernels[0].get("figures"):       # the kernel table (schema 2)
+            names = list(kernels[0]["figures"])
+            f0 = kernels[0]["figures"]
+            def col(n: str) -> str:
+                return n.removesuffix("_pct").removesuffix("_us").replace("_", " ")
+            out += table(["kernel", "bound", *map(col, names), "key issue"],
+                         ([k["name"], k["bound"],
+                           *(figure_cell(k["figures"][n]["value"], k["figures"][n]["unit"])
+                             + (" ✘" if k["figures"][n]["ok"] is False else "")
+                             for n in names), k.get("key_issue", "—")] for k in kernels))
+            out.append("")
+            out.append("Healthy: " + ", ".join(f"{col(n)} {f0[n]['healthy']}"
+                                               for n in names if f0[n]["healthy"]) + " (✘: "
+                       "outside it).")
+        else:
+            out += table(("kernel", "duration", "bound", "compute", "memory", "failed checks"),
+                         ((k["name"], us_(k["duration_us"]), k["bound"],
+                           pct_(k["compute_throughput_pct"]), pct_(k["memory_throughput_pct"]),
+                           ", ".join(k["failed_checks"]) or "—") for k in kernels))
         out.append("")
         if ncu.get("advice"):
             out.append("NCU advice, by estimated speedup:")
