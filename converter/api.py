@@ -78,7 +78,6 @@ class Run:
         self._options = options or ReadOptions()
         self._trace: Trace | None = None
         self._analysis: Analysis | None = None
-        self._derived_added = False     # the trace holds the derived tracks of a write
 
     def __repr__(self) -> str:
         return f"<tracecvt.Run {self.name!r} ({self.format}) at {str(self.source.root)!r}>"
@@ -100,8 +99,9 @@ class Run:
 
     @property
     def trace(self) -> "Trace":
-        """The run in the model (tracecvt.model.Trace), read on first use.  After
-        ``to_perfetto``/``to_chrome`` it also holds the derived tracks those wrote."""
+        """The run in the model (tracecvt.model.Trace): the source data, read on first use.
+        ``to_perfetto``/``to_chrome`` add the derived tracks to the Trace they write, which
+        is then dropped: the next use reads the run again."""
         if self._trace is None:
             self._trace = self._read()
         return self._trace
@@ -161,23 +161,21 @@ class Run:
                              False)
         check_output(out, force, self.source.paths())
         with_derived = derived and spec.derived
-        if with_derived:
-            analysis = self.analysis            # computed before the tracks are added
-            trace = self.trace
-        elif self._derived_added:               # the source data only: read it again
-            trace = self._read()
-        else:
-            trace = self.trace
+        analysis = self.analysis if with_derived else None   # before the tracks are added
+        trace = self.trace
 
         def enrich(t: "Trace") -> None:
             from .analyses import add_derived
             add_derived(t, analysis)
-            self._derived_added = True
 
         def write() -> None:
             with atomic_output(out, 6 if out.name.endswith(".gz") else None) as f:
                 spec.write(trace, f, lambda done: None, 1, enrich if with_derived else None)
-        _typed(self.source.root, write)
+        try:
+            _typed(self.source.root, write)
+        finally:
+            if with_derived:    # the derived tracks went into it: read the run again when
+                self._trace = None      # next used (same slice indexes, so the analysis holds)
         return out
 
     # -- reports ------------------------------------------------------------------------------
