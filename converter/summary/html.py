@@ -15,7 +15,7 @@ import json
 from html import escape
 from typing import Any
 
-from .markdown import causes, change_cell, figure_cell, num, pct_, us_
+from .markdown import causes, change_cell, figure_cell, ncu_kernel_table, num, pct_, us_
 
 W = 920                           # picture width in px
 PALETTE = ["#3b6fb6", "#3a9a5b", "#d08a2c", "#8d5ab8", "#c2464b", "#3aa3a8", "#8a8a3a",
@@ -392,13 +392,20 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     b = d.get("bottleneck") or {}
     sections.append(("bottleneck", f'<h2>Bottleneck and root cause</h2><p class="lead">'
                                    f'<b>{_e(b.get("summary", ""))}</b> '
-                                   f'{_e(b.get("root_cause", ""))}</p>'))
+                                   f'{_e(b.get("root_cause", ""))}</p>'
+                                   + ("<p>Bottleneck labels: " + "; ".join(
+                                       f"<b>{_e(x['label'])}</b> ({_e(pct_(x['share_pct']))})"
+                                       for x in d.get("bottlenecks") or []) + "</p>"
+                                      if d.get("bottlenecks") else "")))
     sections.append(("ratings", "<h2>Ratings</h2>" + _ratings(d)))
     opps = d.get("opportunities") or []
     sections.append(("opportunities", "<h2>Top 3 opportunities</h2>" + (_table(
-        ["#", "opportunity", "estimated gain", "triggered by", "how estimated"],
+        ["#", "opportunity", "estimated gain", "triggered by", "how estimated",
+         "what to change"],
         [[k, o["title"], us_(o["estimated_gain_us"]) if o["estimated_gain_us"] is not None
-          else "not estimated", o["metric"], o["estimate"]] for k, o in enumerate(opps, 1)])
+          else "not estimated", o["metric"], o["estimate"],
+          "; ".join(f"{a['name']} ({a['tool']}: {a['ref']})" for a in o.get("actions") or [])
+          or "—"] for k, o in enumerate(opps, 1)])
         if opps else "<p>None found.</p>")))
     if d.get("vs_baseline") is not None:
         rows = _change_rows(d["vs_baseline"])
@@ -455,11 +462,14 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     if ncu:
         sections.append(("ncu", "<h2>Nsight Compute kernels</h2>" + (
             "<p>Kernels are replayed one at a time and laid end to end: no bubbles by "
-            "construction.</p>" if ncu.get("serialized") else "") + _table(
+            "construction.</p>" if ncu.get("serialized") else "") + (
+            _table(*ncu_kernel_table(ncu["kernels"][:30])[:2])
+            + f'<p class="note">{_e(ncu_kernel_table(ncu["kernels"][:1])[2])}</p>'
+            if ncu["kernels"] and ncu["kernels"][0].get("figures") else _table(
             ["kernel", "duration", "bound", "compute", "memory", "failed checks"],
             [[k["name"], us_(k["duration_us"]), k["bound"], pct_(k["compute_throughput_pct"]),
               pct_(k["memory_throughput_pct"]), ", ".join(k["failed_checks"]) or "—"]
-             for k in ncu["kernels"][:30]]) + (_table(
+             for k in ncu["kernels"][:30]])) + (_table(
                  ["kernel", "rule", "speedup", "advice"],
                  [[a["kernel"], a["rule"], pct_(a["estimated_speedup_pct"]),
                    (a["message"] or "")[:240]] for a in ncu["advice"][:15]])

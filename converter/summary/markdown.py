@@ -53,6 +53,24 @@ def change_cell(row: dict[str, Any]) -> str:
     return f"{sign}{num(row['change'])}{unit}{rel}{mark}"
 
 
+def ncu_kernel_table(kernels: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], str]:
+    """(head, rows, the healthy thresholds line) of the Nsight Compute kernel table; a value
+    outside its healthy range is marked ✘."""
+    f0 = kernels[0]["figures"]
+    names = list(f0)
+
+    def col(n: str) -> str:
+        return n.removesuffix("_pct").removesuffix("_us").replace("_", " ")
+
+    def cell(f: dict[str, Any]) -> str:
+        return figure_cell(f["value"], f["unit"]) + (" ✘" if f["ok"] is False else "")
+    rows = [[k["name"], k["bound"], *(cell(k["figures"][n]) for n in names),
+             k.get("key_issue", "—")] for k in kernels]
+    healthy = "Healthy: " + ", ".join(f"{col(n)} {f0[n]['healthy']}" for n in names
+                                      if f0[n]["healthy"]) + " (✘: outside it)."
+    return ["kernel", "bound", *map(col, names), "key issue"], rows, healthy
+
+
 def figure_cell(v: Any, unit: str) -> str:
     if v is None:
         return "—"
@@ -263,19 +281,10 @@ def render_markdown(d: dict[str, Any]) -> str:
             out.append("")
         kernels = ncu["kernels"][:30]
         if kernels and kernels[0].get("figures"):       # the kernel table (schema 2)
-            names = list(kernels[0]["figures"])
-            f0 = kernels[0]["figures"]
-            def col(n: str) -> str:
-                return n.removesuffix("_pct").removesuffix("_us").replace("_", " ")
-            out += table(["kernel", "bound", *map(col, names), "key issue"],
-                         ([k["name"], k["bound"],
-                           *(figure_cell(k["figures"][n]["value"], k["figures"][n]["unit"])
-                             + (" ✘" if k["figures"][n]["ok"] is False else "")
-                             for n in names), k.get("key_issue", "—")] for k in kernels))
+            head, rows, healthy = ncu_kernel_table(kernels)
+            out += table(head, rows)
             out.append("")
-            out.append("Healthy: " + ", ".join(f"{col(n)} {f0[n]['healthy']}"
-                                               for n in names if f0[n]["healthy"]) + " (✘: "
-                       "outside it).")
+            out.append(healthy)
         else:
             out += table(("kernel", "duration", "bound", "compute", "memory", "failed checks"),
                          ((k["name"], us_(k["duration_us"]), k["bound"],
