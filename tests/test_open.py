@@ -219,3 +219,25 @@ def test_open_in_the_perfetto_ui(tmp_path, ui_server):
     names = {t.tracks[s.track].name for s in t.slices} | {t.tracks[c.track].name
                                                            for c in t.counters if len(c)}
     assert len(names) > 40 and names <= shown, names - shown
+
+
+def test_open_stops_on_ctrl_c_and_takes_a_port(tmp_path):
+    import signal
+    import socket
+    run = copy_sample(tmp_path)
+    with socket.socket() as s:                      # a free port, then one in use
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    o = Opened(run, "--no-browser", "--port", port)
+    assert f"url=http://127.0.0.1:{port}/" in o.link
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        r = subprocess.run([*TRACECVT, "open", run, "--no-browser", "--port",
+                            str(busy.getsockname()[1])], capture_output=True, text=True,
+                           timeout=60)
+    assert r.returncode == 2 and "try another --port" in r.stderr.splitlines()[-1]
+    o.proc.send_signal(signal.SIGINT)
+    code, _, err = o.finish()
+    assert code == 130 and "stopped" in err
+    assert "Traceback" not in err
