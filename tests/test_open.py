@@ -218,7 +218,10 @@ def test_open_in_the_perfetto_ui(tmp_path, ui_server):
     t = again.trace                     # every track with events (empty lanes are not drawn)
     names = {t.tracks[s.track].name for s in t.slices} | {t.tracks[c.track].name
                                                            for c in t.counters if len(c)}
-    assert len(names) > 40 and names <= shown, names - shown
+    assert len(names) > 30 and names <= shown, names - shown
+    a = again.analysis                  # and the derived ones: bubble lanes, critical path
+    bubbles = {f"{a.timeline.lanes[g[0]].name} · bubbles" for g in a.bubbles.gaps}
+    assert bubbles and bubbles | {"critical path"} <= shown, bubbles - shown
 
 
 def test_open_stops_on_ctrl_c_and_takes_a_port(tmp_path):
