@@ -104,6 +104,10 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
     options.progress = reporter
     try:
         result = convert_source(src, "perfetto", target, True, options)
+    except BaseException:
+        if temporary:
+            shutil.rmtree(target.parent, ignore_errors=True)
+        raise
     finally:
         reporter.close()
     for w in result.warnings:
