@@ -139,3 +139,13 @@ def test_docs_api_examples_run(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "tracecvt-summary/2" not in r.stderr
     assert (tmp_path / "out" / "run.tcmodel").is_file()
+
+
+@pytest.mark.parametrize("fmt", ["json", "md"])
+def test_write_summary_is_the_clis(run_copy, tmp_path, fmt):
+    path = run_copy.write_summary(f"{tmp_path}/api/", fmt=fmt)
+    assert path.name == run_copy.name + f".summary.{fmt}"
+    cli("summary", run_copy.root, "--format", fmt, "-o", f"{tmp_path}/cli/", "-q")
+    assert path.read_bytes() == (tmp_path / "cli" / path.name).read_bytes()
+    with pytest.raises(tracecvt.OutputError):
+        run_copy.write_summary(path, fmt=fmt)
