@@ -366,7 +366,10 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
     out.append("")
     for who, d in (("previous", base), ("current", cur)):
         b = d.get("bottleneck") or {}
-        out.append(f"- {who}: {b.get('summary', '')} {b.get('root_cause', '')}".rstrip())
+        labels = ", ".join(f"{x['label']} ({pct_(x['share_pct'])})"
+                           for x in d.get("bottlenecks") or [])
+        out.append(f"- {who}: {b.get('summary', '')} {b.get('root_cause', '')}".rstrip()
+                   + (f" Labels: {labels}." if labels else ""))
     out.append("")
     ra = {r["key"]: r for r in base.get("ratings") or []}
     rows = []
