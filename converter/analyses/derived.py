@@ -1,8 +1,8 @@
 """Derived tracks: what the analyses found, put into the trace next to the data.
 
 * under every lane with idle gaps, a lane "<lane> · bubbles" holding one slice per gap part,
-  named by cause (wait predecessor / wait schedule / idle), placed right after the lane (and
-  after its overlap lanes);
+  named by cause (wait predecessor / wait schedule / idle / wait start), placed right after
+  the lane (and after its overlap lanes);
 * a group "tracecvt analysis" first among the top-level tracks, holding the critical-path
   lane, the "busy lanes · <kind>" counters and, with a task graph, the "ready but waiting ·
   <kind>" counters;
@@ -46,6 +46,8 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         lane = tl.lanes[li]
         main = tracks[lane.track]
         what = ("wait predecessor / wait schedule" if lane.graph else "idle")
+        if tl.has_pickup:
+            what += " / wait start"
         t = trace.add_track(f"{main.name}{SEP}bubbles", main.parent, LANE, 0,
                             f"idle gaps of {main.name} by cause ({what}), from the run start "
                             "to its last task; made by tracecvt", nesting=False, derived=True)
@@ -96,13 +98,16 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                         f"end of the previous task ({seg.via})"}
                 new.append(Slice(lane, seg.ts, seg.dur, "wait schedule", CP_CAT, args))
         counts["critical_path_segments"] = len(cp.segments)
-        for i, k in marked.items():
-            s = slices[i]
-            s.args = {**s.args, "critical_path_step": k} if s.args else \
-                {"critical_path_step": k}
+        members = tl.members()
+        for n, k in marked.items():
+            for i in members.get(n, (n,)):          # every slice of the task
+                s = slices[i]
+                s.args = {**s.args, "critical_path_step": k} if s.args else \
+                    {"critical_path_step": k}
         edges = set(cp.edges)
+        node = tl.node
         for f in trace.flows:
-            if (f.src, f.dst) in edges:
+            if (node(f.src), node(f.dst)) in edges:
                 f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
                 f.name = "critical path"
     order = 1

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, RESOURCES, TASK_GRAPH, Trace
+from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
+                     TASK_ID, Trace)
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -52,6 +53,23 @@ class Timeline:
     fake_slices: int = 0          # slices left out because their times are invented
     lane_of: dict[int, int] = field(default_factory=dict)   # slice -> index in lanes
     lane_counts: dict[str, int] = field(default_factory=dict)  # kind -> lanes, idle included
+    # Tasks of several slices (TASK_ID: MIX rows, SPMD blocks): slice -> the task's last-ending
+    # slice on the analysed lanes (its *node*: the task's end); slices of one-slice tasks and
+    # runs without TASK_ID are absent (their own node).  ``node_first``: node -> the task's
+    # first-starting slice (absent: the node itself).
+    node_of: dict[int, int] = field(default_factory=dict)
+    node_first: dict[int, int] = field(default_factory=dict)
+    has_pickup: bool = False      # some analysed slice says when it was dispatched (PICKUP)
+
+    def node(self, i: int) -> int:
+        return self.node_of.get(i, i)
+
+    def members(self) -> dict[int, list[int]]:
+        """node -> every slice of its task (tasks of several slices only)."""
+        out: dict[int, list[int]] = {}
+        for i, n in self.node_of.items():
+            out.setdefault(n, []).append(i)
+        return out
 
     @property
     def makespan(self) -> int:
@@ -120,7 +138,16 @@ class Timeline:
                 lane_of[i] = k
         has_graph = bool(trace.flows) and extra.get(TASK_GRAPH) is True
         preds: dict[int, list[int]] = {}
-        if has_graph:
+        tasks = _tasks(trace, ordered)
+        node_of: dict[int, int] = {}
+        node_first: dict[int, int] = {}
+        if tasks is not None:
+            node_of, node_first = _nodes(slices, tasks[1])
+        has_pickup = any(PICKUP in slices[i].all_args for lane in ordered
+                         for i in lane.slices[:1])
+        if has_graph and tasks is not None:
+            preds = _task_preds(trace, ordered, lane_of, tasks[0], tasks[1], node_of)
+        elif has_graph:
             for f in trace.flows:
                 lst = preds.get(f.dst)
                 if lst is None:
@@ -133,7 +160,88 @@ class Timeline:
                     ordered[a].graph = True
                 if b is not None:
                     ordered[b].graph = True
-        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts)
+        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts,
+                   node_of, node_first, has_pickup)
+
+
+def _tasks(trace: Trace, lanes: list[Lane]
+           ) -> tuple[dict[int, object], dict[object, list[int]]] | None:
+    """With TASK_ID on the analysed slices: (slice -> task, task -> its analysed slices);
+    None when no analysed slice has one (PyPTO, msprof, NCU: every slice its own task)."""
+    slices = trace.slices
+    if not any(TASK_ID in slices[lane.slices[0]].all_args for lane in lanes):
+        return None
+    task_of: dict[int, object] = {}
+    members: dict[object, list[int]] = {}
+    for lane in lanes:
+        for i in lane.slices:
+            key = slices[i].all_args.get(TASK_ID)
+            if key is None:
+                continue
+            task_of[i] = key
+            lst = members.get(key)
+            if lst is None:
+                members[key] = [i]
+            else:
+                lst.append(i)
+    if not task_of:
+        return None
+    return task_of, members
+
+
+def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], dict[int, int]]:
+    node_of: dict[int, int] = {}
+    node_first: dict[int, int] = {}
+    for ids in members.values():
+        if len(ids) < 2:
+            continue
+        node = max(ids, key=lambda i: (slices[i].ts + slices[i].dur, slices[i].ts, -i))
+        for i in ids:
+            node_of[i] = node
+        node_first[node] = min(ids, key=lambda i: (slices[i].ts, i))
+    return node_of, node_first
+
+
+def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
+                task_of: dict[int, object], members: dict[object, list[int]],
+                node_of: dict[int, int]) -> dict[int, list[int]]:
+    """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
+    of a task is a dependency of every slice of it, on the predecessor task's node (its
+    last-ending analysed slice; a task without analysed slices, such as a dummy task's
+    marker, is its flow's source slice)."""
+    slices = trace.slices
+    by_task: dict[object, list[int]] = {}      # task -> predecessor nodes, in flow order
+    loose: dict[int, list[int]] = {}           # a destination outside the analysed lanes
+    seen: set[tuple[object, int]] = set()
+    for f in trace.flows:
+        src = f.src
+        key = task_of.get(src)
+        if key is None:
+            key = slices[src].all_args.get(TASK_ID) if src not in lane_of else None
+            if key is not None and key in members:
+                src = members[key][0]
+        p = node_of.get(src, src)
+        dkey = task_of.get(f.dst)
+        if dkey is None:
+            dkey = slices[f.dst].all_args.get(TASK_ID)
+            if dkey is None or dkey not in members:
+                loose.setdefault(f.dst, []).append(p)
+                continue
+        if (dkey, p) in seen:
+            continue
+        seen.add((dkey, p))
+        by_task.setdefault(dkey, []).append(p)
+    preds: dict[int, list[int]] = dict(loose)
+    for key, plist in by_task.items():
+        for i in members[key]:
+            preds[i] = plist
+    in_graph = set(by_task)
+    in_graph.update(task_of[p] for plist in loose.values() for p in plist if p in task_of)
+    in_graph.update(task_of[p] for plist in by_task.values() for p in plist if p in task_of)
+    for key in in_graph:
+        for i in members[key]:
+            lanes[lane_of[i]].graph = True
+    return preds
 
 
 def source_lanes(trace: Trace) -> bytearray:
