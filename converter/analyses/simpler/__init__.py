@@ -1,0 +1,102 @@
+"""The simpler runtime's own analyses, recomputed from the model and compared with what its
+tools printed: ``critical_path`` (cpm.py) and ``sched_overhead_analysis`` (overhead.py, Parts
+1, 3, 4, 6; loop.py, Part 5).  Like ``pypto_check``, this reads what the simpler reader
+declares (``meta.extra["simpler"]``, the row args of runs.py); the tools' definitions are
+quoted in each module and in docs/analyses.md.
+
+The tools' printed reports are not part of a run's capture; when a reader or a caller puts
+their text into ``meta.extra["simpler"]["tool_reports"]`` (``critical_path_report`` and/or
+``sched_overhead_analysis``), every figure is compared with the printed one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ...model import Trace
+from ..timeline import Timeline
+from .cpm import CpmResult, compute_cpm
+from .figures import Figure, compare, cpm_figures, loop_figures, overhead_figures
+from .loop import ThreadLoop, compute_loops
+from .overhead import Overhead, compute_overhead
+from .reports import parse_critical_path_report, parse_sched_overhead
+from .runs import Run, read_run
+
+__all__ = ["SimplerCheck", "check_simpler", "read_run", "parse_critical_path_report",
+           "parse_sched_overhead"]
+
+
+@dataclass
+class SimplerCheck:
+    run: Run
+    cpm: CpmResult | None
+    overhead: Overhead | None
+    loops: list[ThreadLoop]
+    notes: list[str] = field(default_factory=list)     # definitions that differ, and why
+    comparisons: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def figures(self) -> dict[str, list[Figure]]:
+        tail = None
+        if self.overhead is not None and self.overhead.tail is not None \
+                and self.overhead.tail.n:
+            tail = Fraction(self.overhead.tail.total, self.overhead.tail.n)
+        return {"critical_path": cpm_figures(self.cpm) if self.cpm else [],
+                "sched_overhead": overhead_figures(self.overhead) if self.overhead else [],
+                "sched_loop": loop_figures(self.loops, tail)}
+
+    def compare_with(self, reports: dict[str, str]) -> None:
+        figs = self.figures()
+        cp = reports.get("critical_path_report")
+        if cp:
+            self.comparisons["critical_path"] = compare(figs["critical_path"],
+                                                        parse_critical_path_report(cp))
+        so = reports.get("sched_overhead_analysis")
+        if so:
+            oh, loop = parse_sched_overhead(so)
+            if self.overhead is not None:
+                self.comparisons["sched_overhead"] = compare(figs["sched_overhead"], oh)
+            if self.loops:
+                self.comparisons["sched_loop"] = compare(figs["sched_loop"], loop)
+
+    def to_dict(self) -> dict[str, Any]:
+        figs = self.figures()
+        out: dict[str, Any] = {
+            "level": self.run.level, "clock_freq_hz": self.run.freq,
+            "figures": {tool: {f.key: f.printed for f in lst} for tool, lst in figs.items()},
+            "notes": self.notes,
+        }
+        if self.comparisons:
+            out["comparisons"] = {
+                tool: {"compared": sum(r["agrees"] is not None for r in rows),
+                       "agree": sum(r["agrees"] is True for r in rows), "rows": rows}
+                for tool, rows in self.comparisons.items()}
+        return out
+
+
+def check_simpler(trace: Trace, tl: Timeline) -> SimplerCheck | None:
+    run = read_run(trace, tl)
+    if run is None:
+        return None
+    notes = []
+    cpm = compute_cpm(run)
+    overhead = compute_overhead(run)
+    if overhead is None:
+        notes.append(
+            "sched_overhead_analysis Parts 1-4 and 6 are not computed: this level-"
+            f"{run.level} capture has no dispatch/finish times (aicpu_tasks is empty below "
+            "level 2); the runtime's tool prints figures made from zero times instead")
+    loops = compute_loops(run)
+    if not loops:
+        notes.append("sched_overhead_analysis Part 5 (scheduler loop) needs the scheduler "
+                     "phase records of level 3 or more; this run has none")
+    if not run.edges and trace.meta.extra.get("task_graph") is not True:
+        notes.append("no deps.json: critical_path and sched_overhead_analysis refuse to run "
+                     "without it; tracecvt's figures here treat every task as independent")
+    check = SimplerCheck(run, cpm, overhead, loops, notes)
+    info = trace.meta.extra.get("simpler") or {}
+    reports = info.get("tool_reports")
+    if isinstance(reports, dict):
+        check.compare_with(reports)
+    return check
