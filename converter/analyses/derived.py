@@ -3,6 +3,8 @@
 * under every lane with idle gaps, a lane "<lane> · bubbles" holding one slice per gap part,
   named by cause (wait predecessor / wait schedule / idle / wait start), placed right after
   the lane (and after its overlap lanes);
+* simpler runs: under every AICPU scheduler thread lane (``Sched_<n>``), a lane "<lane> ·
+  loop idle" with its scheduler-loop idle as the runtime defines it (analyses/simpler/loop.py);
 * a group "tracecvt analysis" first among the top-level tracks, holding the critical-path
   lane, the "busy lanes · <kind>" counters and, with a task graph, the "ready but waiting ·
   <kind>" counters;
@@ -54,8 +56,18 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         lane_track[li] = t
         last = max(lane.tracks, key=lambda x: tracks[x].order)
         after[last] = t
+    loop_lanes: dict[int, int] = {}       # simpler: scheduler-loop idle per AICPU thread
+    for lane in sorted(a.loop_idle):
+        main = tracks[lane]
+        t = trace.add_track(f"{main.name}{SEP}loop idle", main.parent, LANE, 0,
+                            f"scheduler-loop idle of {main.name} as the runtime defines it: "
+                            "gaps between its complete / async_poll / dispatch records after "
+                            "the latest end so far; made by tracecvt", nesting=False,
+                            derived=True)
+        loop_lanes[lane] = t
+        after[lane] = t
     _place_after(trace, after)
-    counts["bubble_lanes"] = len(lane_track)
+    counts["bubble_lanes"] = len(lane_track) + len(loop_lanes)
     new = []
     # Only "wait predecessor" parts carry an arg (the predecessor they wait for): the task a
     # bubble precedes is the next slice on the lane above.  The arg dict is shared by every
@@ -69,6 +81,10 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                 shared = waits[by] = {"waiting_for": slices[by].name}
         new.append(Slice(lane_track[li], start, end - start, CAUSES[cause], BUBBLE_CAT, None,
                          shared))
+    for lane, gaps in a.loop_idle.items():
+        t = loop_lanes[lane]
+        new.extend(Slice(t, g0, g1 - g0, "loop idle", BUBBLE_CAT) for g0, g1 in gaps)
+        counts["bubble_slices"] += len(gaps)
     # -- analysis group: critical path and counters -------------------------------------
     for r in trace.roots:
         tracks[r].order += 1
@@ -122,7 +138,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
             order += 1
             counts["counter_tracks"] += 1
             counts["counter_samples"] += len(c.ts)
-    counts["bubble_slices"] = len(b.gaps)
+    counts["bubble_slices"] += len(b.gaps)
     trace.slices.extend(new)
     return counts
 

@@ -29,6 +29,7 @@ class Analysis(TrackAnalysis):
     ncu: NcuResult | None = None
     msprof_op: MsprofOpResult | None = None
     pypto_check: PyptoCheck | None = None
+    simpler: Any = None           # analyses.simpler.SimplerCheck on simpler runs
     configuration: dict[str, Any] = field(default_factory=dict)
     top_tasks: list[dict[str, Any]] = field(default_factory=list)
     opportunities: list[Opportunity] = field(default_factory=list)
@@ -68,6 +69,7 @@ class Analysis(TrackAnalysis):
             "ncu": self.ncu.to_dict() if self.ncu else None,
             "msprof_op": self.msprof_op.to_dict() if self.msprof_op else None,
             "pypto_check": self.pypto_check.to_dict() if self.pypto_check else None,
+            **({"simpler": self.simpler.to_dict()} if self.simpler is not None else {}),
             "key_figures": self.key_figures(),
             "warnings": self.warnings,
         }
@@ -83,8 +85,12 @@ def analyze(trace: Trace) -> Analysis:
     ncu = analyze_ncu(trace)
     mop = analyze_msprof_op(trace.meta.extra)
     check = check_pypto(trace, tl, bubbles)
-    a = Analysis(tl, bubbles, cp, run=trace.meta.name, labels=labels, ncu=ncu, msprof_op=mop,
-                 pypto_check=check)
+    a = Analysis(tl, bubbles, cp, core.loop_idle, run=trace.meta.name, labels=labels, ncu=ncu,
+                 msprof_op=mop, pypto_check=check)
+    if "simpler" in trace.meta.extra:
+        from .simpler import check_simpler
+        r = bubbles.run
+        a.simpler = check_simpler(trace, tl, r.wait_schedule + r.wait_start if r else None)
     a.ratings = _ratings(trace, a)
     a.configuration = configuration(trace, a, groups)
     a.top_tasks = top_tasks(trace, critical)

@@ -21,6 +21,7 @@ from .cpm import CpmResult, compute_cpm
 from .figures import Figure, compare, cpm_figures, loop_figures, overhead_figures
 from .loop import ThreadLoop, compute_loops
 from .overhead import Overhead, compute_overhead
+from .questions import answer, function_table
 from .reports import parse_critical_path_report, parse_sched_overhead
 from .runs import Run, read_run
 
@@ -36,6 +37,7 @@ class SimplerCheck:
     loops: list[ThreadLoop]
     notes: list[str] = field(default_factory=list)     # definitions that differ, and why
     comparisons: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    questions: list[dict[str, Any]] = field(default_factory=list)
 
     def figures(self) -> dict[str, list[Figure]]:
         tail = None
@@ -64,6 +66,8 @@ class SimplerCheck:
         figs = self.figures()
         out: dict[str, Any] = {
             "level": self.run.level, "clock_freq_hz": self.run.freq,
+            "questions": self.questions,
+            "functions": function_table(self.run)[:50],
             "figures": {tool: {f.key: f.printed for f in lst} for tool, lst in figs.items()},
             "notes": self.notes,
         }
@@ -75,7 +79,10 @@ class SimplerCheck:
         return out
 
 
-def check_simpler(trace: Trace, tl: Timeline) -> SimplerCheck | None:
+def check_simpler(trace: Trace, tl: Timeline, gaps_ns: int | None = None
+                  ) -> SimplerCheck | None:
+    """The runtime tools' figures for a simpler run (None for any other run); ``gaps_ns``:
+    the bubbles of the core lanes, for the questions at level 1."""
     run = read_run(trace, tl)
     if run is None:
         return None
@@ -95,6 +102,7 @@ def check_simpler(trace: Trace, tl: Timeline) -> SimplerCheck | None:
         notes.append("no deps.json: critical_path and sched_overhead_analysis refuse to run "
                      "without it; tracecvt's figures here treat every task as independent")
     check = SimplerCheck(run, cpm, overhead, loops, notes)
+    check.questions = answer(run, cpm, overhead, tl.makespan, gaps_ns)
     info = trace.meta.extra.get("simpler") or {}
     reports = info.get("tool_reports")
     if isinstance(reports, dict):

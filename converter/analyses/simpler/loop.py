@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .runs import WORK_KINDS, Run
+from ...model import LANE, Trace
+from .runs import THREAD_RE, WORK_KINDS, Run, phase_kind
 
 
 @dataclass
@@ -93,3 +94,30 @@ def compute_loops(run: Run) -> list[ThreadLoop]:
             t.fanin_max = max(t.fanin_max, i)
         result.append(t)
     return result
+
+
+def loop_idle(trace: Trace) -> dict[int, list[tuple[int, int]]]:
+    """Scheduler-loop idle per AICPU thread lane (``Sched_<n>``) as the runtime defines it:
+    lane track -> idle gaps [start, end) between its work records (complete, async_poll,
+    dispatch) after the latest end so far."""
+    by_lane: dict[int, list[tuple[int, int]]] = {}
+    lanes = {t.index for t in trace.tracks
+             if t.kind == LANE and not t.derived and THREAD_RE.match(t.name)}
+    if not lanes:
+        return {}
+    for s in trace.slices:
+        if s.track in lanes and phase_kind(s.name, s.all_args, s.cat) in WORK_KINDS:
+            by_lane.setdefault(s.track, []).append((s.ts, s.ts + s.dur))
+    out: dict[int, list[tuple[int, int]]] = {}
+    for lane, recs in by_lane.items():
+        recs.sort(key=lambda r: r[0])
+        prev = None
+        gaps = []
+        for a, b in recs:
+            if prev is not None and a > prev:
+                gaps.append((prev, a))
+            if prev is None or b > prev:
+                prev = b
+        if gaps:
+            out[lane] = gaps
+    return out

@@ -18,7 +18,7 @@ from typing import Any
 from ..timeline import Timeline
 from ...model import COMPLETION, LANE, PICKUP, TASK_ID, Trace
 
-_THREAD_RE = re.compile(r"^Sched_(\d+)$")
+THREAD_RE = re.compile(r"^Sched_(\d+)$")
 WORK_KINDS = ("complete", "async_poll", "dispatch")
 
 
@@ -132,7 +132,7 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
     for t in trace.tracks:                 # a lane of their own with the same name)
         if t.kind != LANE or t.derived:
             continue
-        m = _THREAD_RE.match(t.name)
+        m = THREAD_RE.match(t.name)
         if m:
             n = int(m.group(1))
             lane_thread[t.index] = n
