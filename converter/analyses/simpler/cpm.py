@@ -26,11 +26,16 @@ TOL_TICKS = 2
 KINDS = ("data-wait", "core-wait", "front-gap")
 
 
-def kernel_name(func_id: int, function: str) -> str:
+def kernel_name(func_id: int, function: str, spmd: bool = False) -> str:
+    """The tool's kernel name from the reader's function label: the name-map entry, without
+    the ``_spmd`` the runtime's labels add to SPMD tasks; ``cid<N>`` for the label of an
+    unnamed function (``func_<N>_<letters>``)."""
     if func_id < 0:
         return "unknown"
-    if not function or re.fullmatch(rf"func_{func_id}(_[a-z]+)?", function):
+    if not function or re.fullmatch(rf"func_{func_id}(_[a-z]+)?(_spmd)?", function):
         return f"cid{func_id}"
+    if spmd and function.endswith("_spmd"):
+        return function[:-5]
     return function
 
 
@@ -89,11 +94,11 @@ def compute_cpm(run: Run, tol_ticks: int = TOL_TICKS) -> CpmResult:
             start[t] = r.start
         if t not in end or r.end > end[t]:
             end[t] = r.end
-        rank = (0 if r.core_type == "aic" else 1, r.func_id, r.function)
+        rank = (0 if r.core_type == "aic" else 1, r.func_id, r.function, r.spmd)
         if r.func_id >= 0 and (t not in kern or rank < kern[t]):
             kern[t] = rank
         by_core.setdefault(r.core, []).append((r.start, r.end, t))
-    name = {t: kernel_name(kern[t][1], kern[t][2]) if t in kern else "unknown" for t in start}
+    name = {t: kernel_name(*kern[t][1:]) if t in kern else "unknown" for t in start}
     hb: dict[int, list[int]] = {}
     kept = 0
     for p, s in run.edges:

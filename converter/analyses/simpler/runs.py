@@ -36,6 +36,7 @@ class Row:
     end: int
     dispatch: int | None          # level >= 2
     finish: int | None
+    spmd: bool = False            # a block of an SPMD task (the reader's "block" arg)
 
 
 @dataclass
@@ -109,7 +110,8 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
             rows.append(Row(i, task, _int(a.get("core"), lane_core),
                             str(a.get("core_type") or lane.kind).lower(), fid, fn, s.ts, end,
                             s.ts - pick if isinstance(pick, int) else None,
-                            end + comp if isinstance(comp, int) else None))
+                            end + comp if isinstance(comp, int) else None,
+                            a.get("block") is not None))
             if fid >= 0 and fn:
                 names.setdefault(fid, fn)
     if not rows:
