@@ -136,9 +136,11 @@ class Timeline:
             end = last if end is None or last > end else end
             for i in lane.slices:
                 lane_of[i] = k
-        has_graph = bool(trace.flows) and extra.get(TASK_GRAPH) is True
         preds: dict[int, list[int]] = {}
         tasks = _tasks(trace, ordered)
+        # A graph of tasks with ids (TASK_ID) holds every task, with or without edges (a
+        # run of independent tasks: each is ready from the run start).
+        has_graph = extra.get(TASK_GRAPH) is True and (bool(trace.flows) or tasks is not None)
         node_of: dict[int, int] = {}
         node_first: dict[int, int] = {}
         if tasks is not None:
@@ -147,6 +149,8 @@ class Timeline:
                          for i in lane.slices[:1])
         if has_graph and tasks is not None:
             preds = _task_preds(trace, ordered, lane_of, tasks[0], tasks[1], node_of)
+            for lane in ordered:
+                lane.graph = True
         elif has_graph:
             for f in trace.flows:
                 lst = preds.get(f.dst)
