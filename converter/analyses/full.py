@@ -130,6 +130,11 @@ def _ratings(trace: Trace, a: Analysis) -> list[Rating]:
     if a.msprof_op is not None and a.msprof_op.scalar_share_pct is not None:
         out.append(rate("control_overhead", a.msprof_op.scalar_share_pct,
                         "scalar (control) pipe time / block time"))
+    elif run is not None and b.cause_model == "task graph" and run.pickup:
+        share = pct(run.wait_schedule + run.wait_start, run.wait)
+        out.append(rate("control_overhead", share if share is not None else 0.0,
+                        "(wait schedule + wait start) / total wait: bubble time with the "
+                        "next task ready but not dispatched, or dispatched but not started"))
     elif run is not None and b.cause_model == "task graph":
         share = pct(run.wait_schedule, run.wait)
         out.append(rate("control_overhead", share if share is not None else 0.0,

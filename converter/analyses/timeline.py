@@ -249,10 +249,18 @@ def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
 
 
 def source_lanes(trace: Trace) -> bytearray:
-    """1 at the index of every lane read from the source (not derived), else 0."""
+    """1 at the index of every lane read from the source (not derived) and, when the reader
+    declares its resources (RESOURCES), of one of those kinds; else 0."""
     ok = bytearray(len(trace.tracks))
-    for t in trace.tracks:
+    resources = trace.meta.extra.get(RESOURCES)
+    resources = None if resources is None else set(resources)
+    tracks = trace.tracks
+    for t in tracks:
         if t.kind == LANE and not t.derived:
+            if resources is not None and lane_kind(
+                    t.name, tracks[t.parent].name if t.parent is not None else "") \
+                    not in resources:
+                continue
             ok[t.index] = 1
     return ok
 
