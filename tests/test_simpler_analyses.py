@@ -1,0 +1,353 @@
+"""simpler runs through the analyses: tracecvt's figures against what the runtime's own tools
+printed for every sample run (reference/critical_path_report.md, CPM_*.json.gz,
+sched_overhead_analysis.txt), bubbles with the 'wait start' cause, the scheduler-loop idle
+track, the critical path by task, and the summaries' simpler section.
+
+The reference reports are parsed here by a small parser of the test's own; a figure agrees
+when the tool's printed number is tracecvt's exact value rounded to the printed digits."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from tracecvt.analyses import add_derived, analyze
+from tracecvt.analyses.bubbles import CAUSES, WAIT_START
+from tracecvt.analyses.simpler import parse_critical_path_report, parse_sched_overhead
+from tracecvt.model import PICKUP, TASK_ID
+from tracecvt.readers import find_runs
+from tracecvt.summary import render, summary_data
+
+from conftest import PYPTO, SAMPLES
+
+SIMPLER = SAMPLES / "simpler"
+RUNS = sorted(p.parent for p in SIMPLER.glob("*/outputs/*/chip_swimlane_records.json"))
+IDS = [f"{p.parents[1].name}/{p.name.split('_')[1]}" for p in RUNS]
+
+
+def reference(run: Path) -> Path:
+    (ref,) = run.parents[1].glob(f"reference/{run.name}")
+    return ref
+
+
+WITH_CP = [r for r in RUNS if (reference(r) / "critical_path/critical_path_report.md").exists()]
+WITH_SO = [r for r in RUNS if (reference(r) / "sched_overhead_analysis.txt").exists()]
+
+_cache: dict[Path, tuple] = {}
+
+
+def analysed(run: Path):
+    if run not in _cache:
+        (src,) = find_runs(run)
+        trace = src.read()
+        _cache[run] = (trace, analyze(trace))
+    return _cache[run]
+
+
+# -- the test's own parser of the tools' printed reports -----------------------------------
+N = r"(-?\d+(?:\.\d+)?)"
+
+
+def parse_cp(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+
+    def grab(pattern: str, *keys: str) -> None:
+        m = re.search(pattern, text, re.M)
+        if m:
+            out.update(zip(keys, m.groups()))
+
+    grab(r"^- tasks: (\d+) \| happens-before edges: (\d+)$", "tasks", "edges")
+    grab(rf"^- \*\*makespan\*\*: {N} ms$", "makespan_ms")
+    grab(rf"^- \*\*static CPM path\*\*: {N} ms \({N}% of makespan\) over (\d+) tasks$",
+         "cpm_ms", "cpm_pct", "cpm_tasks")
+    grab(r"^- \*\*observed critical path\*\*: (\d+) tasks$", "observed_tasks")
+    grab(rf"^  - compute: {N} ms \({N}%\)$", "compute_ms", "compute_pct")
+    grab(rf"^  - stall \(runtime scheduling\): {N} ms \({N}%\)$", "stall_ms", "stall_pct")
+    grab(r"compute\+stall = (\d+) ticks vs makespan (\d+) ticks \(exact\)", "tiling_ticks",
+         "makespan_ticks")
+    for kind, ms, p in re.findall(rf"^    - (data-wait|core-wait|front-gap): {N} ms \({N}%\)$",
+                                  text, re.M):
+        out[f"{kind}_ms"], out[f"{kind}_pct"] = ms, p
+    fam_part = text.split("by kernel family")[1].split("### Observed")[0]
+    for line in fam_part.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[1][:1].isdigit():
+            f = cells[0]
+            out.update({f"family {f} compute_ms": cells[1], f"family {f} pct":
+                        cells[2].rstrip("%"), f"family {f} stall_ms": cells[3],
+                        f"family {f} tasks": cells[4]})
+    for line in text.split("### Observed critical path")[1].splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0].isdigit():
+            i = cells[0]
+            out.update({f"path {i} kernel": cells[1], f"path {i} task_us": cells[2],
+                        f"path {i} compute_us": cells[3].split()[0],
+                        f"path {i} stall_us": cells[4].split()[0], f"path {i} kind": cells[5]})
+    return out
+
+
+def parse_so(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    m = re.search(rf"Total tasks: (\d+)\s+window: {N} us", text)
+    if m:
+        out["tasks"], out["window_us"] = m.groups()
+    eng = {"C (AIC)": "aic", "V (AIV)": "aiv"}
+    for name, v in re.findall(rf"(C \(AIC\)|V \(AIV\)) {N}%", text.split("System:")[0]):
+        out[f"engine {eng[name]}_pct"] = v
+    m = re.search(rf"all_overhead {N}%.*has_overhead {N}%", text)
+    if m:
+        out["all_overhead_pct"], out["has_overhead_pct"] = m.groups()
+    m = re.search(r"-> ([A-Z/-]+(?: [A-Z/-]+)*) —", text)
+    if m:
+        out["verdict"] = m.group(1)
+    for name, title in (("head", "Head OH"), ("tail", "Tail OH")):
+        if f"{title} distribution" not in text:
+            continue
+        block = text.split(f"{title} distribution (N=")[1].split("Total:")[0] + "Total:" + \
+            text.split(f"{title} distribution (N=")[1].split("Total:")[1].split("\n")[0]
+        out[f"{name} N"] = block.split(")")[0]
+        for p, v in re.findall(rf"P(\d+)\s+{N} us", block):
+            out[f"{name} P{p}"] = v
+        m = re.search(rf"Max:\s+{N} us\s+Mean:\s+{N} us\s+Total:\s+{N} us", block)
+        out[f"{name} max"], out[f"{name} mean"], out[f"{name} total"] = m.groups()
+    m = re.search(rf"path: (\d+) hops, span {N} us", text)
+    if m:
+        out["path hops"], out["path span_us"] = m.groups()
+        m = re.search(rf"Compute \(exec\) on path : {N} us \({N}%\)", text)
+        out["path exec_us"], out["path exec_pct"] = m.groups()
+        m = re.search(rf"Scheduler injected     : {N} us \({N}%\)", text)
+        out["path sched_us"], out["path sched_pct"] = m.groups()
+        out["path other_us"] = re.search(rf"Other \(dep wait on path\): {N} us", text).group(1)
+    return out
+
+
+def parse_loop(text: str) -> dict[str, str]:
+    if "Part 5:" not in text:
+        return {}
+    out: dict[str, str] = {"threads": re.search(r"(\d+) scheduler threads", text).group(1)}
+    for t, loops, tasks, nsl, total in re.findall(
+            rf"^  (T\d+|SUM) +(\d+) +(\d+) +(\d+) +{N}$", text, re.M):
+        out.update({f"{t} loops": loops, f"{t} tasks": tasks, f"{t} ns_per_loop": nsl,
+                    f"{t} total_us": total})
+    out["finishes"] = re.search(r"FINs observed \(Complete phase\): (\d+)", text).group(1)
+    for kind, word in (("complete", "Complete"), ("async_poll", "AsyncPoll"),
+                       ("dispatch", "Dispatch"), ("idle", "Idle")):
+        m = re.search(rf"^  {word} \(.*\) +{N} +{N}% +{N}$", text, re.M)
+        out.update(zip((f"phase {kind} total_us", f"phase {kind} pct", f"phase {kind} avg_us"),
+                       m.groups()))
+    for key, word in (("fanout", "Fanout"), ("fanin", "Fanin")):
+        m = re.search(rf"{word} .*total edges=(\d+), max_degree=(\d+), avg_degree={N}", text)
+        out.update(zip((f"{key} edges", f"{key} max", f"{key} avg"), m.groups()))
+    m = re.search(rf"Pop: hit=(\d+), miss=(\d+), hit_rate={N}%", text)
+    out["pop hit"], out["pop miss"], out["pop rate_pct"] = m.groups()
+    out["avg loop_ns"] = re.search(r"loop iteration: (\d+) ns", text).group(1)
+    m = re.search(rf"Avg Tail OH = {N} us ~= {N} x", text)
+    out["avg tail_us"], out["tail loops"] = m.groups()
+    return out
+
+
+def agrees(printed: str, value) -> bool:
+    """The tool's number is ``value`` rounded to the digits it printed (ints and texts: equal)."""
+    if isinstance(value, str) or not re.fullmatch(r"-?\d+(\.\d+)?", printed):
+        return str(value) == printed
+    digits = len(printed.split(".")[1]) if "." in printed else 0
+    half = Fraction(1, 2 * 10 ** digits)
+    return abs(Fraction(printed) - Fraction(value)) <= half + Fraction(1, 10 ** 9)
+
+
+def check_all(ours: dict, ref: dict[str, str]) -> list[str]:
+    assert ref, "the reference parser found nothing"
+    return [f"{k}: reference {v}, tracecvt {ours.get(k)!r}" for k, v in ref.items()
+            if k not in ours or not agrees(v, ours[k])]
+
+
+def exact(figures) -> dict:
+    return {f.key: f.value for f in figures}
+
+
+# -- critical_path ---------------------------------------------------------------------------
+@pytest.mark.parametrize("run", WITH_CP, ids=[IDS[RUNS.index(r)] for r in WITH_CP])
+def test_critical_path_figures_equal_the_report(run):
+    _, a = analysed(run)
+    text = (reference(run) / "critical_path/critical_path_report.md").read_text()
+    ref = parse_cp(text)
+    assert {"tasks", "makespan_ms", "cpm_ms", "observed_tasks", "tiling_ticks"} <= set(ref)
+    assert check_all(exact(a.simpler.figures()["critical_path"]), ref) == []
+
+
+@pytest.mark.parametrize("run", WITH_CP, ids=[IDS[RUNS.index(r)] for r in WITH_CP])
+def test_path_task_sets_equal_the_cpm_traces(run):
+    """Static and observed path = the taskIds CPM_*.json leaves named (the rest are renamed
+    '·(…)'); tracecvt's own critical path walks the same tasks in the same order, and its
+    graph bound is the static CPM length."""
+    trace, a = analysed(run)
+    cpm = a.simpler.cpm
+    for name, ours in (("observed", [t.task for t in cpm.path]), ("static", cpm.cpm_path)):
+        ev = json.loads(gzip.decompress(
+            (reference(run) / f"critical_path/CPM_{name}.json.gz").read_bytes()))
+        ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+        kept = {e["args"]["taskId"] for e in ev if e.get("pid") == 4 and e.get("ph") == "X"
+                and "taskId" in (e.get("args") or {}) and not e["name"].startswith("\u00b7")}
+        assert set(ours) == kept and len(ours) == len(kept), name
+    cp = a.critical_path
+    assert cp.computed
+    path = [trace.slices[i].all_args[TASK_ID] for i in cp.tasks]
+    assert path == [t.task for t in cpm.path]
+    assert cp.length == cpm.makespan and cp.task_time == cpm.compute
+    assert cp.graph_bound == cpm.cpm_len
+
+
+# -- sched_overhead_analysis -----------------------------------------------------------------
+@pytest.mark.parametrize("run", WITH_SO, ids=[IDS[RUNS.index(r)] for r in WITH_SO])
+def test_sched_overhead_figures_equal_the_report(run):
+    trace, a = analysed(run)
+    text = (reference(run) / "sched_overhead_analysis.txt").read_text()
+    figs = a.simpler.figures()
+    level = trace.meta.extra["simpler"]["level"]
+    if level == 1:
+        # The tool prints Parts 1-4 from zero dispatch/finish times; tracecvt says why not.
+        assert a.simpler.overhead is None and figs["sched_overhead"] == []
+        assert any("no dispatch/finish" in n for n in a.simpler.notes)
+    else:
+        ref = parse_so(text)
+        assert {"window_us", "has_overhead_pct", "verdict", "head P50", "tail total"} <= set(ref)
+        assert check_all(exact(figs["sched_overhead"]), ref) == []
+    loop = parse_loop(text)
+    if level < 3:
+        assert not loop and figs["sched_loop"] == []      # the tool stops at Part 5 too
+        assert any("Part 5" in n for n in a.simpler.notes)
+    else:
+        assert check_all(exact(figs["sched_loop"]), loop) == []
+
+
+@pytest.mark.parametrize("run", WITH_SO, ids=[IDS[RUNS.index(r)] for r in WITH_SO])
+def test_summary_side_by_side_with_the_reports(run):
+    """The project's own parsers (used for the summary's side-by-side table) read what the
+    test's parser reads, and every figure the tools printed shows as agreeing."""
+    trace, a = analysed(run)
+    ref = reference(run)
+    so = (ref / "sched_overhead_analysis.txt").read_text()
+    oh, loop = parse_sched_overhead(so)
+    if trace.meta.extra["simpler"]["level"] > 1:
+        assert oh == parse_so(so)
+    assert loop == parse_loop(so)
+    reports = {"sched_overhead_analysis": so}
+    cp_path = ref / "critical_path/critical_path_report.md"
+    if cp_path.exists():
+        reports["critical_path_report"] = cp_path.read_text()
+        assert parse_critical_path_report(reports["critical_path_report"]) == \
+            parse_cp(reports["critical_path_report"])
+    a.simpler.compare_with(reports)
+    d = a.simpler.to_dict()
+    rows = [r for c in d["comparisons"].values() for r in c["rows"]]
+    assert rows and all(r["agrees"] is not False for r in rows)
+    md = render("md", summary_data(trace, a)).decode()
+    assert "| figure | tracecvt | runtime's tool | |" in md and "✘" not in md
+    agree = sum(c["agree"] for c in d["comparisons"].values())
+    assert f"{agree} of {agree} figures the tools printed agree" in md
+    a.simpler.comparisons.clear()
+
+
+# -- bubbles, scheduler-loop idle --------------------------------------------------------------
+@pytest.mark.parametrize("run", RUNS, ids=IDS)
+def test_bubbles_tile_every_core_lane_with_wait_start(run):
+    trace, a = analysed(run)
+    tl, b = a.timeline, a.bubbles
+    assert b.computed and b.cause_model == "task graph"
+    slices = trace.slices
+    parts: dict[int, list] = {}
+    for li, s, e, cause, nxt, _ in b.gaps:
+        assert s < e
+        parts.setdefault(li, []).append((s, e, cause))
+    has_pickup = any(PICKUP in slices[i].all_args for lane in tl.lanes for i in lane.slices)
+    assert tl.has_pickup == has_pickup == (trace.meta.extra["simpler"]["level"] >= 2)
+    for li, (lane, fig) in enumerate(zip(tl.lanes, b.lanes)):
+        busy = sorted((slices[i].ts, slices[i].ts + slices[i].dur) for i in lane.slices)
+        pieces = sorted([(s, e) for s, e in busy] + [(s, e) for s, e, _ in parts.get(li, [])])
+        cur = tl.start
+        for s, e in pieces:                    # busy and bubble parts tile [T0, last end]
+            assert s == cur or s < cur and e <= cur or (s < cur and e > cur)
+            cur = max(cur, e)
+        assert cur == fig.last_end and fig.busy + fig.wait == fig.last_end - tl.start
+        causes = [c for _, _, c in parts.get(li, [])]
+        sums = [sum(e - s for s, e, c in parts.get(li, []) if c == k) for k in range(4)]
+        assert (fig.wait_predecessor, fig.wait_schedule, fig.idle, fig.wait_start) == \
+            tuple(sums) and sum(sums) == fig.wait
+        if not has_pickup:
+            assert 3 not in causes
+    assert (b.run.wait_start > 0) == has_pickup
+    if has_pickup:                              # dispatched-not-started is time after dispatch
+        for li, s, e, cause, nxt, _ in b.gaps:
+            if cause == 3:
+                sl = slices[nxt]
+                assert sl.ts - sl.all_args[PICKUP] <= s and e == sl.ts
+    if not any(t.derived for t in trace.tracks):
+        add_derived(trace, a)
+    names = {s.name for s in slices if s.cat == "bubble"}
+    assert (WAIT_START in names) == has_pickup and names <= set(CAUSES) | {"loop idle"}
+
+
+@pytest.mark.parametrize("run", WITH_SO, ids=[IDS[RUNS.index(r)] for r in WITH_SO])
+def test_loop_idle_lanes_sum_to_the_runtime_idle(run):
+    trace, a = analysed(run)
+    loop = parse_loop((reference(run) / "sched_overhead_analysis.txt").read_text())
+    if not loop:
+        assert not a.loop_idle
+        return
+    if not any(t.derived for t in trace.tracks):
+        add_derived(trace, a)
+    lanes = {t.index: t.name for t in trace.tracks if t.derived and t.name.endswith("loop idle")}
+    for t in lanes.values():
+        assert re.fullmatch(r"Sched_\d+ · loop idle", t)
+    idle = sum(s.dur for s in trace.slices if s.track in lanes)
+    assert agrees(loop["phase idle total_us"], Fraction(idle, 1000))
+    per_thread = {lp.thread: lp.idle for lp in a.simpler.loops}
+    for t, name in lanes.items():
+        n = int(name.split("_")[1].split(" ")[0])
+        assert sum(s.dur for s in trace.slices if s.track == t) == per_thread[n]
+
+
+# -- summaries -----------------------------------------------------------------------------------
+def test_summaries_carry_the_simpler_section():
+    run = next(r for r in RUNS if "paged_attention_CaseVarSeq4" in str(r))
+    trace, a = analysed(run)
+    data = summary_data(trace, a)
+    js = json.loads(render("json", data))
+    s = js["simpler"]
+    assert [q["question"] for q in s["questions"]] == [
+        "Are the tasks too small?", "Is dispatch the bottleneck?", "Did the graph serialize?",
+        "Is the kernel itself slow?"]
+    assert all(q["answer"] in ("yes", "no", "partly") and q["figures"] for q in s["questions"])
+    dispatch = s["questions"][1]
+    assert dispatch["answer"] == "yes"          # SCHEDULER-BOUND: has_overhead 90.3 %
+    assert dispatch["figures"]["has_overhead_pct"] == pytest.approx(90.3, abs=0.05)
+    assert s["figures"]["critical_path"]["makespan_ms"] == "11.892"
+    assert [f["function"] for f in s["functions"]] == ["QK", "SF", "PV", "UP"]
+    assert js["bubbles"]["run"]["wait_start_us"] > 0
+    assert js["configuration"]["tasks"] == 64
+    md = render("md", data).decode()
+    for text in ("## First questions (PyPTO 3.0 swimlane guide)", "Is dispatch the bottleneck?",
+                 "has_overhead 90.3 %", "## The simpler runtime's own analyses",
+                 "| wait start |", "Time by function"):
+        assert text in md
+    html = render("html", data, trace, a).decode()
+    assert '<section id="simpler">' in html and "Did the graph serialize?" in html
+    assert "wait start" in html
+
+
+def test_pypto_summaries_have_no_simpler_keys():
+    (src,) = find_runs(PYPTO / "tiny_add")
+    trace = src.read()
+    a = analyze(trace)
+    js = json.loads(render("json", summary_data(trace, a)))
+    assert "simpler" not in js and "wait_start_us" not in js["bubbles"]["run"]
+    assert all(g[3] != 3 for g in a.bubbles.gaps)
+    assert not a.timeline.has_pickup and not a.loop_idle
+    md = render("md", summary_data(trace, a)).decode()
+    assert "wait start" not in md and "First questions" not in md
