@@ -3,6 +3,7 @@ the runtime's own converter output (reference/ and merged_swimlane.json of every
 
 from __future__ import annotations
 
+import bisect
 import collections
 import gzip
 import json
@@ -171,21 +172,30 @@ def test_every_phase_and_orchestrator_record_is_one_slice(run):
 
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
-def test_ready_queue_counters_sample_every_complete_and_dispatch(run):
+def test_ready_queue_counters_hold_every_complete_and_dispatch_depth(run):
+    """At the end of every complete/dispatch record each counter holds that record's
+    shared_at_end (of records ending at the same ns, the last by thread); samples only where
+    a depth changes."""
     rec = load(run / "chip_swimlane_records.json")
     freq = rec["metadata"]["clock_freq_hz"]
-    expected = sorted((exact_ns(r["end_cycles"], freq), tuple(r["shared_at_end"]))
-                      for t in rec.get("aicpu_scheduler_phases", []) for r in t
-                      if r["kind"] in ("complete", "dispatch"))
+    at_end = {}
+    for k, t in enumerate(rec.get("aicpu_scheduler_phases", [])):
+        for r in t:
+            if r["kind"] in ("complete", "dispatch"):
+                at_end.setdefault(exact_ns(r["end_cycles"], freq), []).append(
+                    (k, tuple(r["shared_at_end"])))
     trace = read(run)
     counters = {trace.tracks[c.track].name: c for c in trace.counters}
-    if not expected:
+    if not at_end:
         assert not counters
         return
-    got = sorted(zip(counters["ready queue AIC"].ts, zip(
-        counters["ready queue AIC"].values, counters["ready queue AIV"].values,
-        counters["ready queue MIX"].values)))
-    assert got == expected
+    for q, name in enumerate(("AIC", "AIV", "MIX")):
+        c = counters[f"ready queue {name}"]
+        assert c.ts == sorted(set(c.ts))
+        assert all(a != b for a, b in zip(c.values, c.values[1:]))
+        for ts, recs in at_end.items():
+            i = bisect.bisect_right(c.ts, ts) - 1
+            assert c.values[i] == max(recs)[1][q]
 
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)

@@ -8,15 +8,10 @@ warning line per reason says how many and which.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...model import Trace
 from .lanes import Built
 from .names import token
 from .records import Deps
-
-_ARG_KEYS = ("source", "overlap")
-
 
 def add_dependency_flows(trace: Trace, deps: Deps, built: Built, level: int) -> int:
     slices = trace.slices
@@ -30,32 +25,15 @@ def add_dependency_flows(trace: Trace, deps: Deps, built: Built, level: int) -> 
         first.setdefault(tid, i)
     missing: dict[str, list[str]] = {}
     drawn = 0
-    for e in deps.edges:
-        p, s = e["pred"], e["succ"]
+    add = trace.add_flow
+    for p, s, args in deps.edges:
         src, dst = last.get(p), first.get(s)
         if src is None or dst is None:
-            for end, tid in (("pred", p), ("succ", s)):
-                if (last if end == "pred" else first).get(tid) is None:
-                    why = _why(tid, deps, level)
-                    missing.setdefault(why, []).append(
-                        f"{token(p)}->{token(s)} ({token(tid)})")
-                    break
+            tid = p if src is None else s
+            why = _why(tid, deps, level)
+            missing.setdefault(why, []).append(f"{token(p)}->{token(s)} ({token(tid)})")
             continue
-        args: dict[str, Any] = {}
-        for k in _ARG_KEYS:
-            v = e.get(k)
-            if isinstance(v, str):
-                args[k] = v
-        tensor = e.get("tensor_id")
-        if isinstance(tensor, (str, int)) and not isinstance(tensor, bool):
-            args["tensor_id"] = str(tensor)
-        arg = e.get("arg")
-        if type(arg) is int and -(1 << 63) <= arg < 1 << 63:
-            args["arg"] = arg
-        flags = e.get("flags")
-        if isinstance(flags, list) and all(isinstance(f, str) for f in flags):
-            args["flags"] = ",".join(flags)
-        trace.add_flow(src, dst, "dependency", args or None)
+        add(src, dst, "dependency", args)
         drawn += 1
     for why, edges in missing.items():
         shown = ", ".join(edges[:5]) + (", …" if len(edges) > 5 else "")

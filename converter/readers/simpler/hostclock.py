@@ -73,6 +73,7 @@ def host_mapping(anchors: Any, ns_per_cycle: Fraction, device_lo: int | None,
 
         unc = max((a["rtt_ns"] + 1) // 2, (b["rtt_ns"] + 1) // 2)
         return to_device, {"status": "calibrated", "anchor_uncertainty_ns": unc,
+                           "device_ns_per_host_ns": float(rate),
                            "selected_sample_idx": [a["sample_idx"], b["sample_idx"]],
                            "provider": anchors.get("provider")}
     offset = 0

@@ -17,6 +17,7 @@ KNOWN_KINDS = {"complete", "async_poll", "dispatch", "release", "dummy", "early_
 MARKER_KINDS = ("dummy_task", "predicated_skip")
 QUEUE_KINDS = ("complete", "dispatch")
 _QUEUES = ("AIC", "AIV", "MIX")
+_ARG_KEYS = ("loop_iter", "tasks_processed", "pop_hit", "pop_miss")
 
 
 def _int(v: Any) -> int | None:
@@ -52,11 +53,9 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
             if kind not in KNOWN_KINDS:
                 unknown[kind] = unknown.get(kind, 0) + 1
             s, e = ns(r["start_cycles"]), ns(r["end_cycles"])
-            args: dict[str, Any] = {"phase": kind}
-            for k in ("loop_iter", "tasks_processed", "pop_hit", "pop_miss"):
-                v = _int(r.get(k))
-                if v is not None:
-                    args[k] = v
+            args: dict[str, Any] = {k: v for k in _ARG_KEYS if type(v := r.get(k)) is int
+                                    and INT64_MIN <= v < INT64_END}
+            args["phase"] = kind
             tid = r.get("task_id")
             if kind in MARKER_KINDS and type(tid) is int and 0 <= tid < 1 << 64:
                 tok = token(tid)
@@ -87,14 +86,27 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
         trace.warn(f"{rec.path}: {bad_queue} complete/dispatch records without a valid "
                    "shared_at_end [AIC, AIV, MIX]: no ready-queue sample from them")
     if samples:
-        samples.sort(key=lambda x: (x[0], x[1]))
-        for k, q in enumerate(_QUEUES):
-            c = trace.add_counter(f"ready queue {q}", group, "tasks", 100 + k,
-                                  f"global ready-queue depth of {q} tasks at the end of each "
-                                  "complete/dispatch record (shared_at_end)")
-            for ts, _, vals in samples:
-                c.add(ts, vals[k])
+        _queue_counters(trace, group, samples)
     return {"kinds": kinds, "queue_samples": len(samples)}
+
+
+def _queue_counters(trace: Trace, group: int, samples: list[tuple[int, int, list[int]]]) -> None:
+    """One counter per queue, a sample where its depth changes (a value holds until the next
+    sample; of records ending at the same ns, the last one's depth, by thread)."""
+    samples.sort(key=lambda x: (x[0], x[1]))
+    for k, q in enumerate(_QUEUES):
+        c = trace.add_counter(f"ready queue {q}", group, "tasks", 100 + k,
+                              f"global ready-queue depth of {q} tasks: shared_at_end of every "
+                              "complete/dispatch record, sampled where it changes")
+        ts_list, values = c.ts, c.values
+        for ts, _, vals in samples:
+            v = vals[k]
+            if ts_list and ts_list[-1] == ts:
+                ts_list.pop()
+                values.pop()
+            if not values or values[-1] != v:
+                ts_list.append(ts)
+                values.append(v)
 
 
 def add_device_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
