@@ -351,3 +351,28 @@ def test_pypto_summaries_have_no_simpler_keys():
     assert not a.timeline.has_pickup and not a.loop_idle
     md = render("md", summary_data(trace, a)).decode()
     assert "wait start" not in md and "First questions" not in md
+
+
+def test_simpler_html_renders_in_chromium(tmp_path):
+    from test_summary_html import BROWSER, chromium
+    if BROWSER is None:
+        pytest.skip("headless Chromium not installed (Debian package 'chromium')")
+    run = next(r for r in RUNS if "paged_attention_CaseVarSeq4" in str(r))
+    (src,) = find_runs(run)
+    trace = src.read()
+    a = analyze(trace)
+    out = tmp_path / "simpler.html"
+    out.write_bytes(render("html", summary_data(trace, a), trace, a))
+    r = chromium(tmp_path, "--dump-dom", out.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    console = [l for l in r.stderr.splitlines() if "CONSOLE" in l]
+    assert not [l for l in console if "Uncaught" in l or "Error" in l], console
+    dom = r.stdout
+    assert 'data-rendered="ok"' in dom and '<section id="simpler"' in dom
+    util = dom[dom.index('id="util-bars"'):]
+    util = util[:util.index("</svg>")]
+    assert util.count('class="lane-bar"') == 16 and 'class="c-wait-start"' in util
+    png = tmp_path / "simpler.png"
+    r = chromium(tmp_path, f"--screenshot={png}", "--window-size=1100,3000",
+                 "--hide-scrollbars", out.as_uri())
+    assert r.returncode == 0 and png.stat().st_size > 50_000

@@ -109,6 +109,8 @@ def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
     col = max(2.0, min(24.0, (W - left - 40) / n))
     gap = 1 if col > 4 else 0
     width = left + col * n + 40
+    if "wait_start_us" in lanes[0]:            # room for the legend's fourth cause
+        width = max(width, 720)
     graph = bub.get("cause_model") == "task graph"
     parts = [f'<svg id="util-bars" class="chart" width="{width:.0f}" height="{h + top + 46}" '
              f'viewBox="0 0 {width:.0f} {h + top + 46}" role="img" '
