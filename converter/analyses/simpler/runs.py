@@ -90,6 +90,8 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
     freq = info.get("clock_freq_hz")
     freq = freq if isinstance(freq, int) and freq > 0 else None
     npt = Fraction(10 ** 9, freq) if freq else trace.meta.clock.ns_per_unit
+    if npt <= 0:
+        npt = Fraction(1)
     slices = trace.slices
     rows: list[Row] = []
     names: dict[int, str] = {}
@@ -128,8 +130,12 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
             q = slices[f.dst].all_args.get(TASK_ID)
         if isinstance(p, int) and isinstance(q, int):
             edges[(p, q)] = None
-    run = Run(info.get("level"), freq, npt, list(info.get("core_to_thread") or []), rows,
-              list(edges), names=names)
+    c2t = info.get("core_to_thread")
+    c2t = [t if isinstance(t, int) and not isinstance(t, bool) else -1 for t in c2t] \
+        if isinstance(c2t, list) else []
+    level = info.get("level")
+    run = Run(level if isinstance(level, int) else None, freq, npt, c2t, rows, list(edges),
+              names=names)
     lane_thread: dict[int, int] = {}       # every lane of a thread (inner phases may have
     for t in trace.tracks:                 # a lane of their own with the same name)
         if t.kind != LANE or t.derived:
