@@ -103,6 +103,23 @@ def parse_so(text: str) -> dict[str, str]:
     m = re.search(rf"all_overhead {N}%.*has_overhead {N}%", text)
     if m:
         out["all_overhead_pct"], out["has_overhead_pct"] = m.groups()
+    part2 = text.split("Part 2:")[1].split("Part 3:")[0] if "Part 2:" in text else ""
+    for line in part2.splitlines():
+        cells = line.split()
+        if len(cells) == 8 and cells[1] in ("(AIC)", "(AIV)"):
+            ty = cells[1][1:-1].lower()
+            for key, v in zip(("cores", "min_us", "mean_us", "max_us", "events", "per_event_us"),
+                              cells[2:]):
+                out[f"switch {ty} {key}"] = v.removesuffix("us")
+        m = re.search(rf"\((AIC|AIV)\) switch split: {N}% during overhead, {N}% independent",
+                      line)
+        if m:
+            ty = m.group(1).lower()
+            out[f"switch {ty} overhead_pct"], out[f"switch {ty} independent_pct"] = m.groups()[1:]
+        m = re.search(rf"bound: \[{N}, {N}\] us  \({N}% \.\. {N}% of makespan\)", line)
+        if m:
+            out.update(zip(("switch bound lower_us", "switch bound upper_us",
+                            "switch bound lower_pct", "switch bound upper_pct"), m.groups()))
     m = re.search(r"-> ([A-Z/-]+(?: [A-Z/-]+)*) —", text)
     if m:
         out["verdict"] = m.group(1)
@@ -216,7 +233,8 @@ def test_sched_overhead_figures_equal_the_report(run):
         assert any("no dispatch/finish" in n for n in a.simpler.notes)
     else:
         ref = parse_so(text)
-        assert {"window_us", "has_overhead_pct", "verdict", "head P50", "tail total"} <= set(ref)
+        assert {"window_us", "has_overhead_pct", "verdict", "head P50", "tail total",
+                "switch bound upper_us"} <= set(ref)
         assert check_all(exact(figs["sched_overhead"]), ref) == []
     loop = parse_loop(text)
     if level < 3:

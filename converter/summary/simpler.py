@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 TOOLS = (("critical_path", "critical_path (python -m simpler_setup.tools.critical_path)"),
-         ("sched_overhead", "sched_overhead_analysis, Parts 1, 3, 4 and 6"),
+         ("sched_overhead", "sched_overhead_analysis, Parts 1 to 4 and 6"),
          ("sched_loop", "sched_overhead_analysis, Part 5: scheduler loop"))
 LABELS = {
     "tasks": "tasks", "edges": "happens-before edges", "makespan_ms": "makespan (ms)",

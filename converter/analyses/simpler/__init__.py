@@ -1,6 +1,6 @@
 """The simpler runtime's own analyses, recomputed from the model and compared with what its
 tools printed: ``critical_path`` (cpm.py) and ``sched_overhead_analysis`` (overhead.py, Parts
-1, 3, 4, 6; loop.py, Part 5).  Like ``pypto_check``, this reads what the simpler reader
+1-4, 6; loop.py, Part 5).  Like ``pypto_check``, this reads what the simpler reader
 declares (``meta.extra["simpler"]``, the row args of runs.py); the tools' definitions are
 quoted in each module and in docs/analyses.md.
 

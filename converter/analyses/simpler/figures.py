@@ -84,6 +84,30 @@ def overhead_figures(o: Overhead) -> list[Figure]:
     out += [Figure("all_overhead_pct", _pct(o.all_overhead, w), 1),
             Figure("has_overhead_pct", _pct(o.has_overhead, w), 1),
             Figure("verdict", o.verdict)]
+    mins = {}
+    for ty in o.engines:
+        per = list(o.switch_cores.get(ty, {}).values())
+        if not per:
+            continue
+        ev = o.switch_events.get(ty, [])
+        mins[ty] = min(per)
+        out += [Figure(f"switch {ty} cores", len(per)),
+                Figure(f"switch {ty} min_us", _us(min(per)), 1),
+                Figure(f"switch {ty} mean_us", Fraction(sum(per), 1000 * len(per)), 1),
+                Figure(f"switch {ty} max_us", _us(max(per)), 1),
+                Figure(f"switch {ty} events", len(ev)),
+                Figure(f"switch {ty} per_event_us",
+                       Fraction(sum(ev), 1000 * len(ev)) if ev else 0, 2)]
+        ov, ind = o.switch_split.get(ty, [0, 0])
+        if ov + ind > 0:
+            out += [Figure(f"switch {ty} overhead_pct", _pct(ov, ov + ind), 0),
+                    Figure(f"switch {ty} independent_pct", _pct(ind, ov + ind), 0)]
+    if mins:
+        lower, upper = min(mins.values()), sum(mins.values())
+        out += [Figure("switch bound lower_us", _us(lower), 2),
+                Figure("switch bound upper_us", _us(upper), 2),
+                Figure("switch bound lower_pct", _pct(lower, w), 2),
+                Figure("switch bound upper_pct", _pct(upper, w), 2)]
     for name, d in (("head", o.head), ("tail", o.tail)):
         if d is None or not d.n:
             continue

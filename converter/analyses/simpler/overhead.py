@@ -9,6 +9,11 @@ from the model (format reference 6.2), in exact ns.
   all_overhead: every engine is; has_overhead: every engine with ready work is; shares of
   the window; verdict: has_overhead >= 25 % scheduler-bound, >= 8 % partially, else
   compute/dependency-bound;
+* Part 2 (aicore switch): per core, rows in (start, end, dispatch) order; the gap between a
+  row's end and the next row's start (within the window) counts when the next row was
+  dispatched before that end (pre-dispatched); per core totals, per engine min / mean / max
+  over its cores, the events, the share of switch time during which the engine had ready,
+  undispatched work, and the bound [min over cores, Σ per-engine minima];
 * Part 3: head = min(start - dispatch, start - end of the previous row on the core in start
   order), at least 0; Part 4: tail = max(0, finish - end); distributions at sorted index
   min(n * p // 100, n - 1);
@@ -19,6 +24,7 @@ from the model (format reference 6.2), in exact ns.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .runs import Run
@@ -55,6 +61,11 @@ class Overhead:
     head: Distribution | None = None
     tail: Distribution | None = None
     path: dict[str, int] | None = None        # Part 6: hops, span, exec, sched (ns)
+    # Part 2: core type -> {core: switch ns}, core type -> switch gaps, -> [during overhead,
+    # independent] ns
+    switch_cores: dict[str, dict[int, int]] = field(default_factory=dict)
+    switch_events: dict[str, list[int]] = field(default_factory=dict)
+    switch_split: dict[str, list[int]] = field(default_factory=dict)
 
     def pct(self, ns: int) -> float:
         return 100.0 * ns / self.window if self.window > 0 else 0.0
@@ -114,10 +125,14 @@ def compute_overhead(run: Run) -> Overhead | None:
     running = {ty: 0 for ty in types}
     waiting = {ty: 0 for ty in types}
     out.engines = {ty: 0 for ty in types}
+    steps: dict[str, tuple[list[int], list[int]]] = {ty: ([], []) for ty in types}
     for a, b in zip(times, times[1:]):
         for ty, (dr, dw) in delta.get(a, {}).items():
             running[ty] += dr
             waiting[ty] += dw
+        for ty in types:
+            steps[ty][0].append(a)
+            steps[ty][1].append(waiting[ty])
         ov = {ty: k[ty] - running[ty] > 0 and waiting[ty] > 0 for ty in types}
         for ty in types:
             if ov[ty]:
@@ -131,6 +146,7 @@ def compute_overhead(run: Run) -> Overhead | None:
     by_core: dict[int, list] = {}
     for r in rows:
         by_core.setdefault(r.core, []).append(r)
+    _switch(out, by_core, steps, w0, w1)
     for lst in by_core.values():
         lst.sort(key=lambda r: r.start)
         last_end = None
@@ -169,3 +185,29 @@ def _path(preds, start, end, finish, disp, w0) -> dict[str, int] | None:
         cur = p
         first = min(first, start[cur])
     return {"hops": hops, "span": last - first, "exec": exe, "sched": sched}
+
+
+def _switch(out: Overhead, by_core: dict[int, list], steps, w0: int, w1: int) -> None:
+    def ready_at(ty: str, t: int) -> int:
+        ts, cum = steps.get(ty, ([], []))
+        if not ts or t < ts[0]:
+            return 0
+        return cum[bisect_right(ts, t) - 1]
+
+    for core, lst in by_core.items():
+        ty = lst[0].core_type
+        recs = sorted((r.start, r.end, r.dispatch) for r in lst)
+        total = 0
+        for (_, a_end, _), (b_start, _, b_disp) in zip(recs, recs[1:]):
+            gap = min(b_start, w1) - max(a_end, w0)
+            if gap <= 0 or not b_disp < a_end:
+                continue
+            total += gap
+            out.switch_events.setdefault(ty, []).append(gap)
+            ga, gb = max(a_end, w0), min(b_start, w1)
+            ts = steps.get(ty, ([], []))[0]
+            pts = sorted({ga, gb, *(x for x in ts if ga < x < gb)})
+            split = out.switch_split.setdefault(ty, [0, 0])
+            for aa, bb in zip(pts, pts[1:]):
+                split[0 if ready_at(ty, aa) > 0 else 1] += bb - aa
+        out.switch_cores.setdefault(ty, {})[core] = total

@@ -69,6 +69,21 @@ def parse_sched_overhead(text: str) -> tuple[dict[str, str], dict[str, str]]:
                   text)
     if m:
         oh["verdict"] = m.group(1)
+    for m in re.finditer(rf"^  (C \(AIC\)|V \(AIV\)|MIX)\s+(\d+)\s+{_NUM}us\s+{_NUM}us\s+"
+                         rf"{_NUM}us\s+(\d+)\s+{_NUM}us$", text, re.M):
+        ty = _ENGINES[m.group(1)]
+        for key, v in zip(("cores", "min_us", "mean_us", "max_us", "events", "per_event_us"),
+                          m.groups()[1:]):
+            oh[f"switch {ty} {key}"] = v
+    for m in re.finditer(rf"(C \(AIC\)|V \(AIV\)|MIX) switch split: {_NUM}% during overhead, "
+                         rf"{_NUM}% independent", text):
+        ty = _ENGINES[m.group(1)]
+        oh[f"switch {ty} overhead_pct"], oh[f"switch {ty} independent_pct"] = m.groups()[1:]
+    m = re.search(rf"makespan switch bound: \[{_NUM}, {_NUM}\] us\s+\({_NUM}% \.\. {_NUM}%",
+                  text)
+    if m:
+        for key, v in zip(("lower_us", "upper_us", "lower_pct", "upper_pct"), m.groups()):
+            oh[f"switch bound {key}"] = v
     for name, title in (("head", "Head OH"), ("tail", "Tail OH")):
         part = text.split(f"{title} distribution (N=", 1)
         if len(part) < 2:
