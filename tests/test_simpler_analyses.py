@@ -300,6 +300,11 @@ def test_bubbles_tile_every_core_lane_with_wait_start(run):
         if not has_pickup:
             assert 3 not in causes
     assert (b.run.wait_start > 0) == has_pickup
+    tasks = {slices[i].all_args[TASK_ID] for lane in tl.lanes for i in lane.slices}
+    for kind, (_, values) in b.ready_series.items():     # a task queues once, not per block
+        assert max(values) <= len(tasks)
+    ready = sum(values[-1] for _, values in b.ready_series.values())
+    assert ready == 0
     if has_pickup:                              # dispatched-not-started is time after dispatch
         for li, s, e, cause, nxt, _ in b.gaps:
             if cause == 3:

@@ -208,6 +208,8 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     ignored_total = 0
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
     pickup = tl.has_pickup
+    multi = tl.node_of                      # slices of tasks of several slices
+    firsts = set(tl.node_first.values())
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices
         graph = lane.graph
@@ -244,7 +246,9 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
                         ignored += 1
                 if cur <= ts and cur_slice >= 0:
                     lane_prev[i] = cur_slice
-                if ready < ts and s.cat != MARKER:   # never queued (as PyPTO's ReadyCount)
+                if ready < ts and s.cat != MARKER and (i not in multi or i in firsts):
+                    # (markers never queue, as in PyPTO's ReadyCount; a task of several
+                    # slices counts once, until its first start)
                     rd[ready] = rget(ready, 0) + 1
                     rd[ts] = rget(ts, 0) - 1
             if ts > cur:

@@ -125,7 +125,22 @@ def html_section(s: dict[str, Any]) -> str:
     for q in s.get("questions") or []:
         parts.append(f"<tr><td>{escape(q['question'])}</td><td><b>{escape(q['answer'])}</b>"
                      f"</td><td>{escape(q['because'])}</td></tr>")
-    parts.append("</table><h2>The simpler runtime's own analyses</h2>")
+    parts.append("</table>")
+    funcs = s.get("functions") or []
+    if funcs:
+        parts.append("<h3>Time by function</h3><table><tr><th>function</th><th>rows</th>"
+                     "<th>tasks</th><th>kernel µs</th><th>mean kernel µs</th>"
+                     "<th>mean head µs</th><th>mean tail µs</th>"
+                     "<th>kernel / (head + tail)</th></tr>")
+        for f in funcs[:15]:
+            cells = (f["function"], f["rows"], f["tasks"], f["kernel_us"], f["mean_kernel_us"],
+                     f.get("mean_head_us", "—"), f.get("mean_tail_us", "—"),
+                     f.get("kernel_per_overhead") if f.get("kernel_per_overhead") is not None
+                     else "—")
+            parts.append("<tr>" + "".join(f"<td>{escape(str(x))}</td>" for x in cells)
+                         + "</tr>")
+        parts.append("</table>")
+    parts.append("<h2>The simpler runtime's own analyses</h2>")
     for note in s.get("notes") or []:
         parts.append(f"<p>{escape(note)}</p>")
     comps = s.get("comparisons") or {}
