@@ -225,6 +225,20 @@ def test_to_perfetto_prints_the_output_path(tmp_path):
     assert r.exit_code == 0 and str(out) in r.output and out.stat().st_size > 0
 
 
+def test_the_bundled_sample_converts_like_its_source(tmp_path):
+    from conftest import REPO
+    bundled = REPO / "samples" / "simpler" / "a2a3sim_paged_attention"
+    run = copy_run(bundled, tmp_path)
+    r = cli("to-perfetto", run, "--force")
+    out = tmp_path / f"{bundled.name}.pftrace"
+    assert r.exit_code == 0 and str(out) in r.output and out.is_file()
+    mine, source = find_runs(run)[0].read(), find_runs(PAGED)[0].read()
+    assert [(s.name, s.ts, s.dur) for s in mine.slices] == \
+        [(s.name, s.ts, s.dur) for s in source.slices]
+    assert len(mine.flows) == len(source.flows) == 128
+    assert mine.meta.device == "Ascend A2/A3 (a2a3sim)"
+
+
 def test_batch_converts_every_sample_run(tmp_path):
     r = cli("batch", SIMPLER, "-o", tmp_path)
     assert r.exit_code == 0, r.output

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...model import COMPLETION, GROUP, KERNEL, LANE, PICKUP, TASK_ID, Trace
+from ...model import COMPLETION, GROUP, KERNEL, LANE, PICKUP, TASK_ID, Slice, Trace
 from .names import core_lane, function_name, row_func_id, spmd, token
 from .records import Deps, Records
 
@@ -53,7 +53,7 @@ def add_worker_view(trace: Trace, rec: Records, deps: Deps | None, names: dict[i
     spmd_rows: dict[tuple[int, str], list[int]] = {}
     rows_of = built.rows_of
     sched_rows = built.sched_rows
-    add = trace.add_slice
+    slices = trace.slices
     joined = 0
     used: set[tuple[int, int]] = set()
     for core, tid, reg, start, end, r2s in rec.aicore:
@@ -88,7 +88,8 @@ def add_worker_view(trace: Trace, rec: Records, deps: Deps | None, names: dict[i
             args[PICKUP] = s - d
             args[COMPLETION] = f - e
             sched_rows.append((core, tid, s, e, d, f, name))
-        i = add(lanes[core], s, e - s, name, KERNEL, args, sh)
+        i = len(slices)
+        slices.append(Slice(lanes[core], s, e - s, name, KERNEL, args, sh))
         lst = rows_of.get(tid)
         if lst is None:
             rows_of[tid] = [i]
@@ -149,7 +150,7 @@ def add_scheduler_view(trace: Trace, rec: Records, built: Built, order: int) -> 
         thread(c), _TYPE_RANK.get(types[c] if c < ntypes else "", 2), c))
     rank = 0
     odd = 0
-    add = trace.add_slice
+    slices = trace.slices
     for core in cores:
         name = lane_name(core)
         sub: list[list[int]] = []           # [track, last finish] per (overlap) lane
@@ -165,10 +166,12 @@ def add_scheduler_view(trace: Trace, rec: Records, built: Built, order: int) -> 
                 rank += 1
                 sub.append(lane)
             lane[1] = f
-            add(lane[0], d, f - d, label, "dispatch", {"task": token(tid), "core": core})
+            track = lane[0]
+            slices.append(Slice(track, d, f - d, label, "dispatch",
+                                {"task": token(tid), "core": core}))
             if d <= s <= e <= f:
-                add(lane[0], d, s - d, "pickup", "pickup")
-                add(lane[0], e, f - e, "completion", "completion")
+                slices.append(Slice(track, d, s - d, "pickup", "pickup"))
+                slices.append(Slice(track, e, f - e, "completion", "completion"))
             else:
                 odd += 1
     if odd:

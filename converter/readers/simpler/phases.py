@@ -3,9 +3,10 @@ orchestrators: device (2.7), host with its uploads and host phase records (2.7, 
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable
 
-from ...model import GROUP, INT64_END, INT64_MIN, LANE, TASK_ID, Trace
+from ...model import GROUP, INT64_END, INT64_MIN, LANE, TASK_ID, Slice, Trace
 from .lanes import Built
 from .names import task_function, token
 from .records import Deps, Records
@@ -17,7 +18,8 @@ KNOWN_KINDS = {"complete", "async_poll", "dispatch", "release", "dummy", "early_
 MARKER_KINDS = ("dummy_task", "predicated_skip")
 QUEUE_KINDS = ("complete", "dispatch")
 _QUEUES = ("AIC", "AIV", "MIX")
-_ARG_KEYS = ("loop_iter", "tasks_processed", "pop_hit", "pop_miss")
+_INT = {int}
+_START, _END = itemgetter("start_cycles"), itemgetter("end_cycles")
 
 
 def _int(v: Any) -> int | None:
@@ -35,49 +37,62 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
                             "nested, dummy_task / predicated_skip markers (zero length); "
                             "gaps are idle iterations (simpler writes nothing for them)")
     kinds: dict[str, int] = {}
-    unknown: dict[str, int] = {}
     samples: list[tuple[int, int, list[int]]] = []
     bad_queue = 0
-    add = trace.add_slice
+    slices = trace.slices
     rank = 0
+    lo, hi = INT64_MIN, INT64_END
     for thread, records in enumerate(rec.sched or ()):
         if not records:
             continue
         lane = trace.add_track(f"Sched_{thread}", group, LANE, rank)
         rank += 1
-        for r in sorted(records, key=lambda r: (r["start_cycles"], -r["end_cycles"])):
+        records = sorted(records, key=_END, reverse=True)
+        records.sort(key=_START)                            # by start, the longer first
+        for r in records:
             kind = r.get("kind")
-            if not isinstance(kind, str) or not kind:
+            if type(kind) is not str or not kind:
                 kind = "?"
             kinds[kind] = kinds.get(kind, 0) + 1
-            if kind not in KNOWN_KINDS:
-                unknown[kind] = unknown.get(kind, 0) + 1
-            s, e = ns(r["start_cycles"]), ns(r["end_cycles"])
-            args: dict[str, Any] = {k: v for k in _ARG_KEYS if type(v := r.get(k)) is int
-                                    and INT64_MIN <= v < INT64_END}
-            args["phase"] = kind
-            tid = r.get("task_id")
-            if kind in MARKER_KINDS and type(tid) is int and 0 <= tid < 1 << 64:
-                tok = token(tid)
-                args[TASK_ID] = tid
-                args["task"] = tok
-                if kind == "dummy_task":
-                    name = f"dummy({tok})"
-                else:
-                    name = f"{task_function(tid, deps, names)}({tok})"
-                    args["function"] = task_function(tid, deps, names)
-                i = add(lane, s, e - s, name, kind, args)
-                built.markers.setdefault(tid, i)
-                continue
-            tp = args.get("tasks_processed")
-            add(lane, s, e - s, f"{kind}({'' if tp is None else tp})", "scheduler", args)
-            if kind in QUEUE_KINDS:
+            s = ns(r["start_cycles"])
+            dur = ns(r["end_cycles"]) - s
+            args: dict[str, Any] = {"phase": kind}
+            v = r.get("loop_iter")
+            if type(v) is int and lo <= v < hi:
+                args["loop_iter"] = v
+            tp = r.get("tasks_processed")
+            if type(tp) is int and lo <= tp < hi:
+                args["tasks_processed"] = tp
+            else:
+                tp = ""
+            if kind == "dispatch":
+                for k in ("pop_hit", "pop_miss"):
+                    v = r.get(k)
+                    if type(v) is int and lo <= v < hi:
+                        args[k] = v
+            elif kind in MARKER_KINDS:
+                tid = r.get("task_id")
+                if type(tid) is int and 0 <= tid < 1 << 64:
+                    tok = token(tid)
+                    args[TASK_ID] = tid
+                    args["task"] = tok
+                    if kind == "dummy_task":
+                        name = f"dummy({tok})"
+                    else:
+                        args["function"] = task_function(tid, deps, names)
+                        name = f"{args['function']}({tok})"
+                    built.markers.setdefault(tid, len(slices))
+                    slices.append(Slice(lane, s, dur, name, kind, args))
+                    continue
+            slices.append(Slice(lane, s, dur, f"{kind}({tp})", "scheduler", args))
+            if kind == "complete" or kind == "dispatch":
                 q = r.get("shared_at_end")
-                if type(q) is list and len(q) == 3 and all(type(x) is int and 0 <= x < 1 << 53
-                                                           for x in q):
-                    samples.append((e, thread, q))
+                if type(q) is list and len(q) == 3 and set(map(type, q)) == _INT \
+                        and min(q) >= 0 and max(q) < 1 << 53:
+                    samples.append((s + dur, thread, q))
                 else:
                     bad_queue += 1
+    unknown = {k: n for k, n in kinds.items() if k not in KNOWN_KINDS}
     if unknown:
         listed = ", ".join(f"{k} ({n})" for k, n in sorted(unknown.items()))
         trace.warn(f"{rec.path}: scheduler phase kinds this reader does not know, kept as "

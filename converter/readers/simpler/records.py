@@ -23,6 +23,7 @@ Warn = Callable[[str], None]
 
 LEVEL_KEYS = ("chip_swimlane_level", "l2_swimlane_level")
 UINT64_END = 1 << 64
+_INT = {int}
 
 
 def _uint(v: Any) -> bool:
@@ -120,7 +121,8 @@ def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> list[list[Any]]:
     out = []
     bad = backwards = 0
     for r in rows:
-        if type(r) is list and (len(r) == 6 or len(r) == 5) and all(_uint(x) for x in r):
+        if type(r) is list and (len(r) == 6 or len(r) == 5) and set(map(type, r)) == _INT \
+                and min(r) >= 0 and max(r) < UINT64_END:
             if r[4] < r[3] or r[4] > limit or (len(r) == 6 and r[5] > r[3]):
                 backwards += 1
                 continue
@@ -150,7 +152,8 @@ def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn) -> list[li
     out = []
     bad = backwards = 0
     for r in rows:
-        if type(r) is list and len(r) == 4 and all(_uint(x) for x in r):
+        if type(r) is list and len(r) == 4 and set(map(type, r)) == _INT and min(r) >= 0 \
+                and max(r) < UINT64_END:
             if r[3] < r[2] or r[3] > limit:
                 backwards += 1
             else:
@@ -195,8 +198,8 @@ def _records(path: Path, key: str, rows: list | None, times: tuple[str, str], li
         warn(f"{path}: {key} is not a list; not read")
         return []
     a, b = times
-    out = [r for r in rows if type(r) is dict and _uint(r.get(a)) and _uint(r.get(b))
-           and r[a] <= r[b] <= limit]
+    out = [r for r in rows if type(r) is dict and type(x := r.get(a)) is int
+           and type(y := r.get(b)) is int and 0 <= x <= y <= limit]
     if not quiet and len(out) < len(rows):
         warn(f"{path}: {len(rows) - len(out)} {key} records dropped: not objects with "
              f"integer {a} <= {b} in range")
