@@ -353,6 +353,12 @@ def test_summaries_carry_the_simpler_section():
     assert s["figures"]["critical_path"]["makespan_ms"] == "11.892"
     assert [f["function"] for f in s["functions"]] == ["QK", "SF", "PV", "UP"]
     assert js["bubbles"]["run"]["wait_start_us"] > 0
+    exact_cp = s["exact_ns"]["critical_path"]
+    assert exact_cp["makespan_ns"] == a.timeline.makespan
+    assert exact_cp["observed_path"] == [trace.slices[i].all_args["task"]
+                                         for i in a.critical_path.tasks]
+    assert sum(t["idle_ns"] for t in s["exact_ns"]["sched_loop"]) == sum(
+        g1 - g0 for gaps in a.loop_idle.values() for g0, g1 in gaps)
     assert js["configuration"]["tasks"] == 64
     md = render("md", data).decode()
     for text in ("## First questions (PyPTO 3.0 swimlane guide)", "Is dispatch the bottleneck?",

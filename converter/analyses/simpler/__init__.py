@@ -69,6 +69,7 @@ class SimplerCheck:
             "questions": self.questions,
             "functions": function_table(self.run)[:50],
             "figures": {tool: {f.key: f.printed for f in lst} for tool, lst in figs.items()},
+            "exact_ns": self._exact(),
             "notes": self.notes,
         }
         if self.comparisons:
@@ -77,6 +78,42 @@ class SimplerCheck:
                        "agree": sum(r["agrees"] is True for r in rows), "rows": rows}
                 for tool, rows in self.comparisons.items()}
         return out
+
+
+    def _exact(self) -> dict[str, Any]:
+        """The figures behind the printed ones, in integer ns (ticks where the tool counts)."""
+        out: dict[str, Any] = {}
+        c = self.cpm
+        if c is not None:
+            out["critical_path"] = {
+                "makespan_ns": c.makespan, "cpm_ns": c.cpm_len, "compute_ns": c.compute,
+                "stall_ns": c.stall, "stall_by_kind_ns": dict(c.stall_by_kind),
+                "cpm_path": [_token(t) for t in c.cpm_path],
+                "observed_path": [_token(t.task) for t in c.path]}
+        o = self.overhead
+        if o is not None:
+            out["sched_overhead"] = {
+                "window_ns": o.window, "overhead_by_engine_ns": dict(o.engines),
+                "cores_by_engine": dict(o.cores), "all_overhead_ns": o.all_overhead,
+                "has_overhead_ns": o.has_overhead,
+                "switch_by_core_ns": {ty: {str(k): v for k, v in d.items()}
+                                      for ty, d in o.switch_cores.items()},
+                "head_total_ns": o.head.total if o.head else None,
+                "tail_total_ns": o.tail.total if o.tail else None, "path_ns": o.path}
+        if self.loops:
+            out["sched_loop"] = [
+                {"thread": t.thread, "loops": t.loops, "tasks": t.completed,
+                 "finishes": t.finishes, "work_ns": dict(t.work), "idle_ns": t.idle,
+                 "total_ns": t.total, "pop_hit": t.pop_hit, "pop_miss": t.pop_miss,
+                 "fanout_edges": t.fanout_edges, "fanin_edges": t.fanin_edges}
+                for t in self.loops]
+        return out
+
+
+def _token(task: int) -> str:
+    """simpler's display of a task id: t<local> on ring 0, else r<ring>t<local>."""
+    ring, local = (task >> 32) & 0xFF, task & 0xFFFFFFFF
+    return f"t{local}" if ring == 0 else f"r{ring}t{local}"
 
 
 def check_simpler(trace: Trace, tl: Timeline, gaps_ns: int | None = None
