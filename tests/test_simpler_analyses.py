@@ -360,6 +360,10 @@ def test_summaries_carry_the_simpler_section():
     assert sum(t["idle_ns"] for t in s["exact_ns"]["sched_loop"]) == sum(
         g1 - g0 for gaps in a.loop_idle.values() for g0, g1 in gaps)
     assert js["configuration"]["tasks"] == 64
+    kf = js["key_figures"]                      # the vs-baseline rows of a simpler run
+    assert kf["has_overhead"]["value"] == pytest.approx(90.3, abs=0.05)
+    assert kf["wait start"]["value"] == js["bubbles"]["run"]["wait_start_us"]
+    assert kf["scheduler loop"]["value"] == pytest.approx(4407, abs=0.5)   # the tool: 4407 ns
     md = render("md", data).decode()
     for text in ("## First questions (PyPTO 3.0 swimlane guide)", "Is dispatch the bottleneck?",
                  "has_overhead 90.3 %", "## The simpler runtime's own analyses",

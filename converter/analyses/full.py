@@ -38,7 +38,10 @@ class Analysis(TrackAnalysis):
     critical_path_dict: dict[str, Any] = field(default_factory=dict)
 
     def key_figures(self) -> dict[str, dict[str, Any]]:
-        return key_figures(self)
+        out = key_figures(self)
+        if self.simpler is not None:
+            out.update(self.simpler.key_figures(self.bubbles.run))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         b = self.bubbles

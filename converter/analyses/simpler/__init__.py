@@ -80,6 +80,33 @@ class SimplerCheck:
         return out
 
 
+    def key_figures(self, run=None) -> dict[str, dict[str, Any]]:
+        """The vs-baseline rows of a simpler run: wait start, the scheduler's figures."""
+        out: dict[str, dict[str, Any]] = {}
+
+        def put(name: str, value, unit: str, better: str) -> None:
+            out[name] = {"value": value, "unit": unit, "better": better}
+
+        if run is not None and run.pickup:
+            put("wait start", round(run.wait_start / 1000, 3), "µs", "lower")
+        o = self.overhead
+        if o is not None:
+            put("has_overhead", round(o.pct(o.has_overhead), 3), "%", "lower")
+            picks = sorted(r.start - r.dispatch for r in self.run.rows)
+            put("pickup latency median", round(picks[len(picks) // 2] / 1000, 3), "µs",
+                "lower")
+            if o.tail is not None and o.tail.n:
+                put("tail OH mean", round(o.tail.total / o.tail.n / 1000, 3), "µs", "lower")
+        if self.cpm is not None and self.cpm.makespan:
+            put("static CPM share", round(100 * self.cpm.cpm_len / self.cpm.makespan, 3), "%",
+                "")
+        if self.loops:
+            total = sum(t.total for t in self.loops)
+            loops = sum(t.loops for t in self.loops)
+            if loops:
+                put("scheduler loop", round(total / loops, 1), "ns", "lower")
+        return out
+
     def _exact(self) -> dict[str, Any]:
         """The figures behind the printed ones, in integer ns (ticks where the tool counts)."""
         out: dict[str, Any] = {}
