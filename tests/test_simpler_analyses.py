@@ -246,16 +246,17 @@ def test_summaries_carry_the_simpler_section():
     assert "wait start" in html
 
 
-def test_pypto_summaries_have_no_simpler_keys():
-    (src,) = find_runs(PYPTO / "tiny_add")
-    trace = src.read()
-    a = analyze(trace)
-    js = json.loads(render("json", summary_data(trace, a)))
-    assert "simpler" not in js and "wait_start_us" not in js["bubbles"]["run"]
-    assert all(g[3] != 3 for g in a.bubbles.gaps)
-    assert not a.timeline.has_pickup and not a.loop_idle
-    md = render("md", summary_data(trace, a)).decode()
-    assert "wait start" not in md and "First questions" not in md
+@pytest.mark.parametrize("name", ["tiny_add", "ffn_medium", "softmax_multiseq"])
+def test_pypto_summaries_have_no_simpler_keys(name):
+    for src in find_runs(PYPTO / name):
+        trace = src.read()
+        a = analyze(trace)
+        js = json.loads(render("json", summary_data(trace, a)))
+        assert "simpler" not in js and "wait_start_us" not in js["bubbles"]["run"]
+        assert all(g[3] != 3 for g in a.bubbles.gaps)         # never a wait start
+        assert not a.timeline.has_pickup and not a.loop_idle and not a.timeline.node_of
+        md = render("md", summary_data(trace, a)).decode()
+        assert "wait start" not in md and "First questions" not in md
 
 
 def test_simpler_html_renders_in_chromium(tmp_path):
