@@ -22,6 +22,7 @@ class Built:
 
     def __init__(self, root: int) -> None:
         self.root = root                             # the run's device group
+        self.off_clock = 0                           # host records mapped out of range
         self.rows_of: dict[int, list[int]] = {}      # task id -> its worker slices
         self.markers: dict[int, int] = {}            # task id -> marker / alloc slice
         self.labels: dict[int, str] = {}             # task id -> function label (no token)

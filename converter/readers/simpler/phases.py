@@ -153,6 +153,9 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
             for u in rec.uploads:
                 ph = u.get("phase")
                 s, e = host(u["start_host_ns"]), host(u["end_host_ns"])
+                if s is None or e is None:
+                    built.off_clock += 1
+                    continue
                 args = {"bytes": u["detail"]} if _int(u.get("detail")) is not None else None
                 trace.add_slice(lane, s, e - s, ph if isinstance(ph, str) else "upload",
                                 "host_h2d", args)
@@ -167,6 +170,9 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
                     60 + len(lanes), "host_phase_records.jsonl: bind segments and "
                     "orchestrator operations of the host pass")
             s, e = host(r["start_ns"]), host(r["end_ns"])
+            if s is None or e is None:
+                built.off_clock += 1
+                continue
             args: dict[str, Any] = {}
             detail = _int(r.get("detail"))
             if detail is not None:
@@ -190,6 +196,9 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
         for r in records:
             tid = r.get("task_id")
             s, e = to_ns(r[keys[0]]), to_ns(r[keys[1]])
+            if s is None or e is None:
+                built.off_clock += 1
+                continue
             args: dict[str, Any] = {}
             idx = _int(r.get("submit_idx"))
             if idx is not None:
@@ -207,5 +216,7 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
                 i = trace.add_slice(lane, s, e - s, f"alloc({tok})", "alloc", args)
                 built.markers.setdefault(tid, i)
             else:
-                trace.add_slice(lane, s, e - s, f"submit({tok})", "orchestrator", args)
+                step = r.get("phase")        # pre-June-2026 records: orch_submit, orch_alloc …
+                step = step if isinstance(step, str) and step != "orch_submit" else "submit"
+                trace.add_slice(lane, s, e - s, f"{step}({tok})", "orchestrator", args)
     return n
