@@ -19,6 +19,7 @@ MARKER_KINDS = ("dummy_task", "predicated_skip")
 QUEUE_KINDS = ("complete", "dispatch")
 _QUEUES = ("AIC", "AIV", "MIX")
 _INT = {int}
+_SUBMITS = ("submit_task", "alloc_tensors", "graph_submit")
 _START, _END = itemgetter("start_cycles"), itemgetter("end_cycles")
 
 
@@ -177,6 +178,8 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
             detail = _int(r.get("detail"))
             if detail is not None:
                 args["detail"] = detail
+                if r["phase"] in _SUBMITS and 0 <= detail < 1 << 64:
+                    args["task"] = token(detail)    # detail is the task id (2.8)
             trace.add_slice(lane, s, e - s, r["phase"], "host_phase", args or None)
     return n
 

@@ -332,18 +332,23 @@ def load_deps(path: Path, warn: Warn) -> Deps | None:
 def _edge_args(e: _Edge) -> dict[str, Any] | None:
     """A flow's args: source, overlap, tensor_id (text), arg, flags ("wait,retain")."""
     args: dict[str, Any] = {}
-    if isinstance(e.source, str):
+    if type(e.source) is str:
         args["source"] = e.source
-    if isinstance(e.overlap, str):
+    if type(e.overlap) is str:
         args["overlap"] = e.overlap
     t = e.tensor_id
-    if isinstance(t, str) or (type(t) is int):
+    if type(t) is str:
+        args["tensor_id"] = t
+    elif type(t) is int:
         args["tensor_id"] = str(t)
-    if type(e.arg) is int and -(1 << 63) <= e.arg < 1 << 63:
-        args["arg"] = e.arg
-    f = e.flags
-    if isinstance(f, list) and all(isinstance(x, str) for x in f):
-        args["flags"] = ",".join(f)
+    a = e.arg
+    if type(a) is int and -(1 << 63) <= a < 1 << 63:
+        args["arg"] = a
+    if type(e.flags) is list:
+        try:
+            args["flags"] = ",".join(e.flags)
+        except TypeError:           # not all text
+            pass
     return args or None
 
 
