@@ -169,6 +169,17 @@ def test_every_phase_and_orchestrator_record_is_one_slice(run):
     host = rec.get("host_orchestrator_phases", [])
     assert sum(len(t) for t in host) == sum(
         1 for s in trace.slices if trace.tracks[s.track].name.startswith("Host_"))
+    uploads = rec.get("host_device_uploads", [])
+    # Host ns on the device clock: durations scale by the anchors' rate (1 +- 1e-7): +-1 ns.
+    mine = sorted((s.name, s.dur) for s in trace.slices if s.cat == "host_h2d")
+    theirs = sorted((u["phase"], u["end_host_ns"] - u["start_host_ns"]) for u in uploads)
+    assert [n for n, _ in mine] == [n for n, _ in theirs]
+    assert all(abs(a[1] - b[1]) <= 1 for a, b in zip(mine, theirs))
+    jsonl = run / "host_phase_records.jsonl"
+    passes = [json.loads(line) for line in jsonl.read_text().splitlines()] \
+        if jsonl.exists() else []
+    assert sorted(r["phase"] for p in passes for r in p["records"]) == \
+        sorted(s.name for s in trace.slices if s.cat == "host_phase")
 
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
