@@ -150,7 +150,8 @@ def test_legacy_microsecond_layout_is_read_from_its_own_fields(tmp_path):
     assert kernels == [(1000, 2500, "func_0_a(t0)", 200, 120),
                        (4000, 1000, "func_1_b(t1)", 100, 100),
                        (4250, 500, "func_0_a(r1t0)", 250, 50)]
-    assert trace.meta.clock.name == "simpler-us"
+    assert trace.meta.clock.name == "simpler-us" and trace.meta.device == "Ascend"
+    assert trace.meta.extra["simpler"]["clock_freq_hz"] is None
     assert trace.meta.extra["simpler"]["level"] == 4
     assert len(trace.flows) == 2
     assert {trace.slices[f.dst].name for f in trace.flows} == {"func_1_b(t1)", "func_0_a(r1t0)"}

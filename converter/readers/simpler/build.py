@@ -39,7 +39,9 @@ def build(source: Source, options: ReadOptions) -> Trace:
     rec = load_records(path, warn, clock_hz)
     clock = meta.clock = clock_of(rec.freq_hz) if not rec.microseconds else LEGACY_US
     platform = platform_of(path)
-    meta.device = device_name(platform, rec.freq_hz)
+    meta.device = device_name(platform, rec.freq_hz if not rec.microseconds else None)
+    if rec.microseconds and clock_hz is not None:
+        warn(f"{path}: --clock-mhz ignored: this layout is already in microseconds")
     missing: list[str] = []
 
     deps = None
@@ -115,7 +117,8 @@ def build(source: Source, options: ReadOptions) -> Trace:
                      rec.meta.get("orchestrator_source") == "host" else
                      "device" if rec.orch is not None else None)
     meta.extra["simpler"] = {
-        "level": level, "level_key": rec.level_key, "clock_freq_hz": rec.freq_hz,
+        "level": level, "level_key": rec.level_key,
+        "clock_freq_hz": rec.freq_hz if not rec.microseconds else None,
         "num_cores": rec.meta.get("num_cores"), "core_types": rec.core_types,
         "core_to_thread": rec.core_to_thread, "platform": platform,
         "orchestration": orchestration, "task_graph": deps is not None,
