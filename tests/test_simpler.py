@@ -169,6 +169,17 @@ def test_every_phase_and_orchestrator_record_is_one_slice(run):
     host = rec.get("host_orchestrator_phases", [])
     assert sum(len(t) for t in host) == sum(
         1 for s in trace.slices if trace.tracks[s.track].name.startswith("Host_"))
+    uploads = rec.get("host_device_uploads", [])
+    # Host ns on the device clock: durations scale by the anchors' rate (1 +- 1e-7): +-1 ns.
+    mine = sorted((s.name, s.dur) for s in trace.slices if s.cat == "host_h2d")
+    theirs = sorted((u["phase"], u["end_host_ns"] - u["start_host_ns"]) for u in uploads)
+    assert [n for n, _ in mine] == [n for n, _ in theirs]
+    assert all(abs(a[1] - b[1]) <= 1 for a, b in zip(mine, theirs))
+    jsonl = run / "host_phase_records.jsonl"
+    passes = [json.loads(line) for line in jsonl.read_text().splitlines()] \
+        if jsonl.exists() else []
+    assert sorted(r["phase"] for p in passes for r in p["records"]) == \
+        sorted(s.name for s in trace.slices if s.cat == "host_phase")
 
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
@@ -202,12 +213,16 @@ def test_ready_queue_counters_hold_every_complete_and_dispatch_depth(run):
 def test_every_edge_is_one_flow_between_its_tasks(run):
     deps = load(run / "deps.json")
     trace = read(run)
-    edges = collections.Counter((int(e["pred"]), int(e["succ"]), e["source"])
-                                for e in deps["edges"])
+    edges = collections.Counter(
+        (int(e["pred"]), int(e["succ"]), e["source"], e.get("tensor_id"), e["arg"],
+         ",".join(e["flags"]) if "flags" in e else None, e.get("overlap"))
+        for e in deps["edges"])
     got = collections.Counter()
     for f in trace.flows:
         src, dst = trace.slices[f.src].all_args, trace.slices[f.dst].all_args
-        got[(src[TASK_ID], dst[TASK_ID], f.args["source"])] += 1
+        a = f.args
+        got[(src[TASK_ID], dst[TASK_ID], a["source"], a.get("tensor_id"), a["arg"],
+             a.get("flags"), a.get("overlap"))] += 1
         assert f.name == "dependency"
     # Every sample run has all its edges drawn (dummy tasks, allocs and skips have markers),
     # except below level 3/4 where those have none: then a warning names them.
@@ -296,3 +311,12 @@ def test_host_orchestration_lands_where_the_runtime_puts_it():
             assert abs(mine - theirs) <= 2, (key, mine, theirs)
             checked += 1
         assert checked == len(mine_receive) > 0
+
+
+def test_declarations_for_model_files_written_before_them():
+    from tracecvt.model import LABEL_ARGS, RESOURCES, TASK_GRAPH, RunMeta
+    from tracecvt.readers.simpler import READER
+    with_graph = RunMeta("r", "simpler", extra={"simpler": {"task_graph": True}})
+    assert READER.declarations(with_graph) == {
+        TASK_GRAPH: True, RESOURCES: ["AIC", "AIV"], LABEL_ARGS: {"function": "function"}}
+    assert READER.declarations(RunMeta("r", "simpler"))[TASK_GRAPH] is False

@@ -140,13 +140,27 @@ def test_legacy_l2_name_with_five_column_rows():
     assert trace.meta.device == "Ascend A2/A3"
 
 
-def test_legacy_microsecond_layout_is_refused_in_one_line():
+def test_legacy_microsecond_layout_is_read_from_its_own_fields(tmp_path):
     path = FIXTURES / "simpler_legacy_us_layout" / "perf_swimlane_20260401_120000.json"
     (src,) = find_runs(path.parent)
-    with pytest.raises(InputError, match="tasks.. in microseconds.* not supported"):
-        src.read()
-    r = cli("to-perfetto", path, "-o", "/dev/null/x.pftrace")
-    assert r.exit_code == 2 and "not supported" in r.output
+    assert src.name == "simpler_legacy_us_layout"
+    trace = src.read()
+    kernels = sorted((s.ts, s.dur, s.name, s.args.get("pickup_ns"), s.args.get("completion_ns"))
+                     for s in trace.slices if s.cat == "kernel")
+    assert kernels == [(1000, 2500, "func_0_a(t0)", 200, 120),
+                       (4000, 1000, "func_1_b(t1)", 100, 100),
+                       (4250, 500, "func_0_a(r1t0)", 250, 50)]
+    assert trace.meta.clock.name == "simpler-us" and trace.meta.device == "Ascend"
+    assert trace.meta.extra["simpler"]["clock_freq_hz"] is None
+    assert trace.meta.extra["simpler"]["level"] == 4
+    assert len(trace.flows) == 2
+    assert {trace.slices[f.dst].name for f in trace.flows} == {"func_1_b(t1)", "func_0_a(r1t0)"}
+    w = "\n".join(trace.meta.warnings)
+    assert "read as level 4 from its content" in w and "scan (1)" in w
+    names = [s.name for s in trace.slices if s.cat in ("scheduler", "orchestrator")]
+    assert names == ["dispatch(1)", "scan(0)", "complete(1)", "submit(t0)", "orch_alloc(t1)"]
+    r = cli("to-perfetto", path, "-o", tmp_path / "x.pftrace")
+    assert r.exit_code == 0 and (tmp_path / "x.pftrace").stat().st_size > 0
 
 
 def test_truncated_records_keep_the_rows_before_the_cut(tmp_path):

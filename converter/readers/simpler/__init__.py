@@ -150,14 +150,15 @@ def platform_of(path: Path) -> str | None:
     return None
 
 
-def device_name(platform: str | None, freq_hz: int) -> str:
+def device_name(platform: str | None, freq_hz: int | None) -> str:
+    """The platform a path names, else what the counter rate says (None: no rate known)."""
     if platform is not None:
         return f"{_PLATFORMS[platform.removesuffix('sim')]} ({platform})"
     if freq_hz == 50_000_000:
         return "Ascend A2/A3"
     if freq_hz == 1_000_000_000:
         return "Ascend A5"
-    return f"Ascend ({freq_hz:,} Hz counter)"
+    return "Ascend" if freq_hz is None else f"Ascend ({freq_hz:,} Hz counter)"
 
 
 def clock_of(freq_hz: int) -> Clock:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Callable
 
 from ...errors import InputError
-from ...model import GROUP, RunMeta, Trace, split_overlaps
+from ...model import GROUP, MAX_NS, Clock, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .flows import add_dependency_flows
 from .hostclock import host_mapping
@@ -16,6 +17,8 @@ from .records import (Deps, Records, load_deps, load_host_phases, load_name_map,
                       load_records)
 
 TOOL = "simpler (PyPTO 3.0)"
+LEGACY_US = Clock("simpler-us", "us", Fraction(1000),
+                  "microseconds as written by simpler before June 2026 (rounded to the ns)")
 
 
 def build(source: Source, options: ReadOptions) -> Trace:
@@ -34,9 +37,11 @@ def build(source: Source, options: ReadOptions) -> Trace:
                              "positive number of Hz")
         clock_hz = int(hz)
     rec = load_records(path, warn, clock_hz)
-    clock = meta.clock = clock_of(rec.freq_hz)
+    clock = meta.clock = clock_of(rec.freq_hz) if not rec.microseconds else LEGACY_US
     platform = platform_of(path)
-    meta.device = device_name(platform, rec.freq_hz)
+    meta.device = device_name(platform, rec.freq_hz if not rec.microseconds else None)
+    if rec.microseconds and clock_hz is not None:
+        warn(f"{path}: --clock-mhz ignored: this layout is already in microseconds")
     missing: list[str] = []
 
     deps = None
@@ -51,10 +56,16 @@ def build(source: Source, options: ReadOptions) -> Trace:
     else:
         missing.append("no deps.json: no function names or dependencies (run with "
                        "enable_dep_gen=True / --enable-dep-gen)")
+    if deps is None and rec.deps is not None:
+        deps = rec.deps
+        missing[:] = [m for m in missing if not m.startswith("no deps.json")]
     names = _names(source, deps, meta, missing, warn)
 
-    per = clock.ns_per_unit
-    if per.denominator == 1:
+    per = clock.ns_per_unit if not rec.microseconds else 1
+    if per == 1:
+        def ns(c: int) -> int:
+            return c
+    elif per.denominator == 1:
         mul = per.numerator
 
         def ns(c: int) -> int:
@@ -86,6 +97,9 @@ def build(source: Source, options: ReadOptions) -> Trace:
         counts["host_orch_records"] = add_host_orchestrator(trace, rec, deps, host, built, 3,
                                                             host_phases)
         counts["host_phase_records"] = len(host_phases)
+        if built.off_clock:
+            warn(f"{path}: {built.off_clock} host records fall outside the device clock's "
+                 "range once placed on it (before its zero): dropped")
     counts["edges"] = len(deps.edges) if deps is not None else 0
     counts["tasks_in_deps"] = len(deps.tasks) if deps is not None else 0
     if deps is not None:
@@ -94,13 +108,17 @@ def build(source: Source, options: ReadOptions) -> Trace:
         if unknown:
             warn(f"{deps.path}: {unknown} tasks of the records are not in deps.json (it may "
                  "come from another execution): labelled task(<token>)")
+    # Tasks (not slices): each executed task once (MIX / SPMD rows are one), markers and
+    # allocations included.
+    meta.extra["tasks"] = len(built.rows_of.keys() | built.markers.keys())
     for line in missing:
         warn(f"{path}: {line}")
     orchestration = ("host" if rec.host_orch is not None or
                      rec.meta.get("orchestrator_source") == "host" else
                      "device" if rec.orch is not None else None)
     meta.extra["simpler"] = {
-        "level": level, "level_key": rec.level_key, "clock_freq_hz": rec.freq_hz,
+        "level": level, "level_key": rec.level_key,
+        "clock_freq_hz": rec.freq_hz if not rec.microseconds else None,
         "num_cores": rec.meta.get("num_cores"), "core_types": rec.core_types,
         "core_to_thread": rec.core_to_thread, "platform": platform,
         "orchestration": orchestration, "task_graph": deps is not None,
@@ -165,7 +183,8 @@ def _join_warnings(trace: Trace, rec: Records, counts: dict[str, Any]) -> None:
 
 
 def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[str, Any]],
-                info: dict[str, Any], warn: Callable[[str], None]) -> Callable[[int], int]:
+                info: dict[str, Any],
+                warn: Callable[[str], None]) -> Callable[[int], int | None]:
     lo = hi = None
     for r in rec.aicore:
         for c in (r[3] - (r[5] or 0), r[4]):
@@ -198,8 +217,12 @@ def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[s
         if capture.get("status") not in (None, "complete"):
             warn(f"{rec.path}: host capture {capture.get('status')} "
                  f"({capture.get('error')}): host orchestrator records are incomplete")
+    def host(h: int) -> int | None:
+        v = mapping(h)
+        return v if 0 <= v <= MAX_NS else None
+
     if facts["status"] != "calibrated":
         warn(f"{rec.path}: host clock not aligned with the device ({facts['reason']}): host "
              "records are placed to end where the device's first record starts; the real "
              "gap is unknown")
-    return mapping
+    return host

@@ -22,9 +22,9 @@ class Built:
 
     def __init__(self, root: int) -> None:
         self.root = root                             # the run's device group
+        self.off_clock = 0                           # host records mapped out of range
         self.rows_of: dict[int, list[int]] = {}      # task id -> its worker slices
         self.markers: dict[int, int] = {}            # task id -> marker / alloc slice
-        self.labels: dict[int, str] = {}             # task id -> function label (no token)
         # joined rows: (core, task id, start, end, dispatch, finish (ns), slice name)
         self.sched_rows: list[tuple[int, int, int, int, int, int, str]] = []
 
@@ -98,8 +98,6 @@ def add_worker_view(trace: Trace, rec: Records, deps: Deps | None, names: dict[i
         if multi or info is None:
             spmd_rows.setdefault((tid, ctype), []).append(i)
     _block_indexes(trace, spmd_rows, tasks)
-    for tid, ids in rows_of.items():
-        built.labels[tid] = trace.slices[ids[0]].shared_args["function"]
     return {"aicore_rows": len(rec.aicore), "joined": joined, "duplicate_aicpu_keys": dup,
             "aicpu_without_aicore": len(cpu) - len(used), "cores": len(cores)}
 

@@ -19,6 +19,7 @@ MARKER_KINDS = ("dummy_task", "predicated_skip")
 QUEUE_KINDS = ("complete", "dispatch")
 _QUEUES = ("AIC", "AIV", "MIX")
 _INT = {int}
+_SUBMITS = ("submit_task", "alloc_tensors", "graph_submit")
 _START, _END = itemgetter("start_cycles"), itemgetter("end_cycles")
 
 
@@ -153,6 +154,9 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
             for u in rec.uploads:
                 ph = u.get("phase")
                 s, e = host(u["start_host_ns"]), host(u["end_host_ns"])
+                if s is None or e is None:
+                    built.off_clock += 1
+                    continue
                 args = {"bytes": u["detail"]} if _int(u.get("detail")) is not None else None
                 trace.add_slice(lane, s, e - s, ph if isinstance(ph, str) else "upload",
                                 "host_h2d", args)
@@ -167,10 +171,15 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
                     60 + len(lanes), "host_phase_records.jsonl: bind segments and "
                     "orchestrator operations of the host pass")
             s, e = host(r["start_ns"]), host(r["end_ns"])
+            if s is None or e is None:
+                built.off_clock += 1
+                continue
             args: dict[str, Any] = {}
             detail = _int(r.get("detail"))
             if detail is not None:
                 args["detail"] = detail
+                if r["phase"] in _SUBMITS and 0 <= detail < 1 << 64:
+                    args["task"] = token(detail)    # detail is the task id (2.8)
             trace.add_slice(lane, s, e - s, r["phase"], "host_phase", args or None)
     return n
 
@@ -190,6 +199,9 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
         for r in records:
             tid = r.get("task_id")
             s, e = to_ns(r[keys[0]]), to_ns(r[keys[1]])
+            if s is None or e is None:
+                built.off_clock += 1
+                continue
             args: dict[str, Any] = {}
             idx = _int(r.get("submit_idx"))
             if idx is not None:
@@ -207,5 +219,7 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
                 i = trace.add_slice(lane, s, e - s, f"alloc({tok})", "alloc", args)
                 built.markers.setdefault(tid, i)
             else:
-                trace.add_slice(lane, s, e - s, f"submit({tok})", "orchestrator", args)
+                step = r.get("phase")        # pre-June-2026 records: orch_submit, orch_alloc …
+                step = step if isinstance(step, str) and step != "orch_submit" else "submit"
+                trace.add_slice(lane, s, e - s, f"{step}({tok})", "orchestrator", args)
     return n

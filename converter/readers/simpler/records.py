@@ -50,6 +50,8 @@ class Records:
     uploads: list[dict[str, Any]] | None
     five_columns: int = 0
     keys: list[str] = field(default_factory=list)
+    microseconds: bool = False                 # the pre-June-2026 layout: times already ns
+    deps: "Deps | None" = None                 # its functions and fanout edges (legacy)
 
 
 def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records:
@@ -58,12 +60,12 @@ def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records
         raise InputError(path, "not a chip swimlane records file (no JSON object)")
     if cut is not None:
         warn(f"{path}: {cut.describe('rows')}")
+    if isinstance(doc.get("tasks"), list) and "aicore_tasks" not in doc:
+        from .legacy import from_microseconds
+        rec, rec.deps = from_microseconds(path, doc, warn)
+        return rec
     level_key = next((k for k in LEVEL_KEYS if k in doc), None)
     if level_key is None:
-        if isinstance(doc.get("tasks"), list):
-            raise InputError(path, "pre-June-2026 swimlane layout (tasks[] in microseconds) "
-                             "is not supported: re-run with simpler from 2026-06-04 (#985) on, "
-                             "which writes raw cycle streams")
         raise InputError(path, "no chip_swimlane_level: not a chip swimlane records file")
     level = doc[level_key]
     if type(level) is not int or level < 1:
@@ -276,7 +278,7 @@ def load_deps(path: Path, warn: Warn) -> Deps | None:
         if data[:3] == b"\xef\xbb\xbf":
             data = data[3:]
         doc = _DEPS.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         try:
             doc = _tolerant(load_json(path))    # or the one-line reason it is not JSON
         except InputError as e:
@@ -330,18 +332,23 @@ def load_deps(path: Path, warn: Warn) -> Deps | None:
 def _edge_args(e: _Edge) -> dict[str, Any] | None:
     """A flow's args: source, overlap, tensor_id (text), arg, flags ("wait,retain")."""
     args: dict[str, Any] = {}
-    if isinstance(e.source, str):
+    if type(e.source) is str:
         args["source"] = e.source
-    if isinstance(e.overlap, str):
+    if type(e.overlap) is str:
         args["overlap"] = e.overlap
     t = e.tensor_id
-    if isinstance(t, str) or (type(t) is int):
+    if type(t) is str:
+        args["tensor_id"] = t
+    elif type(t) is int:
         args["tensor_id"] = str(t)
-    if type(e.arg) is int and -(1 << 63) <= e.arg < 1 << 63:
-        args["arg"] = e.arg
-    f = e.flags
-    if isinstance(f, list) and all(isinstance(x, str) for x in f):
-        args["flags"] = ",".join(f)
+    a = e.arg
+    if type(a) is int and -(1 << 63) <= a < 1 << 63:
+        args["arg"] = a
+    if type(e.flags) is list:
+        try:
+            args["flags"] = ",".join(e.flags)
+        except TypeError:           # not all text
+            pass
     return args or None
 
 
