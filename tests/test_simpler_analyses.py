@@ -231,7 +231,9 @@ def test_summaries_carry_the_simpler_section():
                                          for i in a.critical_path.tasks]
     assert sum(t["idle_ns"] for t in s["exact_ns"]["sched_loop"]) == sum(
         g1 - g0 for gaps in a.loop_idle.values() for g0, g1 in gaps)
-    assert js["configuration"]["tasks"] == 64
+    rows = {trace.slices[i].all_args[TASK_ID] for lane in a.timeline.lanes for i in lane.slices}
+    assert len(rows) == 64                     # tasks with AICore rows (+ 4 allocations)
+    assert js["configuration"]["tasks"] == trace.meta.extra.get("tasks", len(rows))
     kf = js["key_figures"]                      # the vs-baseline rows of a simpler run
     assert kf["has_overhead"]["value"] == pytest.approx(90.3, abs=0.05)
     assert kf["wait start"]["value"] == js["bubbles"]["run"]["wait_start_us"]
