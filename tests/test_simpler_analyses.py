@@ -90,6 +90,17 @@ def test_path_task_sets_equal_the_cpm_traces(run):
     assert path == [t.task for t in cpm.path]
     assert cp.length == cpm.makespan and cp.task_time == cpm.compute
     assert cp.graph_bound == cpm.cpm_len
+    # the derived tracks mark every slice of a path task, and the flows between path tasks
+    if not any(t.derived for t in trace.tracks):
+        add_derived(trace, a)
+    node = a.timeline.node
+    flagged = {(node(f.src), node(f.dst)) for f in trace.flows
+               if (f.args or {}).get("critical_path")}
+    assert flagged == set(cp.edges)
+    on_path = set(path)
+    marked = [s for lane in a.timeline.lanes for s in (trace.slices[i] for i in lane.slices)
+              if s.all_args[TASK_ID] in on_path]
+    assert marked and all("critical_path_step" in s.args for s in marked)
 
 
 # -- sched_overhead_analysis -----------------------------------------------------------------
