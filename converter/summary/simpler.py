@@ -52,6 +52,8 @@ def _rows(s: dict[str, Any], tool: str) -> tuple[list[tuple[str, str, str, str]]
                 path_ok += r["agrees"] is True
             continue
         mark = {True: "✔", False: "✘", None: "—"}[r["agrees"]]
+        if r.get("half_way"):
+            mark += " (exactly half-way: the tool's float sum rounds it the other way)"
         rows.append((_label(key), r["tracecvt"] if r["tracecvt"] is not None else "—",
                      r["reference"] if r["reference"] is not None else "—", mark))
     line = (f"Observed path listing (kernel, task, compute, stall, stall kind per task): "

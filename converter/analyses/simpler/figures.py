@@ -21,6 +21,9 @@ class Figure:
 
     @property
     def printed(self) -> str:
+        """The value as the tool prints it: the nearest double, formatted as Python formats
+        it (a value exactly half-way between two printed numbers may show the other one
+        than the tool's own float sums; ``agrees`` accepts both)."""
         if self.decimals is None:
             return str(self.value)
         return f"{float(self.value):.{self.decimals}f}"
@@ -46,8 +49,8 @@ def _us(ns: int) -> Fraction:
     return Fraction(ns, 1000)
 
 
-def _pct(part: int, whole: int) -> float:
-    return 100.0 * part / whole if whole else 0.0
+def _pct(part: int, whole: int) -> Fraction:
+    return Fraction(100 * part, whole) if whole else Fraction(0)
 
 
 def cpm_figures(r: CpmResult) -> list[Figure]:
@@ -174,8 +177,11 @@ def compare(figures: list[Figure], reference: dict[str, str]) -> list[dict[str, 
     rows = []
     for key, ref in reference.items():
         f = ours.get(key)
-        rows.append({"figure": key, "tracecvt": f.printed if f else None, "reference": ref,
-                     "agrees": f is not None and f.agrees(ref)})
+        row = {"figure": key, "tracecvt": f.printed if f else None, "reference": ref,
+               "agrees": f is not None and f.agrees(ref)}
+        if row["agrees"] and row["tracecvt"] != ref:
+            row["half_way"] = True      # an exact tie the tool's float sum rounded the other way
+        rows.append(row)
     for key, f in ours.items():
         if key not in reference:
             rows.append({"figure": key, "tracecvt": f.printed, "reference": None,
