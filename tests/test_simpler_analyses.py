@@ -148,12 +148,14 @@ def test_summary_side_by_side_with_the_reports(run):
     d = a.simpler.to_dict()
     rows = [r for c in d["comparisons"].values() for r in c["rows"]]
     assert rows and all(r["agrees"] is not False for r in rows)
-    values = {f.key: f.value for figs in a.simpler.figures().values() for f in figs}
-    for r in rows:                     # printed differently only at an exact half-way value
-        if r["agrees"] and r["tracecvt"] != r["reference"]:
-            digits = len(r["reference"].split(".")[1])
-            assert r.get("half_way") and abs(Fraction(r["reference"]) - Fraction(
-                values[r["figure"]])) == Fraction(1, 2 * 10 ** digits), r
+    figs = a.simpler.figures()
+    for tool, c in d["comparisons"].items():
+        values = {f.key: f.value for f in figs[tool]}
+        for r in c["rows"]:            # printed differently only at an exact half-way value
+            if r["agrees"] and r["tracecvt"] != r["reference"]:
+                digits = len(r["reference"].split(".")[1])
+                assert r.get("half_way") and abs(Fraction(r["reference"]) - Fraction(
+                    values[r["figure"]])) == Fraction(1, 2 * 10 ** digits), r
     md = render("md", summary_data(trace, a)).decode()
     assert "| figure | tracecvt | runtime's tool | |" in md and "✘" not in md
     agree = sum(c["agree"] for c in d["comparisons"].values())
