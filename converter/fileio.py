@@ -263,13 +263,15 @@ class Truncation:
 
 
 def load_json_records(path: Path, data: bytes | None = None,
-                      depths: tuple[int, ...] = (1, 2)) -> tuple[Any, Truncation | None]:
+                      depths: tuple[int, ...] = (1, 2),
+                      rows: bool = False) -> tuple[Any, Truncation | None]:
     """Parse a JSON file whose records (events, tasks) are objects in arrays.
 
     A file cut short (a writer killed mid-file, a partial copy, a missing closing bracket) is
     read up to its last complete record: an object that is an element of an array nested
     ``d`` deep, ``d`` in ``depths`` (a Chrome trace's events: 1 for a bare array, 2 for
-    ``{"traceEvents": [...]}``).  The containers still open there are closed, so whatever
+    ``{"traceEvents": [...]}``); with ``rows``, an array there is a record too (a row of a
+    table of tuples).  The containers still open there are closed, so whatever
     the file held before the cut is kept.  Returns (document, Truncation or None); content
     that is malformed before the end, or cut before its first record, is an InputError.
     """
@@ -295,7 +297,7 @@ def load_json_records(path: Path, data: bytes | None = None,
             continue
         if not stack or stack.pop() != (0x7B if c == 0x7D else 0x5B):
             break                               # mismatched: not JSON we can mend
-        if c == 0x7D and stack and stack[-1] == 0x5B and len(stack) in depths:
+        if (c == 0x7D or rows) and stack and stack[-1] == 0x5B and len(stack) in depths:
             best = (pos, tuple(stack))
     if best is not None:
         kept, open_ = best

@@ -129,6 +129,13 @@ FAMILIES: list[Family] = [
            max_file_bytes=200_000),
     Family("ncu-csv", ("ncu/h200-triton-full/triton_full_details.csv",
                        "ncu/h200-triton-full/triton_full_raw.csv")),
+    Family("simpler", ("simpler/a2a3sim_tmr_vector_example_L4",
+                       "simpler/a2a3sim_tmr_predicated_dispatch_L4",
+                       "simpler/a2a3sim_tmr_dummy_task_DenseFanoutFanin_L4",
+                       "simpler/a2a3sim_hbg_vector_example_L4",
+                       "simpler/a2a3sim_tmr_sync_start_drain_phases_L4",
+                       "fixtures/simpler_legacy_l2_name_5_columns",
+                       "fixtures/simpler_legacy_us_layout")),
 ]
 
 # Families too slow for CI's budget; the dedicated run includes them.

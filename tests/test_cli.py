@@ -131,13 +131,15 @@ def test_bundled_samples_are_found():
     assert sorted(rep["run"] for rep in ncu) == ["triton_full", "triton_full_details",
                                                   "triton_full_raw"]
     assert all(rep["tasks"] == 2 for rep in ncu)
+    simpler = [rep for rep in reports if rep["format"] == "simpler"]
+    assert [(rep["run"], rep["tasks"]) for rep in simpler] == [("a2a3sim_paged_attention", 68)]
 
 
 def test_bundled_samples_convert(tmp_path):
     r = run("to-perfetto", REPO / "samples", "-o", tmp_path, "-q")
     assert r.exit_code == 0, r.output
     outs = sorted(tmp_path.glob("*.pftrace"))
-    assert len(outs) == 6
+    assert len(outs) == 7
     for out in outs:
         check_pftrace(decode_pftrace(out))
 

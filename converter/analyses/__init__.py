@@ -9,7 +9,7 @@ Definitions of every figure: docs/analyses.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model import Trace
@@ -31,13 +31,19 @@ class TrackAnalysis:
     timeline: Timeline
     bubbles: Bubbles
     critical_path: CriticalPath
+    # simpler runs: scheduler-loop idle gaps per AICPU thread lane (analyses/simpler/loop.py)
+    loop_idle: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def analyze_tracks(trace: Trace) -> TrackAnalysis:
     """The timeline, bubbles and critical path of ``trace``."""
     tl = Timeline.build(trace)
     bubbles = compute_bubbles(trace, tl)
-    return TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
+    out = TrackAnalysis(tl, bubbles, compute_critical_path(trace, tl, bubbles))
+    if "simpler" in trace.meta.extra:
+        from .simpler.loop import loop_idle
+        out.loop_idle = loop_idle(trace)
+    return out
 
 
 def add_derived(trace: Trace, analysis: TrackAnalysis | None = None) -> dict[str, int]:

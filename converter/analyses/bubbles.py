@@ -10,6 +10,9 @@ Definitions (docs/analyses.md):
   least ``T0``.  A gap ``[a, b)`` before task ``t`` splits at ``r = max(a, ready(t))``:
   ``[a, r)`` is **wait predecessor** (inputs not ready), ``[r, b)`` **wait schedule** (ready,
   not yet dispatched).  Without a graph every gap is **idle**;
+* where the reader knows when a task was dispatched (PICKUP: dispatch = start - pickup), the
+  part of a gap after ``d = max(r, dispatch)`` is **wait start** (dispatched, not yet
+  started): ``[r, d)`` stays wait schedule (idle without a graph);
 * a dependency whose source ends after its destination starts cannot have held the
   destination back (PyPTO's duplicate-key quirk makes such edges); it is left out of the ready
   time and counted, so no wait is ever negative.
@@ -23,13 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import MARKER, Trace
+from ..model import MARKER, PICKUP, Trace
 from .timeline import Timeline
 
 WAIT_PREDECESSOR = "wait predecessor"
 WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
-CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE)      # by the cause code of a gap (0, 1, 2)
+WAIT_START = "wait start"       # dispatched, not yet started (PICKUP)
+CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE, WAIT_START)   # by a gap's cause code 0..3
 
 
 def us(ns: int | float | None) -> float | None:
@@ -53,10 +57,12 @@ class LaneFigures:
     wait_schedule: int = 0
     wait_predecessor: int = 0
     idle: int = 0                 # gaps of lanes without a task graph
+    wait_start: int = 0           # dispatched, not yet started (PICKUP)
     gaps: int = 0
     ignored_dependencies: int = 0  # tasks with a dependency ending after they start
     makespan: int = 0             # the run's, for utilization
     virtual: bool = False         # a pseudo-core of markers (PyPTO HUB): not in run totals
+    pickup: bool = False          # the run has PICKUP: wait start is a figure
 
     @property
     def span(self) -> int:        # PyPTO's "Core Total Work Time"
@@ -80,6 +86,7 @@ class LaneFigures:
             "tail_us": us(self.makespan - self.span), "gaps": self.gaps,
             "utilization_pct": self.utilization_pct, "bubble_rate_pct": self.bubble_rate_pct,
             "ignored_dependencies": self.ignored_dependencies, "pseudo_core": self.virtual,
+            **({"wait_start_us": us(self.wait_start)} if self.pickup else {}),
         }
 
 
@@ -96,11 +103,13 @@ class Totals:
     wait_schedule: int = 0
     wait_predecessor: int = 0
     idle: int = 0
+    wait_start: int = 0
     span: int = 0                 # Σ lane spans
     makespan: int = 0
     first_start: int | None = None
     last_end: int | None = None
     virtual: bool = False
+    pickup: bool = False
 
     def add(self, f: LaneFigures) -> None:
         self.lanes_used += 1
@@ -110,6 +119,8 @@ class Totals:
         self.wait_schedule += f.wait_schedule
         self.wait_predecessor += f.wait_predecessor
         self.idle += f.idle
+        self.wait_start += f.wait_start
+        self.pickup = self.pickup or f.pickup
         self.span += f.span
         if self.first_start is None or f.first_start < self.first_start:
             self.first_start = f.first_start
@@ -147,6 +158,8 @@ class Totals:
             "wait_schedule_share_pct": pct(self.wait_schedule, self.wait),
             "wait_predecessor_share_pct": pct(self.wait_predecessor, self.wait),
             "pseudo_core": self.virtual,
+            **({"wait_start_us": us(self.wait_start),
+                "wait_start_share_pct": pct(self.wait_start, self.wait)} if self.pickup else {}),
         }
 
 
@@ -161,7 +174,7 @@ class Bubbles:
     kinds: list[Totals] = field(default_factory=list)
     run: Totals | None = None
     ignored_dependencies: int = 0
-    # (lane index, start, end, cause code 0/1/2, next slice, waited-for slice or -1)
+    # (lane index, start, end, cause code 0..3, next slice, waited-for slice or -1)
     gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
     # kind -> (timestamps, values) of the busy-lanes and ready-tasks step functions
     busy_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
@@ -194,6 +207,9 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
     ignored_total = 0
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
+    pickup = tl.has_pickup
+    multi = tl.node_of                      # slices of tasks of several slices
+    firsts = set(tl.node_first.values())
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices
         graph = lane.graph
@@ -207,10 +223,12 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         busy = wait = wp = ws = idle = ngaps = ignored = 0
         ready = t0
         by = -1
+        ws0 = 0
         for i in ids:
             s = slices[i]
             ts = s.ts
             end = ts + s.dur
+            sent = ts - s.all_args.get(PICKUP, 0) if pickup else ts    # dispatched
             if graph:
                 ready = t0
                 by = -1
@@ -228,7 +246,9 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
                         ignored += 1
                 if cur <= ts and cur_slice >= 0:
                     lane_prev[i] = cur_slice
-                if ready < ts and s.cat != MARKER:   # never queued (as PyPTO's ReadyCount)
+                if ready < ts and s.cat != MARKER and (i not in multi or i in firsts):
+                    # (markers never queue, as in PyPTO's ReadyCount; a task of several
+                    # slices counts once, until its first start)
                     rd[ready] = rget(ready, 0) + 1
                     rd[ts] = rget(ts, 0) - 1
             if ts > cur:
@@ -242,12 +262,22 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
                     if r > cur:
                         gaps.append((li, cur, r, 0, i, by))
                         wp += r - cur
-                    if ts > r:
-                        gaps.append((li, r, ts, 1, i, -1))
-                        ws += ts - r
+                    cause = 1
                 else:
-                    gaps.append((li, cur, ts, 2, i, -1))
-                    idle += ts - cur
+                    r = cur
+                    cause = 2
+                d = sent if sent > r else r
+                if d > ts:          # a negative pickup (clock skew): not dispatched-waiting
+                    d = ts
+                if d > r:
+                    gaps.append((li, r, d, cause, i, -1))
+                    if graph:
+                        ws += d - r
+                    else:
+                        idle += d - r
+                if ts > d:
+                    gaps.append((li, d, ts, 3, i, -1))
+                    ws0 += ts - d
                 wait += ts - cur
             elif block < 0:
                 block = ts        # the lane starts at T0 exactly
@@ -259,8 +289,9 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         bd[cur] = bget(cur, 0) - 1
         result.lanes.append(LaneFigures(
             lane.name, lane.path, lane.kind, len(ids), slices[ids[0]].ts, cur, busy=busy,
-            wait=wait, wait_schedule=ws, wait_predecessor=wp, idle=idle, gaps=ngaps,
-            ignored_dependencies=ignored, makespan=makespan, virtual=lane.virtual))
+            wait=wait, wait_schedule=ws, wait_predecessor=wp, idle=idle, wait_start=ws0,
+            gaps=ngaps, ignored_dependencies=ignored, makespan=makespan, virtual=lane.virtual,
+            pickup=pickup))
         ignored_total += ignored
     result.ignored_dependencies = ignored_total
     kinds: dict[str, Totals] = {}
@@ -273,7 +304,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         k.add(fig)
     # Run totals leave pseudo-cores out (as PyPTO's AICore Utilization leaves HUB out).
     real = [k for k in kinds.values() if not k.virtual] or list(kinds.values())
-    run = Totals("all lanes", sum(k.lanes for k in real), makespan=makespan)
+    run = Totals("all lanes", sum(k.lanes for k in real), makespan=makespan, pickup=pickup)
     counted = {k.name for k in real}
     for fig in result.lanes:
         if fig.kind in counted:

@@ -6,6 +6,8 @@ on its lane (the lane was busy: *lane order*).  The time between that end and th
 is a wait (the task was ready and its lane free, yet it had not started: PyPTO's wait
 schedule).  The walk stops at a task with neither, whose wait is measured from the run start.
 The segments therefore tile [run start, last end] exactly: their total is the makespan.
+Slices of one task (TASK_ID: MIX rows, SPMD blocks) are one node: from the task's first
+start to its end, its lane order taken where it started.
 
 Dependencies that end after their destination starts (PyPTO's duplicate-key quirk) and
 predecessors with invented times (fake tasks) are not followed, and lane order is not
@@ -87,14 +89,17 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     slices = trace.slices
     lanes = tl.lanes
     lane_of = tl.lane_of
+    node_of = tl.node_of
+    first_of = tl.node_first
     last = -1
     last_key = None
     for lane in lanes:
         if not lane.graph:
             continue
         for i in lane.slices:
+            i = node_of.get(i, i)
             s = slices[i]
-            key = (s.ts + s.dur, s.ts)
+            key = (s.ts + s.dur, slices[first_of.get(i, i)].ts)
             if last_key is None or key > last_key:
                 last_key, last = key, i
     if last < 0:
@@ -108,11 +113,14 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     i = last
     via = ""
     while True:
+        # A node: a task (its slices joined by TASK_ID: from its first start to its end, on
+        # the lane where it started) or a slice of its own.
         seen.add(i)
         s = slices[i]
-        ts = s.ts
-        lane_name = lanes[lane_of[i]].name
-        out.append(Segment("task", ts, s.dur, i, via, lane_name))
+        first = first_of.get(i, i)
+        ts = slices[first].ts
+        lane_name = lanes[lane_of[first]].name
+        out.append(Segment("task", ts, s.ts + s.dur - ts, i, via, lane_name))
         best = -1
         best_end = None
         for p in preds.get(i, ()):      # lane_of: no fake tasks (the timeline leaves them out)
@@ -122,7 +130,8 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
                     and (best_end is None or pe > best_end):
                 best, best_end = p, pe
         how = DEPENDENCY
-        q = lane_prev.get(i, -1) if s.cat != MARKER else -1
+        q = lane_prev.get(first, -1) if s.cat != MARKER else -1
+        q = node_of.get(q, q)
         if q >= 0 and q not in seen:
             qs = slices[q]
             qe = qs.ts + qs.dur
@@ -160,14 +169,18 @@ def graph_bound(trace: Trace, tl: Timeline) -> int:
     """Longest path through the dependencies weighted by task durations (O(n log n + e)):
     causal edges only, so start order is a topological order."""
     slices = trace.slices
-    ids = [i for lane in tl.lanes if lane.graph for i in lane.slices]
-    ids.sort(key=lambda i: slices[i].ts)
+    node_of = tl.node_of
+    first_of = tl.node_first
+    ids = list(dict.fromkeys(node_of.get(i, i) for lane in tl.lanes if lane.graph
+                             for i in lane.slices))
+    start = {i: slices[first_of.get(i, i)].ts for i in ids}
+    ids.sort(key=lambda i: start[i])
     preds = tl.preds
     longest: dict[int, int] = {}
     best = 0
     for i in ids:
         s = slices[i]
-        ts = s.ts
+        ts = start[i]
         chain = 0
         for p in preds.get(i, ()):
             c = longest.get(p)
@@ -175,7 +188,7 @@ def graph_bound(trace: Trace, tl: Timeline) -> int:
                 ps = slices[p]
                 if ps.ts + ps.dur <= ts:
                     chain = c
-        chain += s.dur
+        chain += s.ts + s.dur - ts
         longest[i] = chain
         if chain > best:
             best = chain

@@ -1,8 +1,10 @@
 """Derived tracks: what the analyses found, put into the trace next to the data.
 
 * under every lane with idle gaps, a lane "<lane> · bubbles" holding one slice per gap part,
-  named by cause (wait predecessor / wait schedule / idle), placed right after the lane (and
-  after its overlap lanes);
+  named by cause (wait predecessor / wait schedule / idle / wait start), placed right after
+  the lane (and after its overlap lanes);
+* simpler runs: under every AICPU scheduler thread lane (``Sched_<n>``), a lane "<lane> ·
+  loop idle" with its scheduler-loop idle as the runtime defines it (analyses/simpler/loop.py);
 * a group "tracecvt analysis" first among the top-level tracks, holding the critical-path
   lane, the "busy lanes · <kind>" counters and, with a task graph, the "ready but waiting ·
   <kind>" counters;
@@ -46,14 +48,26 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         lane = tl.lanes[li]
         main = tracks[lane.track]
         what = ("wait predecessor / wait schedule" if lane.graph else "idle")
+        if tl.has_pickup:
+            what += " / wait start"
         t = trace.add_track(f"{main.name}{SEP}bubbles", main.parent, LANE, 0,
                             f"idle gaps of {main.name} by cause ({what}), from the run start "
                             "to its last task; made by tracecvt", nesting=False, derived=True)
         lane_track[li] = t
         last = max(lane.tracks, key=lambda x: tracks[x].order)
         after[last] = t
+    loop_lanes: dict[int, int] = {}       # simpler: scheduler-loop idle per AICPU thread
+    for lane in sorted(a.loop_idle):
+        main = tracks[lane]
+        t = trace.add_track(f"{main.name}{SEP}loop idle", main.parent, LANE, 0,
+                            f"scheduler-loop idle of {main.name} as the runtime defines it: "
+                            "gaps between its complete / async_poll / dispatch records after "
+                            "the latest end so far; made by tracecvt", nesting=False,
+                            derived=True)
+        loop_lanes[lane] = t
+        after[lane] = t
     _place_after(trace, after)
-    counts["bubble_lanes"] = len(lane_track)
+    counts["bubble_lanes"] = len(lane_track) + len(loop_lanes)
     new = []
     # Only "wait predecessor" parts carry an arg (the predecessor they wait for): the task a
     # bubble precedes is the next slice on the lane above.  The arg dict is shared by every
@@ -67,6 +81,10 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                 shared = waits[by] = {"waiting_for": slices[by].name}
         new.append(Slice(lane_track[li], start, end - start, CAUSES[cause], BUBBLE_CAT, None,
                          shared))
+    for lane, gaps in a.loop_idle.items():
+        t = loop_lanes[lane]
+        new.extend(Slice(t, g0, g1 - g0, "loop idle", BUBBLE_CAT) for g0, g1 in gaps)
+        counts["bubble_slices"] += len(gaps)
     # -- analysis group: critical path and counters -------------------------------------
     for r in trace.roots:
         tracks[r].order += 1
@@ -96,13 +114,16 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                         f"end of the previous task ({seg.via})"}
                 new.append(Slice(lane, seg.ts, seg.dur, "wait schedule", CP_CAT, args))
         counts["critical_path_segments"] = len(cp.segments)
-        for i, k in marked.items():
-            s = slices[i]
-            s.args = {**s.args, "critical_path_step": k} if s.args else \
-                {"critical_path_step": k}
+        members = tl.members()
+        for n, k in marked.items():
+            for i in members.get(n, (n,)):          # every slice of the task
+                s = slices[i]
+                s.args = {**s.args, "critical_path_step": k} if s.args else \
+                    {"critical_path_step": k}
         edges = set(cp.edges)
+        node = tl.node
         for f in trace.flows:
-            if (f.src, f.dst) in edges:
+            if (node(f.src), node(f.dst)) in edges:
                 f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
                 f.name = "critical path"
     order = 1
@@ -117,7 +138,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
             order += 1
             counts["counter_tracks"] += 1
             counts["counter_samples"] += len(c.ts)
-    counts["bubble_slices"] = len(b.gaps)
+    counts["bubble_slices"] += len(b.gaps)
     trace.slices.extend(new)
     return counts
 

@@ -7,7 +7,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, Trace
+from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, RESOURCES, Trace
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
 from .timeline import source_lanes
@@ -75,7 +75,7 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         "run": meta.name, "format": meta.format, "tool": meta.tool,
         "tool_version": meta.tool_version, "device": meta.device,
         "clock": meta.clock.name, "source_files": list(meta.source_files),
-        "tasks": meta.extra.get("tasks", len(trace.slices)),
+        "tasks": meta.extra.get("tasks", _tasks(trace, a)),
         "lanes": {k.name: {"lanes": k.lanes, "used": k.lanes_used}
                   for k in a.bubbles.kinds},
     }
@@ -90,6 +90,15 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         if key in meta.extra:
             conf[key] = meta.extra[key]
     return conf
+
+
+def _tasks(trace: Trace, a: "Analysis") -> int:
+    """Every slice, or where the reader declares its resources, the tasks on those lanes
+    (slices of one task, TASK_ID, count once)."""
+    if RESOURCES not in trace.meta.extra:
+        return len(trace.slices)
+    tl = a.timeline
+    return len({tl.node(i) for lane in tl.lanes for i in lane.slices})
 
 
 def _shapes(groups, label_arg: str | None, limit: int = 8) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ class Analysis(TrackAnalysis):
     ncu: NcuResult | None = None
     msprof_op: MsprofOpResult | None = None
     pypto_check: PyptoCheck | None = None
+    simpler: Any = None           # analyses.simpler.SimplerCheck on simpler runs
     configuration: dict[str, Any] = field(default_factory=dict)
     top_tasks: list[dict[str, Any]] = field(default_factory=list)
     opportunities: list[Opportunity] = field(default_factory=list)
@@ -41,7 +42,10 @@ class Analysis(TrackAnalysis):
     format_details: dict[str, Any] = field(default_factory=dict)
 
     def key_figures(self) -> dict[str, dict[str, Any]]:
-        return key_figures(self)
+        out = key_figures(self)
+        if self.simpler is not None:
+            out.update(self.simpler.key_figures(self.bubbles.run))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         b = self.bubbles
@@ -73,6 +77,7 @@ class Analysis(TrackAnalysis):
             "ncu": self.ncu.to_dict() if self.ncu else None,
             "msprof_op": self.msprof_op.to_dict() if self.msprof_op else None,
             "pypto_check": self.pypto_check.to_dict() if self.pypto_check else None,
+            **({"simpler": self.simpler.to_dict()} if self.simpler is not None else {}),
             "key_figures": self.key_figures(),
             "warnings": self.warnings,
             **({"format_details": self.format_details} if self.format_details else {}),
@@ -89,8 +94,12 @@ def analyze(trace: Trace) -> Analysis:
     ncu = analyze_ncu(trace)
     mop = analyze_msprof_op(trace.meta.extra)
     check = check_pypto(trace, tl, bubbles)
-    a = Analysis(tl, bubbles, cp, run=trace.meta.name, labels=labels, ncu=ncu, msprof_op=mop,
-                 pypto_check=check)
+    a = Analysis(tl, bubbles, cp, core.loop_idle, run=trace.meta.name, labels=labels, ncu=ncu,
+                 msprof_op=mop, pypto_check=check)
+    if "simpler" in trace.meta.extra:
+        from .simpler import check_simpler
+        r = bubbles.run
+        a.simpler = check_simpler(trace, tl, r.wait_schedule + r.wait_start if r else None)
     a.ratings = _ratings(trace, a)
     a.configuration = configuration(trace, a, groups)
     a.top_tasks = top_tasks(trace, critical)
@@ -132,6 +141,11 @@ def _ratings(trace: Trace, a: Analysis) -> list[Rating]:
     if a.msprof_op is not None and a.msprof_op.scalar_share_pct is not None:
         out.append(rate("control_overhead", a.msprof_op.scalar_share_pct,
                         "scalar (control) pipe time / block time"))
+    elif run is not None and b.cause_model == "task graph" and run.pickup:
+        share = pct(run.wait_schedule + run.wait_start, run.wait)
+        out.append(rate("control_overhead", share if share is not None else 0.0,
+                        "(wait schedule + wait start) / total wait: bubble time with the "
+                        "next task ready but not dispatched, or dispatched but not started"))
     elif run is not None and b.cause_model == "task graph":
         share = pct(run.wait_schedule, run.wait)
         out.append(rate("control_overhead", share if share is not None else 0.0,

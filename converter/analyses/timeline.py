@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, RESOURCES, TASK_GRAPH, Trace
+from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
+                     TASK_ID, Trace)
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -52,6 +53,23 @@ class Timeline:
     fake_slices: int = 0          # slices left out because their times are invented
     lane_of: dict[int, int] = field(default_factory=dict)   # slice -> index in lanes
     lane_counts: dict[str, int] = field(default_factory=dict)  # kind -> lanes, idle included
+    # Tasks of several slices (TASK_ID: MIX rows, SPMD blocks): slice -> the task's last-ending
+    # slice on the analysed lanes (its *node*: the task's end); slices of one-slice tasks and
+    # runs without TASK_ID are absent (their own node).  ``node_first``: node -> the task's
+    # first-starting slice (absent: the node itself).
+    node_of: dict[int, int] = field(default_factory=dict)
+    node_first: dict[int, int] = field(default_factory=dict)
+    has_pickup: bool = False      # some analysed slice says when it was dispatched (PICKUP)
+
+    def node(self, i: int) -> int:
+        return self.node_of.get(i, i)
+
+    def members(self) -> dict[int, list[int]]:
+        """node -> every slice of its task (tasks of several slices only)."""
+        out: dict[int, list[int]] = {}
+        for i, n in self.node_of.items():
+            out.setdefault(n, []).append(i)
+        return out
 
     @property
     def makespan(self) -> int:
@@ -118,9 +136,22 @@ class Timeline:
             end = last if end is None or last > end else end
             for i in lane.slices:
                 lane_of[i] = k
-        has_graph = bool(trace.flows) and extra.get(TASK_GRAPH) is True
         preds: dict[int, list[int]] = {}
-        if has_graph:
+        tasks = _tasks(trace, ordered)
+        # A graph of tasks with ids (TASK_ID) holds every task, with or without edges (a
+        # run of independent tasks: each is ready from the run start).
+        has_graph = extra.get(TASK_GRAPH) is True and (bool(trace.flows) or tasks is not None)
+        node_of: dict[int, int] = {}
+        node_first: dict[int, int] = {}
+        if tasks is not None:
+            node_of, node_first = _nodes(slices, tasks[1])
+        has_pickup = any(PICKUP in slices[i].all_args for lane in ordered
+                         for i in lane.slices[:1])
+        if has_graph and tasks is not None:
+            preds = _task_preds(trace, ordered, lane_of, tasks[0], tasks[1], node_of)
+            for lane in ordered:
+                lane.graph = True
+        elif has_graph:
             for f in trace.flows:
                 lst = preds.get(f.dst)
                 if lst is None:
@@ -133,14 +164,103 @@ class Timeline:
                     ordered[a].graph = True
                 if b is not None:
                     ordered[b].graph = True
-        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts)
+        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts,
+                   node_of, node_first, has_pickup)
+
+
+def _tasks(trace: Trace, lanes: list[Lane]
+           ) -> tuple[dict[int, object], dict[object, list[int]]] | None:
+    """With TASK_ID on the analysed slices: (slice -> task, task -> its analysed slices);
+    None when no analysed slice has one (PyPTO, msprof, NCU: every slice its own task)."""
+    slices = trace.slices
+    if not any(TASK_ID in slices[lane.slices[0]].all_args for lane in lanes):
+        return None
+    task_of: dict[int, object] = {}
+    members: dict[object, list[int]] = {}
+    for lane in lanes:
+        for i in lane.slices:
+            key = slices[i].all_args.get(TASK_ID)
+            if key is None:
+                continue
+            task_of[i] = key
+            lst = members.get(key)
+            if lst is None:
+                members[key] = [i]
+            else:
+                lst.append(i)
+    if not task_of:
+        return None
+    return task_of, members
+
+
+def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], dict[int, int]]:
+    node_of: dict[int, int] = {}
+    node_first: dict[int, int] = {}
+    for ids in members.values():
+        if len(ids) < 2:
+            continue
+        node = max(ids, key=lambda i: (slices[i].ts + slices[i].dur, slices[i].ts, -i))
+        for i in ids:
+            node_of[i] = node
+        node_first[node] = min(ids, key=lambda i: (slices[i].ts, i))
+    return node_of, node_first
+
+
+def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
+                task_of: dict[int, object], members: dict[object, list[int]],
+                node_of: dict[int, int]) -> dict[int, list[int]]:
+    """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
+    of a task is a dependency of every slice of it, on the predecessor task's node (its
+    last-ending analysed slice; a task without analysed slices, such as a dummy task's
+    marker, is its flow's source slice)."""
+    slices = trace.slices
+    by_task: dict[object, list[int]] = {}      # task -> predecessor nodes, in flow order
+    loose: dict[int, list[int]] = {}           # a destination outside the analysed lanes
+    seen: set[tuple[object, int]] = set()
+    for f in trace.flows:
+        src = f.src
+        key = task_of.get(src)
+        if key is None:
+            key = slices[src].all_args.get(TASK_ID) if src not in lane_of else None
+            if key is not None and key in members:
+                src = members[key][0]
+        p = node_of.get(src, src)
+        dkey = task_of.get(f.dst)
+        if dkey is None:
+            dkey = slices[f.dst].all_args.get(TASK_ID)
+            if dkey is None or dkey not in members:
+                loose.setdefault(f.dst, []).append(p)
+                continue
+        if (dkey, p) in seen:
+            continue
+        seen.add((dkey, p))
+        by_task.setdefault(dkey, []).append(p)
+    preds: dict[int, list[int]] = dict(loose)
+    for key, plist in by_task.items():
+        for i in members[key]:
+            preds[i] = plist
+    in_graph = set(by_task)
+    in_graph.update(task_of[p] for plist in loose.values() for p in plist if p in task_of)
+    in_graph.update(task_of[p] for plist in by_task.values() for p in plist if p in task_of)
+    for key in in_graph:
+        for i in members[key]:
+            lanes[lane_of[i]].graph = True
+    return preds
 
 
 def source_lanes(trace: Trace) -> bytearray:
-    """1 at the index of every lane read from the source (not derived), else 0."""
+    """1 at the index of every lane read from the source (not derived) and, when the reader
+    declares its resources (RESOURCES), of one of those kinds; else 0."""
     ok = bytearray(len(trace.tracks))
-    for t in trace.tracks:
+    resources = trace.meta.extra.get(RESOURCES)
+    resources = None if resources is None else set(resources)
+    tracks = trace.tracks
+    for t in tracks:
         if t.kind == LANE and not t.derived:
+            if resources is not None and lane_kind(
+                    t.name, tracks[t.parent].name if t.parent is not None else "") \
+                    not in resources:
+                continue
             ok[t.index] = 1
     return ok
 

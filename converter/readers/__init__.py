@@ -7,9 +7,10 @@ from pathlib import Path
 from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
-from . import model, msprof, ncu, pypto
+from . import model, msprof, ncu, pypto, simpler
 
 READERS: list[Reader] = [
+    simpler.READER,
     pypto.READER,
     msprof.READER,
     ncu.READER,

@@ -21,7 +21,7 @@ W = 920                           # picture width in px
 PALETTE = ["#3b6fb6", "#3a9a5b", "#d08a2c", "#8d5ab8", "#c2464b", "#3aa3a8", "#8a8a3a",
            "#b8578f"]
 CAUSE_COLORS = {"busy": None, "wait predecessor": "#e07a5f", "wait schedule": "#f2c14e",
-                "idle": "#b0b7c3", "tail": "#e9ecf1"}
+                "idle": "#b0b7c3", "wait start": "#9c89b8", "tail": "#e9ecf1"}
 STRIP_BINS = 240
 MAX_STRIP_LANES = 160
 
@@ -94,8 +94,8 @@ def _ticks(left: float, bar: float, y: float, total_us: float) -> list[str]:
 
 def _shares(row: dict[str, Any], graph: bool) -> list[tuple[str, float]]:
     """(part, µs) of a lane or kind row: busy, then its bubbles by cause."""
-    return [("busy", row["busy_us"] or 0.0)] + [(cause, row[key] or 0.0)
-                                                for cause, key in causes(graph)]
+    return [("busy", row["busy_us"] or 0.0)] + [
+        (cause, row[key] or 0.0) for cause, key in causes(graph, "wait_start_us" in row)]
 
 
 def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
@@ -109,6 +109,8 @@ def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
     col = max(2.0, min(24.0, (W - left - 40) / n))
     gap = 1 if col > 4 else 0
     width = left + col * n + 40
+    if "wait_start_us" in lanes[0]:            # room for the legend's fourth cause
+        width = max(width, 720)
     graph = bub.get("cause_model") == "task graph"
     parts = [f'<svg id="util-bars" class="chart" width="{width:.0f}" height="{h + top + 46}" '
              f'viewBox="0 0 {width:.0f} {h + top + 46}" role="img" '
@@ -148,14 +150,14 @@ def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
                          f'text-anchor="middle">{_e(lanes[start]["kind"])} '
                          f'({k - start})</text>')
             start = k
-    parts.append(_legend(graph, colors, top + h + 30, left))
+    parts.append(_legend(graph, colors, top + h + 30, left, "wait_start_us" in lanes[0]))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _legend(graph: bool, colors: dict[str, str], y: int, x0: int) -> str:
+def _legend(graph: bool, colors: dict[str, str], y: int, x0: int, start: bool = False) -> str:
     items = [(f"busy ({k})", c) for k, c in colors.items()]
-    items += [(cause, CAUSE_COLORS[cause]) for cause, _ in causes(graph)]
+    items += [(cause, CAUSE_COLORS[cause]) for cause, _ in causes(graph, start)]
     items.append(("after the lane's last task", CAUSE_COLORS["tail"]))
     out = []
     x = x0
@@ -204,7 +206,8 @@ def _bubble_breakdown(d: dict[str, Any], colors: dict[str, str]) -> str:
         parts.append(f'<text x="{left + bar + 8}" y="{y + 15}" class="label">'
                      f'{pct_(kind["bubble_rate_pct"])} bubbles</text>')
     parts.append(_legend(graph, {k["name"]: colors.get(k["name"], PALETTE[0])
-                                 for k in kinds}, height - 22, left))
+                                 for k in kinds}, height - 22, left,
+                         "wait_start_us" in kinds[0]))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -492,6 +495,9 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
                          f"<p>{pc['cores_matching']} of {pc['cores_checked']} cores match "
                          f"within {pc['tolerance_us']} µs (or the integer-ns rounding bound)."
                          f"</p><ul>{items}</ul>"))
+    if d.get("simpler"):
+        from .simpler import html_section
+        sections.append(("simpler", html_section(d["simpler"])))
     rows = [["device", conf.get("device") or "unknown"], ["tool", tool or "unknown"],
             ["tasks", num(conf.get("tasks"))], ["time span", us_(makespan)]]
     for sh in conf.get("shapes") or []:

@@ -83,18 +83,19 @@ def vs_baseline(rows: list[dict[str, Any]]) -> list[str]:
                    figure_cell(r["current"], r["unit"]), change_cell(r)) for r in rows))
 
 
-def causes(graph: bool) -> tuple[tuple[str, str], ...]:
+def causes(graph: bool, start: bool = False) -> tuple[tuple[str, str], ...]:
     """(bubble cause, its key in a lane, kind or run row) of a run with or without a task
-    graph, in table order."""
+    graph (and with dispatch times: ``start``), in table order."""
     return ((("wait predecessor", "wait_predecessor_us"), ("wait schedule", "wait_schedule_us"))
-            if graph else (("idle", "idle_us"),))
+            if graph else (("idle", "idle_us"),)) + (
+        (("wait start", "wait_start_us"),) if start else ())
 
 
-def _totals_row(name: str, k: dict[str, Any], graph: bool) -> list[str]:
+def _totals_row(name: str, k: dict[str, Any], graph: bool, start: bool = False) -> list[str]:
     """A lanes-table row of a kind's or the run's totals, up to the waits."""
     return [name, f"{k.get('lanes_used')} of {k.get('lanes')}", us_(k.get("duration_us")),
             pct_(k.get("utilization_pct")), pct_(k.get("bubble_rate_pct"))] + [
-        us_(k.get(key)) for _, key in causes(graph)]
+        us_(k.get(key)) for _, key in causes(graph, start)]
 
 
 def render_markdown(d: dict[str, Any]) -> str:
@@ -143,6 +144,9 @@ def render_markdown(d: dict[str, Any]) -> str:
             f"**{x['label']}** ({pct_(x['share_pct'])}: {x['evidence']})"
             for x in d["bottlenecks"]) + ".")
         out.append("")
+    if d.get("simpler"):
+        from .simpler import markdown_questions
+        out += markdown_questions(d["simpler"])
     # -- opportunities --------------------------------------------------------------------
     out.append("## Top 3 opportunities")
     out.append("")
@@ -191,26 +195,29 @@ def render_markdown(d: dict[str, Any]) -> str:
         out.append("")
     else:
         graph = bub.get("cause_model") == "task graph"
+        start = "wait_start_us" in (bub.get("run") or {})
         head = ["lanes", "used", "duration", "utilization", "bubble rate"]
-        head += [cause for cause, _ in causes(graph)]
+        head += [cause for cause, _ in causes(graph, start)]
         head += ["bottleneck", "key issue"]
         rows = [_totals_row(k["name"] + (" (pseudo-core)" if k.get("pseudo_core") else ""),
-                            k, graph) + [k["bottleneck"], k["key_issue"]]
+                            k, graph, start) + [k["bottleneck"], k["key_issue"]]
                 for k in bub.get("kinds") or []]
-        rows.append(_totals_row("**all (run)**", bub.get("run") or {}, graph) + ["", ""])
+        rows.append(_totals_row("**all (run)**", bub.get("run") or {}, graph, start)
+                    + ["", ""])
         out += table(head, rows)
         out.append("")
         out.append("Utilization = busy time / (lanes used × run makespan); bubble rate = "
                    "total wait / Σ lane spans (run start to each lane's last task). "
                    + ("Wait predecessor: inputs not ready; wait schedule: ready but not "
-                      "dispatched." if graph else "Every gap is idle (no task graph)."))
+                      "dispatched." if graph else "Every gap is idle (no task graph).")
+                   + (" Wait start: dispatched, not yet started." if start else ""))
         out.append("")
         worst = sorted((l for l in bub.get("lanes") or [] if l.get("total_wait_us")),
                        key=lambda l: -(l["total_wait_us"] or 0))[:10]
         if worst:
             out.append("Lanes with the most bubble time:")
             out.append("")
-            waits = causes(graph) if graph else ()      # (idle: the total wait itself)
+            waits = causes(graph, start) if graph or start else ()   # (idle: the total)
             hd = ["lane", "tasks", "busy", "total wait", *(name for name, _ in waits),
                   "utilization", "bubble rate"]
             rows = []
@@ -343,6 +350,9 @@ def render_markdown(d: dict[str, Any]) -> str:
                            "; ".join(c["reasons"]) or "rounding")
                           for c in odd))
         out.append("")
+    if d.get("simpler"):
+        from .simpler import markdown_tools
+        out += markdown_tools(d["simpler"])
     warnings = d.get("warnings") or []
     if warnings:
         out.append("## Warnings")

@@ -24,6 +24,8 @@ SIM_DIR = "CostModelSimulationOutput"
 
 
 def sniff_merged(head: bytes) -> bool:
+    if b'"Worker View"' in head and b"Machine View" not in head:
+        return False        # the simpler runtime's converter output (readers/simpler)
     return b"traceEvents" in head and (b"Machine View" in head or b"machine-view" in head
                                        or b"event-hint" in head)
 

@@ -1,0 +1,228 @@
+"""One simpler run into the model: files loaded (``records``), views built (``lanes``,
+``phases``, ``flows``), what the level or the files lack said once."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable
+
+from ...errors import InputError
+from ...model import GROUP, MAX_NS, Clock, RunMeta, Trace, split_overlaps
+from ..base import ReadOptions, Source
+from .flows import add_dependency_flows
+from .hostclock import host_mapping
+from .lanes import Built, add_scheduler_view, add_worker_view
+from .phases import add_device_orchestrator, add_host_orchestrator, add_scheduler_phases
+from .records import (Deps, Records, load_deps, load_host_phases, load_name_map,
+                      load_records)
+
+TOOL = "simpler (PyPTO 3.0)"
+LEGACY_US = Clock("simpler-us", "us", Fraction(1000),
+                  "microseconds as written by simpler before June 2026 (rounded to the ns)")
+
+
+def build(source: Source, options: ReadOptions) -> Trace:
+    from . import READER, clock_of, device_name, platform_of
+    files = source.files
+    path = files["records"]
+    meta = RunMeta(source.name, "simpler", tool=TOOL, source_files=[str(path)])
+    trace = Trace(meta)
+    warn = trace.warn
+    options.report(f"reading {path.name}", 0, 1)
+    clock_hz = None
+    if options.clock_mhz is not None:
+        hz = options.clock_mhz * 10**6
+        if hz.denominator != 1 or hz <= 0:
+            raise InputError(path, f"--clock-mhz {options.clock_mhz} is not a whole, "
+                             "positive number of Hz")
+        clock_hz = int(hz)
+    rec = load_records(path, warn, clock_hz)
+    clock = meta.clock = clock_of(rec.freq_hz) if not rec.microseconds else LEGACY_US
+    platform = platform_of(path)
+    meta.device = device_name(platform, rec.freq_hz if not rec.microseconds else None)
+    if rec.microseconds and clock_hz is not None:
+        warn(f"{path}: --clock-mhz ignored: this layout is already in microseconds")
+    missing: list[str] = []
+
+    deps = None
+    if "deps" in files:
+        if source.variant == "simpler-records":
+            missing.append("deps.json ignored (--from simpler-records): no function names "
+                           "or dependencies")
+        else:
+            deps = load_deps(files["deps"], warn)
+            if deps is not None:
+                meta.source_files.append(str(files["deps"]))
+    else:
+        missing.append("no deps.json: no function names or dependencies (run with "
+                       "enable_dep_gen=True / --enable-dep-gen)")
+    if deps is None and rec.deps is not None:
+        deps = rec.deps
+        missing[:] = [m for m in missing if not m.startswith("no deps.json")]
+    names = _names(source, deps, meta, missing, warn)
+
+    per = clock.ns_per_unit if not rec.microseconds else 1
+    if per == 1:
+        def ns(c: int) -> int:
+            return c
+    elif per.denominator == 1:
+        mul = per.numerator
+
+        def ns(c: int) -> int:
+            return c * mul
+    else:
+        ns = clock.to_ns
+
+    built = Built(trace.add_track(meta.device, None, GROUP, 0,
+                                  f"simpler level {rec.level} chip swimlane run"))
+    counts: dict[str, Any] = add_worker_view(trace, rec, deps, names, ns, built, 0)
+    level = rec.level
+    _level_notes(rec, missing)
+    counts["aicpu_rows"] = len(rec.aicpu)
+    if rec.aicpu:
+        counts["scheduler_view_rows"] = add_scheduler_view(trace, rec, built, 1)
+    _join_warnings(trace, rec, counts)
+    if rec.sched is not None:
+        counts["sched_phase_records"] = sum(len(t) for t in rec.sched)
+        counts.update(add_scheduler_phases(trace, rec, deps, names, ns, built, 2))
+    info: dict[str, Any] = {}
+    if rec.orch is not None:
+        counts["orch_records"] = add_device_orchestrator(trace, rec, deps, ns, built, 3)
+    host_phases = load_host_phases(files["host_phases"], warn) if "host_phases" in files \
+        else []
+    if host_phases:
+        meta.source_files.append(str(files["host_phases"]))
+    if rec.host_orch is not None or rec.uploads is not None or host_phases:
+        host = _host_clock(rec, ns, host_phases, info, warn)
+        counts["host_orch_records"] = add_host_orchestrator(trace, rec, deps, host, built, 3,
+                                                            host_phases)
+        counts["host_phase_records"] = len(host_phases)
+        if built.off_clock:
+            warn(f"{path}: {built.off_clock} host records fall outside the device clock's "
+                 "range once placed on it (before its zero): dropped")
+    counts["edges"] = len(deps.edges) if deps is not None else 0
+    counts["tasks_in_deps"] = len(deps.tasks) if deps is not None else 0
+    if deps is not None:
+        counts["flows"] = add_dependency_flows(trace, deps, built, level)
+        unknown = sum(1 for t in built.rows_of if t not in deps.tasks)
+        if unknown:
+            warn(f"{deps.path}: {unknown} tasks of the records are not in deps.json (it may "
+                 "come from another execution): labelled task(<token>)")
+    # Tasks (not slices): each executed task once (MIX / SPMD rows are one), markers and
+    # allocations included.
+    meta.extra["tasks"] = len(built.rows_of.keys() | built.markers.keys())
+    for line in missing:
+        warn(f"{path}: {line}")
+    orchestration = ("host" if rec.host_orch is not None or
+                     rec.meta.get("orchestrator_source") == "host" else
+                     "device" if rec.orch is not None else None)
+    meta.extra["simpler"] = {
+        "level": level, "level_key": rec.level_key,
+        "clock_freq_hz": rec.freq_hz if not rec.microseconds else None,
+        "num_cores": rec.meta.get("num_cores"), "core_types": rec.core_types,
+        "core_to_thread": rec.core_to_thread, "platform": platform,
+        "orchestration": orchestration, "task_graph": deps is not None,
+        "missing": missing, "counts": counts, **info}
+    meta.extra.update(READER.declarations(meta))
+    split_overlaps(trace)
+    options.report(f"reading {path.name}", 1, 1)
+    return trace
+
+
+def _names(source: Source, deps: Deps | None, meta: RunMeta, missing: list[str],
+           warn: Callable[[str], None]) -> dict[int, str]:
+    maps = sorted(k for k in source.files if k.startswith("name_map"))
+    if deps is None:
+        return {}
+    if not maps:
+        missing.append("no name_map*.json: functions shown as func_<id>_<letters>")
+        return {}
+    if len(maps) > 1:
+        listed = ", ".join(source.files[k].name for k in maps)
+        warn(f"{source.files['records'].parent}: several name maps ({listed}), none used "
+             "(as simpler's converter does): functions shown as func_<id>_<letters>")
+        return {}
+    meta.source_files.append(str(source.files[maps[0]]))
+    return load_name_map(source.files[maps[0]], warn)
+
+
+def _level_notes(rec: Records, missing: list[str]) -> None:
+    level = rec.level
+    if level == 1:
+        missing.append("level 1: no AICPU records, so no dispatch/finish times, Scheduler "
+                       "View or pickup/completion latencies (run with enable_chip_swimlane "
+                       ">= 2)")
+    if level == 2:
+        missing.append("level 2: no scheduler phase records, so no scheduler loop phases, "
+                       "ready-queue depths or core -> scheduler thread map (run with "
+                       "enable_chip_swimlane >= 3)")
+    if level <= 3:
+        missing.append(f"level {level}: no orchestrator records, so no submit times and no "
+                       "allocation tasks (run with enable_chip_swimlane = 4)")
+    if level >= 3 and rec.sched is None:
+        missing.append(f"level {level} but no aicpu_scheduler_phases: no scheduler phases")
+    if level >= 4 and rec.orch is None and rec.host_orch is None:
+        missing.append("level 4 but no orchestrator records: no submit times")
+    if rec.five_columns:
+        missing.append(f"{rec.five_columns} aicore_tasks rows have 5 columns (records from "
+                       "before 2026-06-07): no receive time, so no setup_ns")
+
+
+def _join_warnings(trace: Trace, rec: Records, counts: dict[str, Any]) -> None:
+    if counts["duplicate_aicpu_keys"]:
+        trace.warn(f"{rec.path}: {counts['duplicate_aicpu_keys']} aicpu_tasks rows repeat a "
+                   "(core_id, reg_task_id) pair: the last one is used")
+    if counts["aicpu_without_aicore"]:
+        trace.warn(f"{rec.path}: {counts['aicpu_without_aicore']} aicpu_tasks rows have no "
+                   "AICore row with the same (core_id, reg_task_id): dropped (their task is "
+                   "unknown)")
+    if rec.level >= 2 and rec.aicpu and counts["joined"] < counts["aicore_rows"]:
+        trace.warn(f"{rec.path}: {counts['aicore_rows'] - counts['joined']} AICore rows have "
+                   "no AICPU row with the same (core_id, reg_task_id): no dispatch/finish "
+                   "for them")
+
+
+def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[str, Any]],
+                info: dict[str, Any],
+                warn: Callable[[str], None]) -> Callable[[int], int | None]:
+    lo = hi = None
+    for r in rec.aicore:
+        for c in (r[3] - (r[5] or 0), r[4]):
+            if c:
+                lo = c if lo is None or c < lo else lo
+                hi = c if hi is None or c > hi else hi
+    for r in rec.aicpu:
+        for c in (r[2], r[3]):
+            if c:
+                lo = c if lo is None or c < lo else lo
+                hi = c if hi is None or c > hi else hi
+    for thread in rec.sched or ():
+        for r in thread:
+            for c in (r["start_cycles"], r["end_cycles"]):
+                if c:
+                    lo = c if lo is None or c < lo else lo
+                    hi = c if hi is None or c > hi else hi
+    ends = [r["end_host_ns"] for t in rec.host_orch or () for r in t]
+    ends += [r["end_host_ns"] for r in rec.uploads or ()]
+    ends += [r["end_ns"] for r in host_phases]
+    from . import clock_of
+    mapping, facts = host_mapping(rec.meta.get("clock_anchors"),
+                                  clock_of(rec.freq_hz).ns_per_unit, lo, hi,
+                                  max(ends) if ends else None,
+                                  ns(lo) if lo is not None else None)
+    info["clock_alignment"] = facts
+    capture = rec.meta.get("host_capture")
+    if isinstance(capture, dict):
+        info["host_capture"] = capture
+        if capture.get("status") not in (None, "complete"):
+            warn(f"{rec.path}: host capture {capture.get('status')} "
+                 f"({capture.get('error')}): host orchestrator records are incomplete")
+    def host(h: int) -> int | None:
+        v = mapping(h)
+        return v if 0 <= v <= MAX_NS else None
+
+    if facts["status"] != "calibrated":
+        warn(f"{rec.path}: host clock not aligned with the device ({facts['reason']}): host "
+             "records are placed to end where the device's first record starts; the real "
+             "gap is unknown")
+    return host

@@ -1,0 +1,411 @@
+"""Loading a simpler run's files into checked, plain Python data.
+
+``chip_swimlane_records.json`` (format reference ../shared/docs/formats/simpler.md, section
+2), ``deps.json`` (3), ``name_map*.json`` (4) and ``host_phase_records.jsonl`` (2.8).  What is
+malformed is dropped here, counted, and reported as one warning line per file and kind of
+loss; what is left is trusted by the builders (``lanes``, ``phases``, ``flows``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import msgspec
+import orjson
+
+from ...errors import InputError
+from ...fileio import load_json, load_json_records, read_bytes
+from ...model import MAX_NS
+
+Warn = Callable[[str], None]
+
+LEVEL_KEYS = ("chip_swimlane_level", "l2_swimlane_level")
+UINT64_END = 1 << 64
+_INT = {int}
+
+
+def _uint(v: Any) -> bool:
+    return type(v) is int and 0 <= v < UINT64_END
+
+
+@dataclass
+class Records:
+    """The content of one records file, rows checked."""
+
+    path: Path
+    level: int
+    level_key: str
+    meta: dict[str, Any]
+    freq_hz: int
+    core_types: list[str]
+    core_to_thread: list[int] | None
+    # [core, task_id, reg_task_id, start, end, receive_to_start] (receive_to_start None: 5 cols)
+    aicore: list[list[Any]]
+    aicpu: list[list[int]]                     # [core, reg_task_id, dispatch, finish]
+    sched: list[list[dict[str, Any]]] | None   # per AICPU thread slot
+    orch: list[list[dict[str, Any]]] | None    # device orchestrator records
+    host_orch: list[list[dict[str, Any]]] | None
+    uploads: list[dict[str, Any]] | None
+    five_columns: int = 0
+    keys: list[str] = field(default_factory=list)
+    microseconds: bool = False                 # the pre-June-2026 layout: times already ns
+    deps: "Deps | None" = None                 # its functions and fanout edges (legacy)
+
+
+def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records:
+    doc, cut = load_json_records(path, None, (2, 3), rows=True)
+    if not isinstance(doc, dict):
+        raise InputError(path, "not a chip swimlane records file (no JSON object)")
+    if cut is not None:
+        warn(f"{path}: {cut.describe('rows')}")
+    if isinstance(doc.get("tasks"), list) and "aicore_tasks" not in doc:
+        from .legacy import from_microseconds
+        rec, rec.deps = from_microseconds(path, doc, warn)
+        return rec
+    level_key = next((k for k in LEVEL_KEYS if k in doc), None)
+    if level_key is None:
+        raise InputError(path, "no chip_swimlane_level: not a chip swimlane records file")
+    level = doc[level_key]
+    if type(level) is not int or level < 1:
+        raise InputError(path, f"{level_key} is {level!r}, not a level 1-4")
+    if level > 4:
+        warn(f"{path}: {level_key} {level} is newer than this reader knows (1-4); "
+             "what it knows was read")
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        warn(f"{path}: no metadata object; clock and core types unknown")
+    freq = meta.get("clock_freq_hz")
+    if clock_hz is not None:
+        if _uint(freq) and freq != clock_hz:
+            warn(f"{path}: clock_freq_hz {freq} overridden by --clock-mhz ({clock_hz} Hz)")
+        freq = clock_hz
+    elif not _uint(freq) or freq == 0:
+        raise InputError(path, f"metadata.clock_freq_hz is {freq!r}: cannot convert cycles "
+                         "to time (give the counter rate with --clock-mhz)")
+    core_types = meta.get("core_types")
+    if not isinstance(core_types, list):
+        core_types = []
+        warn(f"{path}: no metadata.core_types; cores are named CORE_<id>")
+    core_types = [c if isinstance(c, str) else "" for c in core_types]
+    c2t = meta.get("core_to_thread")
+    if c2t is not None and not (isinstance(c2t, list) and all(type(x) is int for x in c2t)):
+        warn(f"{path}: metadata.core_to_thread is not a list of integers; ignored")
+        c2t = None
+    limit = MAX_NS * freq // 10**9          # the last cycle whose ns fits the model
+    rec = Records(path, level, level_key, meta, freq, core_types, c2t,
+                  _aicore(path, doc.get("aicore_tasks"), limit, warn), [], None, None, None,
+                  None, keys=list(doc))
+    rec.five_columns = sum(1 for r in rec.aicore if r[5] is None)
+    rec.aicpu = _aicpu(path, doc.get("aicpu_tasks"), level, limit, warn)
+    rec.sched = _thread_lists(path, doc, "aicpu_scheduler_phases", ("start_cycles",
+                              "end_cycles"), limit, warn)
+    rec.orch = _thread_lists(path, doc, "aicpu_orchestrator_phases", ("start_cycles",
+                             "end_cycles"), limit, warn)
+    rec.host_orch = _thread_lists(path, doc, "host_orchestrator_phases", ("start_host_ns",
+                                  "end_host_ns"), MAX_NS, warn)
+    ups = doc.get("host_device_uploads")
+    if ups is not None:
+        rec.uploads = _records(path, "host_device_uploads", ups if isinstance(ups, list)
+                               else None, ("start_host_ns", "end_host_ns"), MAX_NS, warn)
+    return rec
+
+
+def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> list[list[Any]]:
+    if rows is None:
+        warn(f"{path}: no aicore_tasks: no task executions recorded")
+        return []
+    if not isinstance(rows, list):
+        warn(f"{path}: aicore_tasks is not a list; no task executions read")
+        return []
+    out = []
+    bad = backwards = 0
+    for r in rows:
+        if type(r) is list and (len(r) == 6 or len(r) == 5) and set(map(type, r)) == _INT \
+                and min(r) >= 0 and max(r) < UINT64_END:
+            if r[4] < r[3] or r[4] > limit or (len(r) == 6 and r[5] > r[3]):
+                backwards += 1
+                continue
+            if len(r) == 5:
+                r.append(None)
+            out.append(r)
+        else:
+            bad += 1
+    if bad:
+        warn(f"{path}: {bad} of {len(rows)} aicore_tasks rows dropped: not 5 or 6 "
+             "non-negative integers [core_id, task_id, reg_task_id, start, end, "
+             "receive_to_start]")
+    if backwards:
+        warn(f"{path}: {backwards} aicore_tasks rows dropped: end before start, receive "
+             "before cycle 0, or times beyond the model's range")
+    return out
+
+
+def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn) -> list[list[int]]:
+    if rows is None:
+        if level >= 2:
+            warn(f"{path}: no aicpu_tasks at level {level}: dispatch/finish times missing")
+        return []
+    if not isinstance(rows, list):
+        warn(f"{path}: aicpu_tasks is not a list; dispatch/finish times not read")
+        return []
+    out = []
+    bad = backwards = 0
+    for r in rows:
+        if type(r) is list and len(r) == 4 and set(map(type, r)) == _INT and min(r) >= 0 \
+                and max(r) < UINT64_END:
+            if r[3] < r[2] or r[3] > limit:
+                backwards += 1
+            else:
+                out.append(r)
+        else:
+            bad += 1
+    if bad:
+        warn(f"{path}: {bad} of {len(rows)} aicpu_tasks rows dropped: not 4 non-negative "
+             "integers [core_id, reg_task_id, dispatch, finish]")
+    if backwards:
+        warn(f"{path}: {backwards} aicpu_tasks rows dropped: finish before dispatch or "
+             "beyond the model's time range")
+    return out
+
+
+def _thread_lists(path: Path, doc: dict, key: str, times: tuple[str, str], limit: int,
+                  warn: Warn) -> list[list[dict[str, Any]]] | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        warn(f"{path}: {key} is not a list of thread lists; not read")
+        return None
+    out = []
+    lost = 0
+    for thread in value:
+        if not isinstance(thread, list):
+            lost += 1
+            out.append([])
+            continue
+        out.append(_records(path, key, thread, times, limit, warn, quiet=True))
+        lost += len(thread) - len(out[-1])
+    if lost:
+        warn(f"{path}: {lost} {key} records dropped: not objects with integer "
+             f"{times[0]} <= {times[1]} in range")
+    return out
+
+
+def _records(path: Path, key: str, rows: list | None, times: tuple[str, str], limit: int,
+             warn: Warn, quiet: bool = False) -> list[dict[str, Any]]:
+    if rows is None:
+        warn(f"{path}: {key} is not a list; not read")
+        return []
+    a, b = times
+    out = [r for r in rows if type(r) is dict and type(x := r.get(a)) is int
+           and type(y := r.get(b)) is int and 0 <= x <= y <= limit]
+    if not quiet and len(out) < len(rows):
+        warn(f"{path}: {len(rows) - len(out)} {key} records dropped: not objects with "
+             f"integer {a} <= {b} in range")
+    return out
+
+
+# -- deps.json -------------------------------------------------------------------------------
+# Only the fields tracecvt uses are decoded (msgspec skips the rest, e.g. every task's args,
+# unparsed): 5x faster than a full parse.  Fields are Any: their checks are ours, below.
+
+class _Task(msgspec.Struct, gc=False):
+    task_id: Any = None
+    kernel_ids: Any = None
+    block_num: Any = None
+
+
+class _Edge(msgspec.Struct, gc=False):
+    pred: Any = None
+    succ: Any = None
+    arg: Any = None
+    source: Any = None
+    overlap: Any = None
+    tensor_id: Any = None
+    flags: Any = None
+
+
+class _DepsDoc(msgspec.Struct, gc=False):
+    tasks: list[_Task] | None = None
+    edges: list[_Edge] | None = None
+
+
+_DEPS = msgspec.json.Decoder(_DepsDoc)
+
+
+def _tolerant(doc: Any) -> _DepsDoc | None:
+    """The same view of a deps.json whose shape the fast decoder refused (an entry that is
+    not an object, a list where an object belongs): entries kept as they are, to be counted
+    as dropped."""
+    if not isinstance(doc, dict):
+        return None
+
+    def entries(value: Any, cls: type) -> Any:
+        if not isinstance(value, list):
+            return value
+        names = cls.__struct_fields__
+        return [cls(**{k: e.get(k) for k in names}) if isinstance(e, dict) else e
+                for e in value]
+
+    return _DepsDoc(entries(doc.get("tasks"), _Task), entries(doc.get("edges"), _Edge))
+
+
+@dataclass
+class Deps:
+    path: Path
+    tasks: dict[int, tuple[list[int], int]]     # task id -> (kernel_ids [aic, aiv0, aiv1], block_num)
+    edges: list[tuple[int, int, dict[str, Any] | None]]   # (pred, succ, flow args) per row
+    order: list[int]                            # task ids in submit order
+
+
+def _id(v: Any) -> int | None:
+    """A 64-bit task id: a decimal string in deps.json (a number is accepted too)."""
+    if type(v) is int:
+        return v if 0 <= v < UINT64_END else None
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 20:
+        n = int(v)
+        return n if n < UINT64_END else None
+    return None
+
+
+def load_deps(path: Path, warn: Warn) -> Deps | None:
+    """``deps.json``, or None (with a warning) when it cannot be used at all."""
+    try:
+        data = read_bytes(path)
+        if data[:3] == b"\xef\xbb\xbf":
+            data = data[3:]
+        doc = _DEPS.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        try:
+            doc = _tolerant(load_json(path))    # or the one-line reason it is not JSON
+        except InputError as e:
+            warn(f"{e}; no function names or dependencies")
+            return None
+    except InputError as e:
+        warn(f"{e}; no function names or dependencies")
+        return None
+    if doc is None or not isinstance(doc.tasks, list):
+        warn(f"{path}: not a deps.json (no tasks list); no function names or dependencies")
+        return None
+    tasks: dict[int, tuple[list[int], int]] = {}
+    order = []
+    bad = 0
+    for t in doc.tasks:
+        tid = _id(t.task_id) if type(t) is _Task else None
+        if tid is None:
+            bad += 1
+            continue
+        k = t.kernel_ids
+        kernels = [x if type(x) is int and -1 <= x < 1 << 62 else -1 for x in k[:3]] \
+            if isinstance(k, list) else []
+        kernels += [-1] * (3 - len(kernels))
+        block = t.block_num
+        tasks[tid] = (kernels, block if type(block) is int and block >= 1 else 1)
+        order.append(tid)
+    if bad:
+        warn(f"{path}: {bad} tasks[] entries without a valid task_id dropped")
+    edges = []
+    raw = doc.edges
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        warn(f"{path}: edges is not a list; no dependencies read")
+        raw = []
+    bad = 0
+    for e in raw:
+        if type(e) is not _Edge:
+            bad += 1
+            continue
+        p, s = _id(e.pred), _id(e.succ)
+        if p is None or s is None:
+            bad += 1
+            continue
+        edges.append((p, s, _edge_args(e)))
+    if bad:
+        warn(f"{path}: {bad} of {len(raw)} edges dropped: pred/succ not task ids")
+    return Deps(path, tasks, edges, order)
+
+
+def _edge_args(e: _Edge) -> dict[str, Any] | None:
+    """A flow's args: source, overlap, tensor_id (text), arg, flags ("wait,retain")."""
+    args: dict[str, Any] = {}
+    if type(e.source) is str:
+        args["source"] = e.source
+    if type(e.overlap) is str:
+        args["overlap"] = e.overlap
+    t = e.tensor_id
+    if type(t) is str:
+        args["tensor_id"] = t
+    elif type(t) is int:
+        args["tensor_id"] = str(t)
+    a = e.arg
+    if type(a) is int and -(1 << 63) <= a < 1 << 63:
+        args["arg"] = a
+    if type(e.flags) is list:
+        try:
+            args["flags"] = ",".join(e.flags)
+        except TypeError:           # not all text
+            pass
+    return args or None
+
+
+def load_name_map(path: Path, warn: Warn) -> dict[int, str]:
+    try:
+        doc = load_json(path)
+    except InputError as e:
+        warn(f"{e}; function ids shown unnamed")
+        return {}
+    names = doc.get("callable_id_to_name") if isinstance(doc, dict) else None
+    if not isinstance(names, dict):
+        warn(f"{path}: no callable_id_to_name object; function ids shown unnamed")
+        return {}
+    out = {}
+    for k, v in names.items():
+        if k.lstrip("-").isdigit() and isinstance(v, str) and v:
+            out[int(k)] = v
+    if len(out) < len(names):
+        warn(f"{path}: {len(names) - len(out)} name map entries ignored (key not a function "
+             "id or name not text)")
+    return out
+
+
+def load_host_phases(path: Path, warn: Warn) -> list[dict[str, Any]]:
+    """``host_phase_records.jsonl``: every record of every pass, with the pass's pid."""
+    try:
+        data = read_bytes(path)
+    except InputError as e:
+        warn(str(e))
+        return []
+    out = []
+    bad_lines = bad = dropped = 0
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            bad_lines += 1
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("records"), list):
+            bad_lines += 1
+            continue
+        if type(obj.get("dropped")) is int:
+            dropped += obj["dropped"]
+        pid = obj.get("pid")
+        for r in obj["records"]:
+            if type(r) is dict and _uint(r.get("start_ns")) and _uint(r.get("end_ns")) \
+                    and r["start_ns"] <= r["end_ns"] and isinstance(r.get("phase"), str):
+                out.append({**r, "pid": pid})
+            else:
+                bad += 1
+    if bad_lines:
+        warn(f"{path}: {bad_lines} lines not a JSON pass object with records; skipped")
+    if bad:
+        warn(f"{path}: {bad} host phase records dropped: not objects with phase and integer "
+             "start_ns <= end_ns")
+    if dropped:
+        warn(f"{path}: the host phase pool dropped {dropped} records at capture time")
+    return out

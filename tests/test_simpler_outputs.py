@@ -1,0 +1,70 @@
+"""simpler runs through the writers: Perfetto's trace_processor reads the .pftrace with no
+error and the model's counts, flows link the right slices; Chrome JSON carries the same."""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import pytest
+
+from tracecvt.convert import convert_source
+from tracecvt.readers import ReadOptions, find_runs
+
+from test_simpler import IDS, RUNS
+from tp_helper import problems, rows, trace_processor
+
+
+def _source(run):
+    (src,) = find_runs(run)
+    return src
+
+
+@pytest.mark.parametrize("run", RUNS, ids=IDS)
+def test_trace_processor_reads_what_the_model_holds(run, tmp_path):
+    src = _source(run)
+    out = tmp_path / "run.pftrace"
+    convert_source(src, "perfetto", out, True, ReadOptions(), derived=False)
+    trace = src.read()
+    with trace_processor(out) as tp:
+        assert problems(tp) == []
+        n_slices = rows(tp, "select count(*) as n from slice")[0]["n"]
+        n_flows = rows(tp, "select count(*) as n from flow")[0]["n"]
+        n_counter = rows(tp, "select count(*) as n from counter")[0]["n"]
+        links = collections.Counter(
+            (r["a"], r["b"]) for r in rows(tp, "select s1.name as a, s2.name as b from flow f "
+                                                "join slice s1 on f.slice_out = s1.id "
+                                                "join slice s2 on f.slice_in = s2.id"))
+        kernel = rows(tp, "select s.ts, s.dur, a.int_value as task from slice s "
+                          "join args a using(arg_set_id) where s.category = 'kernel' "
+                          "and a.key = 'debug.task_id'")
+    assert n_slices == len(trace.slices)
+    assert n_flows == len(trace.flows)
+    assert n_counter == sum(len(c) for c in trace.counters)
+    assert links == collections.Counter((trace.slices[f.src].name, trace.slices[f.dst].name)
+                                        for f in trace.flows)
+    assert collections.Counter((r["ts"], r["dur"], r["task"]) for r in kernel) == \
+        collections.Counter((s.ts, s.dur, s.args["task_id"]) for s in trace.slices
+                            if s.cat == "kernel")
+
+
+@pytest.mark.parametrize("run", RUNS, ids=IDS)
+def test_chrome_json_carries_the_same_content(run, tmp_path):
+    src = _source(run)
+    out = tmp_path / "run.json"
+    convert_source(src, "chrome", out, True, ReadOptions(), derived=False)
+    trace = src.read()
+    doc = json.loads(out.read_bytes())
+    base = doc["metadata"]["base_time_ns"]
+    events = doc["traceEvents"]
+    xs = [e for e in events if e.get("ph") == "X"]
+    assert collections.Counter(e["name"] for e in xs) == \
+        collections.Counter(s.name for s in trace.slices)
+    assert collections.Counter(round(e["ts"] * 1000) + base for e in xs) == \
+        collections.Counter(s.ts for s in trace.slices)
+    kernels = collections.Counter(e["args"]["task_id"] for e in xs if e.get("cat") == "kernel")
+    assert kernels == collections.Counter(s.args["task_id"] for s in trace.slices
+                                          if s.cat == "kernel")
+    assert sum(1 for e in events if e.get("ph") == "s") == len(trace.flows)
+    assert sum(1 for e in events if e.get("ph") == "C") == \
+        sum(len(c) for c in trace.counters)
