@@ -173,10 +173,12 @@ def test_truncated_records_keep_the_rows_before_the_cut(tmp_path):
     assert len(warned) == 1 and "chip_swimlane_records.json" in warned[0]
     assert sum(1 for s in trace.slices if s.cat == "kernel") == 64
     assert any("no AICPU row" in w for w in trace.meta.warnings)
-    # Cut before the first row: an error naming the file.
-    (run / "chip_swimlane_records.json").write_bytes(data[:200])
-    r = cli("to-perfetto", run, "-o", tmp_path / "x.pftrace")
-    assert r.exit_code == 2 and "chip_swimlane_records.json" in r.output
+    # Cut before the first row, or empty: an error naming the file.
+    for cut in (data[:200], b""):
+        (run / "chip_swimlane_records.json").write_bytes(cut)
+        r = cli("to-perfetto", run, "-o", tmp_path / "x.pftrace")
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+        assert str(run / "chip_swimlane_records.json") in r.output
 
 
 def test_unknown_phase_kind_bad_rows_and_ids_that_do_not_join(tmp_path):

@@ -35,6 +35,13 @@ def test_trace_processor_reads_what_the_model_holds(run, tmp_path):
             (r["a"], r["b"]) for r in rows(tp, "select s1.name as a, s2.name as b from flow f "
                                                 "join slice s1 on f.slice_out = s1.id "
                                                 "join slice s2 on f.slice_in = s2.id"))
+        ends = rows(tp, "select a1.int_value as pred, a2.int_value as succ from flow f "
+                        "join slice s1 on f.slice_out = s1.id "
+                        "join slice s2 on f.slice_in = s2.id "
+                        "join args a1 on a1.arg_set_id = s1.arg_set_id "
+                        "and a1.key = 'debug.task_id' "
+                        "join args a2 on a2.arg_set_id = s2.arg_set_id "
+                        "and a2.key = 'debug.task_id'")
         kernel = rows(tp, "select s.ts, s.dur, a.int_value as task from slice s "
                           "join args a using(arg_set_id) where s.category = 'kernel' "
                           "and a.key = 'debug.task_id'")
@@ -43,6 +50,10 @@ def test_trace_processor_reads_what_the_model_holds(run, tmp_path):
     assert n_counter == sum(len(c) for c in trace.counters)
     assert links == collections.Counter((trace.slices[f.src].name, trace.slices[f.dst].name)
                                         for f in trace.flows)
+    # Each flow links a slice of its edge's predecessor to one of its successor.
+    deps = json.loads((run / "deps.json").read_bytes())
+    edges = collections.Counter((int(e["pred"]), int(e["succ"])) for e in deps["edges"])
+    assert collections.Counter((r["pred"], r["succ"]) for r in ends) == edges
     assert collections.Counter((r["ts"], r["dur"], r["task"]) for r in kernel) == \
         collections.Counter((s.ts, s.dur, s.args["task_id"]) for s in trace.slices
                             if s.cat == "kernel")

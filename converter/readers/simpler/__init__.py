@@ -71,7 +71,9 @@ class SimplerReader:
         for n in filenames:
             if n.endswith((".json", ".json.gz")) and not n.startswith(("deps", "name_map")):
                 p = directory / n
-                if sniff_records(read_head(p)) or (force and _is_records_name(n)):
+                # By name too: a damaged records file is then an error naming it, not
+                # a folder without runs.
+                if _is_records_name(n) or sniff_records(read_head(p)):
                     found.append(p)
         if not found:
             return []
