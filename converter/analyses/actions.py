@@ -206,9 +206,10 @@ def bottlenecks(trace: Trace, a: "Analysis") -> list[dict[str, Any]]:
                         "evidence": "critical-path tasks that waited for their lane to free "
                                     "up (lanes saturated)"})
         if b.cause_model == "task graph" and run.wait and \
-                run.wait_predecessor >= run.wait_schedule and (run.bubble_rate_pct or 0) >= 20:
+                2 * run.wait_predecessor >= run.wait and (run.bubble_rate_pct or 0) >= 20:
             out.append({"label": DEPENDENCY, "share_pct": round(run.bubble_rate_pct, 2),
-                        "evidence": "bubble rate, mostly waiting for predecessors"})
+                        "evidence": "bubble rate, mostly (half or more) waiting for "
+                                    "predecessors"})
         if not out or (task >= 50 and all(o["label"] != COMPUTE for o in out)):
             out.append({"label": COMPUTE, "share_pct": round(task, 2),
                         "evidence": "critical-path time spent in tasks"})

@@ -134,7 +134,11 @@ def time_by_label(trace: Trace, critical: set[int] | None = None,
             tables.append(table)
     kernels = [g for g in groups if g.cat == KERNEL]
     if kernels:
-        tables.append(_table("kernel", "kernel", kernels, lambda g: g.name))
+        # (names that never repeat label nothing another table does not: simpler names each
+        # task "QK(r2t5)", and its "function" table is the one by kernel)
+        table = _table("kernel", "kernel", kernels, lambda g: g.name)
+        if not tables or len(table.rows) < sum(g.count for g in kernels):
+            tables.append(table)
     elif not tables and groups:
         named = [g for g in groups if not g.args]     # slices without shared args
         table = _table("name", "name", named, lambda g: g.name)
