@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...model import COUNTER, GROUP, LANE, Trace
 from ..protowire import key_bytes, key_str, key_varint, varint
+from ..names import thread_names
 from .interning import _Sequence
 from .wire import _SEQ, _TRACK_DESC, SEQ_CLEARED, _packet
 
@@ -26,6 +27,8 @@ class Layout:
       and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
       no thread so that idle time does not count as activity in the process summary or the
       overview.  The UI shows a group only when something below it is no thread.
+
+    Thread names tell apart the threads of one process (``names.thread_names``).
 
     Top-level lanes and counters (outside any group) go to one more process named after the
     run (uuid past the model's tracks).
@@ -50,6 +53,7 @@ class Layout:
                                        and not tracks[t.parent].derived):
                 self.tid[index] = (self.pid.get(root, self.extra_pid),
                                    n_pids + 1 + len(self.tid))
+        self.name = thread_names(trace, self.tid)
 
     def _walk(self):
         """(track, its top-level track) depth-first, top-level tracks in process order."""
@@ -73,7 +77,8 @@ class Layout:
 
     def descriptor(self, index: int) -> bytes:
         t = self.trace.tracks[index]
-        body = [key_varint(1, index + 1), key_str(2, t.name)]
+        name = self.name.get(index, t.name)
+        body = [key_varint(1, index + 1), key_str(2, name)]
         if t.parent is not None:
             body.append(key_varint(5, t.parent + 1))
         elif t.kind != GROUP:
@@ -84,7 +89,7 @@ class Layout:
         thread = self.tid.get(index)
         if thread is not None:
             body.append(key_bytes(4, key_varint(1, thread[0]) + key_varint(2, thread[1])
-                                  + key_str(5, t.name)))
+                                  + key_str(5, name)))
         if t.description:
             body.append(key_str(14, t.description))
         if t.kind == COUNTER:
