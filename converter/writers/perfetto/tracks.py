@@ -34,9 +34,13 @@ class Layout:
     run (uuid past the model's tracks).
     """
 
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, origin: int = 0):
         tracks = trace.tracks
         self.trace = trace
+        # Said on every top-level row: what time 0 is (the trace's first timestamp).
+        clock = trace.meta.clock
+        self.time_zero = (f"time 0 is the run's first timestamp, {origin} ns on its clock"
+                          + (f" ({clock.name})" if clock.name else ""))
         # Display order of the processes: the run's own groups first, derived groups last.
         self.order = sorted(trace.children(None),
                             key=lambda r: (tracks[r].derived, tracks[r].order))
@@ -135,8 +139,11 @@ class Layout:
         if thread is not None:
             body.append(key_bytes(4, key_varint(1, thread[0]) + key_varint(2, thread[1])
                                   + key_str(5, name)))
-        if t.description:
-            body.append(key_str(14, t.description))
+        description = t.description
+        if pid is not None or group is not None:
+            description = f"{description}; {self.time_zero}" if description else self.time_zero
+        if description:
+            body.append(key_str(14, description))
         if t.kind == COUNTER:
             counter = b""
             if t.unit:
