@@ -62,18 +62,6 @@ class Layout:
                 self.tid[index] = (self.pid.get(root, self.extra_pid),
                                    n_pids + 1 + len(self.tid))
         self.name = thread_names(trace, self.tid)
-        # A group whose lanes all became threads but for derived ones sharing a suffix (its
-        # lanes' bubbles) shows only those in the UI: say so in its name.
-        for g in range(len(tracks)):
-            kids = tracks[g].children
-            if tracks[g].kind != GROUP or tracks[g].parent is None or not kids:
-                continue
-            shown = [c for c in kids if c not in self.tid]
-            suffixes = {tracks[c].name.rpartition(SEP)[2] if SEP in tracks[c].name else None
-                        for c in shown if tracks[c].kind == LANE and tracks[c].derived}
-            if shown and len(shown) < len(kids) and len(suffixes) == 1 and None not in suffixes \
-                    and all(tracks[c].kind == LANE and tracks[c].derived for c in shown):
-                self.name[g] = f"{tracks[g].name}{SEP}{suffixes.pop()}"
 
     def _counter_rows(self, trace: Trace) -> dict[int, int]:
         """Top-level groups without a lane (only counters, such as the analysis group of a
