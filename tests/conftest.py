@@ -53,6 +53,9 @@ def pftrace_counts(trace) -> dict:
 
 def pytest_configure(config):
     config.addinivalue_line(
+        "markers", "ui: opens traces in the real Perfetto UI (headless Chromium, about a "
+        "minute); deselect with -m 'not ui' while developing")
+    config.addinivalue_line(
         "markers", "no_trace_check: the test writes invalid .pftrace files on purpose (the "
         "automatic validation of written traces is skipped)")
 
@@ -174,7 +177,7 @@ def check_pftrace(trace) -> dict:
     * BEGIN/END are balanced per track and END never precedes its BEGIN (timestamps resolved
       through the sequence clocks, see ``resolve_packets``);
     * every terminating flow id has a matching outgoing flow id;
-    * and ``tracecvt validate`` (converter/validate.py) finds no problem in it.
+    * and ``tracecvt validate`` (converter/validate/) finds no problem in it.
     """
     from tracecvt.validate import validate_bytes
     report = validate_bytes(trace.SerializeToString())

