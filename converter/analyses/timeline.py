@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, RESOURCES, TASK_GRAPH, Trace
+from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, RESOURCES, SOURCE_BINDING,
+                     TASK_GRAPH, UNTRUSTED_FLOW, Trace)
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -47,11 +48,18 @@ class Timeline:
     start: int | None             # run start: first start over the analysed slices (ns)
     end: int | None               # run end: last end over them
     has_graph: bool
-    preds: dict[int, list[int]]   # slice -> predecessor slices (flows), graph runs only
+    preds: dict[int, list[int]]   # slice -> predecessor slices (flows), graph runs only;
+                                  # untrusted flows (model.UNTRUSTED_FLOW) left out
     skipped: str | None = None    # why no bubbles are computed (not a timeline, serialized)
     fake_slices: int = 0          # slices left out because their times are invented
     lane_of: dict[int, int] = field(default_factory=dict)   # slice -> index in lanes
     lane_counts: dict[str, int] = field(default_factory=dict)  # kind -> lanes, idle included
+    untrusted: dict[int, int] = field(default_factory=dict)   # slice -> untrusted flows into it
+    fake_in_graph: int = 0        # slices with invented times that a flow starts or ends at
+    # The graph as the source tool bound it (model.SOURCE_BINDING, untrusted flows included):
+    # for checks that recompute the tool's own figures.  None: the same as ``preds`` plus
+    # the untrusted flows.
+    source_preds: dict[int, list[int]] | None = None
 
     @property
     def makespan(self) -> int:
@@ -120,8 +128,13 @@ class Timeline:
                 lane_of[i] = k
         has_graph = bool(trace.flows) and extra.get(TASK_GRAPH) is True
         preds: dict[int, list[int]] = {}
+        untrusted: dict[int, int] = {}
+        source_preds = None
         if has_graph:
             for f in trace.flows:
+                if f.name == UNTRUSTED_FLOW:
+                    untrusted[f.dst] = untrusted.get(f.dst, 0) + 1
+                    continue
                 lst = preds.get(f.dst)
                 if lst is None:
                     preds[f.dst] = [f.src]
@@ -133,7 +146,18 @@ class Timeline:
                     ordered[a].graph = True
                 if b is not None:
                     ordered[b].graph = True
-        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts)
+            fakes = {i for f in trace.flows for i in (f.src, f.dst)
+                     if slices[i].cat == INVENTED_TIMES} if fake else ()
+            if untrusted or any(f.args and SOURCE_BINDING in f.args for f in trace.flows):
+                source_preds = {}
+                for f in trace.flows:
+                    a = f.args
+                    src, dst = a[SOURCE_BINDING] if a and SOURCE_BINDING in a \
+                        else (f.src, f.dst)
+                    source_preds.setdefault(dst, []).append(src)
+        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts,
+                   untrusted=untrusted, source_preds=source_preds,
+                   fake_in_graph=len(fakes) if has_graph else 0)
 
 
 def source_lanes(trace: Trace) -> bytearray:
