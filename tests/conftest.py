@@ -174,7 +174,7 @@ def check_pftrace(trace) -> dict:
     * BEGIN/END are balanced per track and END never precedes its BEGIN (timestamps resolved
       through the sequence clocks, see ``resolve_packets``);
     * every terminating flow id has a matching outgoing flow id;
-    * and ``tracecvt validate`` (converter/validate.py) finds no problem in it.
+    * and ``tracecvt validate`` (converter/validate/) finds no problem in it.
     """
     from tracecvt.validate import validate_bytes
     report = validate_bytes(trace.SerializeToString())

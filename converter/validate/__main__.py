@@ -1,0 +1,5 @@
+"""``python -m tracecvt.validate TRACE``."""
+
+from . import validate
+
+validate()  # pragma: no cover

@@ -1,0 +1,252 @@
+"""Perfetto protobuf writer (TrackEvent).
+
+Layout of the written trace:
+
+* sequence 1 clears incremental state and holds one TrackDescriptor per model track
+  (uuid = index + 1) under its parent, with explicit child ordering and no merging of
+  same-name siblings (overlap lanes share their core's name), then the instants;
+* every track with slices or counter samples has a packet sequence of its own (ids from 2,
+  the busiest tracks first so that most ids are one-byte varints).  Its first packet clears
+  the sequence's incremental state and sets ``TracePacketDefaults``: ``track_event_defaults.
+  track_uuid`` is the track (events omit ``track_uuid``) and ``timestamp_clock_id`` is the
+  sequence-scoped clock 64, which the next packet's ``ClockSnapshot`` declares incremental and
+  anchors at 0 together with BOOTTIME = 0 (the trace clock).  A packet's ``timestamp`` is then
+  the delta from the previous packet of its sequence; Trace Processor adds it to the clock's
+  last value (``ClockSynchronizer``'s ``ClockDomain::ToNs``) and maps the sum to BOOTTIME
+  through the snapshot, so the absolute ns come back unchanged.  Events on a track are written
+  in time order; the rare event that would go back in time is written with an absolute
+  BOOTTIME timestamp (``timestamp_clock_id = 6``), which leaves the incremental clock alone;
+* a slice is a BEGIN/END pair on its lane, emitted per lane in nesting order; flows ride on
+  the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination;
+  flow ids are global, not sequence-scoped);
+* event names, categories, argument names and repeated string values are interned.  Each
+  sequence defines, before its first use there, the entries it uses, and only those: what an
+  iid means is the sequence's own business (within one process an iid means the same string
+  everywhere; a second process numbers its strings its own way).  Packets that define or use
+  them carry SEQ_NEEDS_INCREMENTAL_STATE;
+* counters are TYPE_COUNTER events on counter tracks (negative ints as doubles: shorter, and
+  the same value in Trace Processor, which keeps counter values as doubles); an int no 64-bit
+  field holds is an arg's digits, or a counter's double;
+* output is flushed in chunks, so memory does not grow with the trace (except in a forked
+  process waiting for the derived tracks: it holds the source slices' packets until then);
+* on a large trace a forked process may write some of the sequences (``write_perfetto``);
+  they follow this process's, in the same layout.
+
+Modules: this one decides which process writes which sequences; ``events`` builds the packets
+(``SequenceWriter``), ``tracks`` the track descriptors and sequence starts, ``interning`` the
+interned strings and args, ``wire`` the field keys and packet framing.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import tempfile
+from typing import IO, Any, Callable
+
+from ...errors import OutputError, one_line
+from ...forkpass import fork_pass
+from ...model import Trace
+from .events import _PART_COUNTS, SequenceWriter, _sequence_ids
+from .wire import SEQ_ID
+
+__all__ = ["write_perfetto"]
+
+CHUNK_PACKETS = 20000
+
+
+def write_perfetto(trace: Trace, out: IO[bytes],
+                   progress: Callable[[int], None] | None = None,
+                   workers: int = 1,
+                   enrich: Callable[[Trace], Any] | None = None) -> dict[str, int]:
+    """Write ``trace`` as a Perfetto protobuf trace to the binary stream ``out``.
+
+    ``enrich(trace)``, if given, is called before anything is written: it may add tracks,
+    slices on its new tracks, counters and instants, and give existing slices new args
+    (replacing their ``args`` / ``shared_args`` dicts, never changing them in place); the
+    derived tracks are added this way.
+
+    With ``workers`` > 1 on a large trace (and where processes can be forked), a forked
+    process writes part of the track sequences into an unnamed temporary file, appended at
+    the end: with ``enrich``, the trace's own sequences (its counters at once, its slices
+    once ``enrich`` has run here, with the args it gave them) while this process runs
+    ``enrich`` and writes the rest; without, about half of the sequences by cost.  Sequences
+    are independent (each defines the interned entries it uses), so the trace means the
+    same either way.
+    """
+    parallel = workers > 1 and hasattr(os, "fork")
+    if enrich is not None and not (parallel and _cost(trace) >= PARALLEL_MIN_COST):
+        enrich(trace)
+        enrich = None
+    w = SequenceWriter(trace, out, progress, CHUNK_PACKETS)
+    slice_units = list(w.by_track.items())
+    counter_units = [c for c in trace.counters if c.ts]
+    if enrich is not None:
+        return _write_enriched(w, trace, out, progress, workers, enrich, slice_units,
+                               counter_units)
+    # What each process writes: the slice sequences (BEGIN + END per slice, the heavier
+    # packets) and the counter sequences, balanced by an estimate of their cost.
+    mine: tuple[list, list] = (slice_units, counter_units)
+    theirs: tuple[list, list] = ([], [])
+    if parallel and _cost(trace) >= PARALLEL_MIN_COST:
+        mine, theirs = _halves(slice_units, counter_units)
+    helper = None
+    if theirs[0] or theirs[1]:
+        def second_part() -> dict[str, int]:
+            w.to_part(part_out)
+            w.flows_of({t for t, _ in theirs[0]})
+            w.count_names(theirs[0], False)
+            w.write_slices(theirs[0])
+            w.write_counters(theirs[1])
+            return w.part_counts()
+
+        part_out = tempfile.TemporaryFile()
+        helper = fork_pass(second_part)
+        if helper is None:                      # cannot fork after all: write it here
+            mine = (slice_units, counter_units)
+            part_out.close()
+    try:
+        w.flows_of({t for t, _ in mine[0]} if helper is not None else None)
+        w.count_names(mine[0], True)
+        w.write_header()
+        w.write_slices(mine[0])
+        w.write_instants()
+        w.write_counters(mine[1])
+        w.flush()
+        w.counts["slices"] = w.done
+        if helper is not None:
+            _append_part(w, helper, part_out, out)
+    finally:
+        if helper is not None:
+            helper.abandon()
+            part_out.close()
+    return w.counts
+
+
+def _append_part(w: SequenceWriter, helper, part_out: IO[bytes], out: IO[bytes]) -> None:
+    result = helper.result()
+    if result is None:
+        raise OutputError("writing part of the trace in a second process failed: "
+                          f"{one_line(helper.error)}")
+    part_out.seek(0)
+    shutil.copyfileobj(part_out, out, 1 << 20)
+    for key in _PART_COUNTS:
+        w.counts[key] += result[key]
+
+
+def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
+                    progress: Callable[[int], None] | None, workers: int,
+                    enrich: Callable[[Trace], Any], slice_units: list,
+                    counter_units: list) -> dict[str, int]:
+    """While ``enrich`` runs here, a forked process writes the trace's own sequences:
+    its counters, then its slices, held until the news from here arrive (the slices
+    whose args ``enrich`` replaced, built again) and the counters ``enrich`` added,
+    which it writes too; this process writes the header and the slices ``enrich``
+    added.  Should ``enrich`` change what the forked process writes otherwise, that
+    part is dropped and this process writes everything."""
+    slices = trace.slices
+    n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
+    samples = [len(c.ts) for c in counter_units]
+    before = [(s.args, s.shared_args) for s in slices]
+    news_r, news_w = os.pipe()
+
+    def own_part() -> dict[str, int] | None:
+        os.close(news_w)
+        w.to_part(part_out)
+        w.flows_of(None)
+        w.count_names(slice_units, False)
+        w.write_counters(counter_units)
+        w.flush()
+        places: dict[int, tuple] = {}
+        w.write_slices(slice_units, places)
+        with os.fdopen(news_r, "rb") as r:
+            news = pickle.loads(r.read())   # from this program, not the input
+        if news is None:
+            return None                     # the parent writes everything itself
+        changed, counters, ids = news
+        for i, (a, sh) in changed.items():
+            slices[i].args = a
+            slices[i].shared_args = sh
+            w.begin_again(i, places[i])
+        w.seq_ids.update(ids)
+        w.write_counters(counters)
+        return w.part_counts()
+
+    part_out = tempfile.TemporaryFile()
+    helper = fork_pass(own_part)
+    os.close(news_r)
+    if helper is None:
+        os.close(news_w)
+        part_out.close()
+        enrich(trace)
+        return write_perfetto(trace, out, progress, workers)
+    news = None
+    try:
+        try:
+            enrich(trace)
+            added = slices[n_slices:]
+            if (len(trace.flows) == n_flows and len(slices) >= n_slices
+                    and all(s.track >= n_tracks for s in added)
+                    and [len(c.ts) for c in counter_units] == samples):
+                changed = {i: (s.args, s.shared_args)
+                           for i, s in enumerate(slices[:n_slices])
+                           if s.args is not before[i][0]
+                           or s.shared_args is not before[i][1]}
+                own = {id(c) for c in counter_units}
+                new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
+                new_units: dict[int, list[int]] = {}
+                for i in range(n_slices, len(slices)):
+                    new_units.setdefault(slices[i].track, []).append(i)
+                w.seq_ids.update(_sequence_ids(new_units, new_counters,
+                                               max(w.seq_ids.values(), default=SEQ_ID) + 1))
+                news = (changed, new_counters,
+                        {c.track: w.seq_ids[c.track] for c in new_counters})
+        finally:
+            with os.fdopen(news_w, "wb") as f:
+                f.write(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
+        if news is None:                    # enrich changed what the part writes
+            helper.abandon()
+            return write_perfetto(trace, out, progress, workers)
+        w.count_names(list(new_units.items()), True)
+        w.write_header()
+        w.write_instants()
+        w.write_slices(list(new_units.items()))
+        w.flush()
+        w.counts["slices"] = w.done
+        _append_part(w, helper, part_out, out)
+    finally:
+        helper.abandon()
+        part_out.close()
+    return w.counts
+
+
+_SLICE_COST = 4                  # a slice's two packets cost about four counter samples
+
+
+def _cost(trace: Trace) -> int:
+    """Writing cost estimate, in counter samples."""
+    return _SLICE_COST * len(trace.slices) + sum(len(c.ts) for c in trace.counters)
+
+
+PARALLEL_MIN_COST = 200_000      # about 0.1 s of writing: below it, a fork does not pay
+
+
+def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
+                                                              tuple[list, list]]:
+    """Split the sequences between two processes by estimated cost (as ``_cost``), heaviest
+    first onto the lighter side; each side keeps the sequences in their original order."""
+    items = [(_SLICE_COST * len(ids), 0, k) for k, (_, ids) in enumerate(slice_units)]
+    items += [(len(c.ts), 1, k) for k, c in enumerate(counter_units)]
+    items.sort(key=lambda x: (-x[0], x[1], x[2]))
+    load = [0, 0]
+    side: dict[tuple[int, int], int] = {}
+    for cost, kind, k in items:
+        p = 0 if load[0] <= load[1] else 1
+        load[p] += cost
+        side[(kind, k)] = p
+    halves = tuple(([u for k, u in enumerate(slice_units) if side[(0, k)] == p],
+                    [u for k, u in enumerate(counter_units) if side[(1, k)] == p])
+                   for p in (0, 1))
+    return halves[0], halves[1]
+

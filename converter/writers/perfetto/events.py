@@ -1,0 +1,343 @@
+"""The packets of the Perfetto writer: the header sequence, slice, counter and instant
+sequences, each built into a chunk of packets that is flushed to the output as it fills.
+
+A ``SequenceWriter`` holds what a writing process needs: the interner and args encoder, the
+flow ids per slice, the name fields, the sequence ids and the counts.  ``write_perfetto``
+(this package's ``__init__``) decides which sequences each process writes.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+import sys
+from typing import IO, Any, Callable
+
+from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
+from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
+from .interning import _ArgEncoder, _Interner, _Sequence
+from .tracks import _sequence_start, _track_descriptor
+from .wire import (_ABS_CLOCK, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY,
+                   _I_NAME, _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE,
+                   _TE_FLOW, _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK,
+                   _TRACK_EVENT, _TS, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
+
+_PART_COUNTS = ("packets", "slices", "counter_samples", "flows_backward")
+
+
+def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) -> dict[int, int]:
+    """Sequence ids from ``first`` for the tracks with slices or samples, the busiest first
+    (so that most are one-byte varints)."""
+    load = [(2 * len(ids), t) for t, ids in by_track.items()]
+    load += [(len(c.ts), c.track) for c in counters if c.ts]
+    return {t: n for n, (_, t) in enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])),
+                                              first)}
+
+
+class SequenceWriter:
+    """Writes the sequences of ``trace`` into ``out`` in chunks of ``chunk_packets``."""
+
+    def __init__(self, trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
+                 chunk_packets: int):
+        self.trace = trace
+        self.slices = trace.slices
+        self.chunk_packets = chunk_packets
+        self.interner = _Interner()
+        self.args_enc = _ArgEncoder(self.interner)
+        self.chunk: list[bytes] = []
+        self.append = self.chunk.append
+        self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
+                       "counter_samples": 0, "tracks": len(trace.tracks), "flows_backward": 0}
+        # Where packets go and who hears of progress (a forked second part writes
+        # elsewhere, silently).
+        self.sink: list[Any] = [out, progress]
+        # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination
+        # BEGIN.  A flow whose destination starts before (or with) its source would reach
+        # Trace Processor end first and be dropped; giving both ends a plain flow id keeps it
+        # as an arrow between the two slices (drawn from the earlier one).  Each process fills
+        # them for its own slices.
+        self.flow_bytes: dict[int, bytes] = {}
+        self.by_track = trace.slices_by_track()
+        # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
+        self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
+        # Names used once are written inline: interning them would only add an entry.  Each
+        # process counts the names it writes (``count_names``).
+        self.repeated: collections.Counter = collections.Counter()
+        self.names: dict[str, tuple[bytes, bytes | None]] = {}
+        self.cats: dict[str, tuple[bytes, bytes]] = {}
+        self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
+        self.done = 0
+
+    def flush(self, report: bool = False) -> None:
+        """Write the packets in ``chunk``; with ``report``, tell how many slices are done."""
+        chunk = self.chunk
+        if chunk:
+            self.sink[0].write(b"".join(chunk))
+            self.counts["packets"] += len(chunk)
+            chunk.clear()
+        if report and self.sink[1]:
+            self.sink[1](self.done)
+
+    def write_header(self) -> None:
+        """Sequence 1: clears incremental state, describes every track."""
+        trace = self.trace
+        append = self.append
+        append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
+        for index, _depth in trace.walk():
+            append(_track_descriptor(trace, index))
+        self.counts["tracks"] = len(trace.tracks)
+
+    def flows_of(self, tracks: set[int] | None) -> None:
+        """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the backward flows
+        that end there."""
+        slices = self.slices
+        flow_bytes = self.flow_bytes
+        backward = 0
+        for fid, flow in enumerate(self.trace.flows, 1):
+            src, dst = flow.src, flow.dst
+            here_src = tracks is None or slices[src].track in tracks
+            here_dst = tracks is None or slices[dst].track in tracks
+            if not (here_src or here_dst):
+                continue
+            b = _pack_fixed64(fid)
+            if here_src:
+                flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
+            if here_dst:
+                d, s0 = slices[dst].ts, slices[src].ts
+                if d <= s0:     # equal starts too: Trace Processor may meet the destination first
+                    backward += d < s0
+                    flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_FLOW + b
+                else:
+                    flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
+        self.counts["flows_backward"] += backward
+
+    def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
+        slices = self.slices
+        self.repeated.update(slices[i].name for _, ids in units for i in ids)
+        if instants:
+            self.repeated.update(i.name for i in self.trace.instants)
+
+    def name_field(self, name: str) -> tuple[bytes, bytes | None]:
+        if self.repeated[name] > 1:
+            iid, entry = self.interner.entry(_I_NAME, name)
+            hit = self.names[name] = (_TE_NAME_IID + varint(iid), entry)
+        else:
+            b = name.encode("utf-8", "surrogatepass")
+            hit = self.names[name] = (_TE_NAME + _len(len(b)) + b, None)
+        return hit
+
+    def cat_field(self, cat: str) -> tuple[bytes, bytes]:
+        iid, entry = self.interner.entry(_I_CATEGORY, cat)
+        hit = self.cats[cat] = (_TE_CAT_IID + varint(iid), entry)
+        return hit
+
+    def write_slices(self, units: list[tuple[int, list[int]]], record: dict | None = None) -> None:
+        """The sequences of ``units`` (track, slice ids).  With ``record``, every BEGIN's
+        place in ``chunk`` is kept (``record[i]``) and nothing is flushed, so that packets
+        can be built again (``begin_again``) before they are written."""
+        slices, chunk, append, flush = self.slices, self.chunk, self.append, self.flush
+        seq_ids, names, cats = self.seq_ids, self.names, self.cats
+        name_field, cat_field = self.name_field, self.cat_field
+        shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
+        encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
+        dts = _DTS
+        done = self.done
+        limit = self.chunk_packets if record is None else sys.maxsize   # recording: no flush
+        # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME
+        # stamp when time goes back) is written inline for ENDs, BEGINs and counter samples
+        # on purpose: it runs once per packet (about a million on the largest runs), where a
+        # call costs more than the step itself.
+        for track_id, ids in units:
+            starts = [slices[i].ts for i in ids]
+            if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
+                ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+                starts = [slices[i].ts for i in ids]
+            # One last step (id -1) at a time past every end: the END step closes what is open.
+            starts.append(UINT64_END)
+            seq = _Sequence(seq_ids[track_id])
+            for p in _sequence_start(seq, track_id):
+                append(p)
+            seqb = seq.field
+            defined = seq.defined
+            pending = seq.pending
+            seen = seq.seen
+            head = seqb + _FLAGS_NEEDS
+            end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
+            last = 0                # the sequence clock's value (snapshot: 0)
+            stack: list[int] = []   # open slice ends, innermost last
+            for i, ts in zip([*ids, -1], starts):
+                while stack and stack[-1] <= ts:
+                    end = stack.pop()
+                    d = end - last
+                    if d >= 0:
+                        last = end
+                        body = (dts[d] if d < 16384 else _TS + varint(d)) + end_tail
+                    else:
+                        body = _TS + varint(end) + _ABS_CLOCK + end_tail
+                    append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
+                if i < 0:
+                    break
+                s = slices[i]
+                hit = names.get(s.name) or name_field(s.name)
+                event = _BEGIN + hit[0]
+                if hit[1] is not None and hit[1] not in defined:
+                    defined.add(hit[1])
+                    pending.append(hit[1])
+                if s.cat:
+                    hit = cats.get(s.cat) or cat_field(s.cat)
+                    event += hit[0]
+                    if hit[1] not in defined:
+                        defined.add(hit[1])
+                        pending.append(hit[1])
+                sh = s.shared_args
+                if sh is not None:
+                    hit = shared_cache.get(id(sh))
+                    if hit is None:
+                        hit = shared_cache[id(sh)] = encode_all(sh)
+                    enc = hit[0]
+                    if enc not in seen:
+                        seen.add(enc)
+                        seq.use(hit[1])
+                    event += enc
+                if s.args:
+                    event += encode_args(s.args, seq)
+                fb = flow_bytes.get(i)
+                if fb is not None:
+                    event += fb
+                fb = flow_bytes.get(~i)
+                if fb is not None:
+                    event += fb
+                d = ts - last
+                if d >= 0:
+                    last = ts
+                    tsb = dts[d] if d < 16384 else _TS + varint(d)
+                else:
+                    tsb = _TS + varint(ts) + _ABS_CLOCK
+                if pending:
+                    flushed = tuple(pending)
+                    pending.clear()
+                    data = b"".join(flushed)
+                    body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
+                                     _TRACK_EVENT, _len(len(event)), event))
+                else:
+                    flushed = ()
+                    body = b"".join((tsb, head, _TRACK_EVENT, _len(len(event)), event))
+                if record is not None:
+                    record[i] = (len(chunk), tsb, head, flushed)
+                append(_PACKET + _len(len(body)) + body)
+                stack.append(ts + s.dur)
+                done += 1
+                if len(chunk) >= limit:
+                    self.done = done
+                    flush(report=True)
+        self.done = done
+
+    def begin_again(self, i: int, place: tuple) -> None:
+        """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
+        from its current args, defining on its sequence every interned entry it uses: those
+        it defined there already, and its own (again, if need be: an iid keeps its string)."""
+        names, cats, flow_bytes = self.names, self.cats, self.flow_bytes
+        name_field, cat_field, encode_all = self.name_field, self.cat_field, self.args_enc.encode_all
+        pos, tsb, head, flushed = place
+        s = self.slices[i]
+        deps = []
+        hit = names.get(s.name) or name_field(s.name)
+        event = _BEGIN + hit[0]
+        if hit[1] is not None:
+            deps.append(hit[1])
+        if s.cat:
+            hit = cats.get(s.cat) or cat_field(s.cat)
+            event += hit[0]
+            deps.append(hit[1])
+        for d in (s.shared_args, s.args):
+            if d:
+                enc, entries = encode_all(d)
+                event += enc
+                deps.extend(entries)
+        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
+        data = b"".join(dict.fromkeys((*flushed, *deps)))
+        body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
+                         _TRACK_EVENT, _len(len(event)), event))
+        self.chunk[pos] = _PACKET + _len(len(body)) + body
+
+    def write_counters(self, units: list) -> None:
+        chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
+        small = _LEN
+        dts = _DTS
+        for counter in units:
+            seq = _Sequence(seq_ids[counter.track])
+            for p in _sequence_start(seq, counter.track):
+                append(p)
+            tail = seq.field + _TRACK_EVENT
+            last = 0
+            small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
+            for ts, value in zip(counter.ts, counter.values):
+                if value.__class__ is int:
+                    # Counts (busy lanes, ready tasks) repeat a few small values: their bytes
+                    # are built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0).
+                    rest = small_ints.get(value)
+                    if rest is None:
+                        if 0 <= value < INT64_END or INT64_MIN <= value < -_EXACT:
+                            event = _COUNTER + _TE_INT + (small[value] if 0 <= value < 16384
+                                                          else varint(value))
+                        else:
+                            # Negative ints too: a negative int64 varint takes 10 bytes, the
+                            # double 8, and Trace Processor stores every counter value as a
+                            # double either way; ints beyond int64 have no other way in.
+                            event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
+                        rest = tail + small[len(event)] + event
+                        if 0 <= value < 16384:
+                            small_ints[value] = rest
+                else:
+                    try:
+                        event = _COUNTER + _TE_DOUBLE + _pack_double(value)
+                    except struct.error:        # not a number struct takes as it is
+                        event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
+                    rest = tail + small[len(event)] + event
+                d = ts - last
+                if d >= 0:
+                    last = ts
+                    body = (dts[d] if d < 16384 else _TS + varint(d)) + rest
+                else:
+                    body = _TS + varint(ts) + _ABS_CLOCK + rest
+                append(_PACKET + small[len(body)] + body)
+            counts["counter_samples"] += len(counter.ts)
+            if len(chunk) >= self.chunk_packets:
+                self.flush(report=True)
+
+    def write_instants(self) -> None:
+        # Instants: on sequence 1, with absolute timestamps and explicit tracks.
+        names, cats, append = self.names, self.cats, self.append
+        name_field, cat_field, encode_args = self.name_field, self.cat_field, self.args_enc.encode
+        seq1 = _Sequence(SEQ_ID)
+        head1 = _SEQ + _FLAGS_NEEDS
+        for inst in self.trace.instants:
+            hit = names.get(inst.name) or name_field(inst.name)
+            event = _INSTANT + _TE_TRACK + varint(inst.track + 1) + hit[0]
+            if hit[1] is not None:
+                seq1.use((hit[1],))
+            if inst.cat:
+                hit = cats.get(inst.cat) or cat_field(inst.cat)
+                event += hit[0]
+                seq1.use((hit[1],))
+            if inst.args:
+                event += encode_args(inst.args, seq1)
+            body = b"".join((_TS, varint(inst.ts), head1, seq1.flush(),
+                             _TRACK_EVENT, _len(len(event)), event))
+            append(_PACKET + _len(len(body)) + body)
+            self.counts["instants"] += 1
+
+
+    # -- helpers of the parts written by a forked process ------------------------------
+    def to_part(self, part_out: IO[bytes]) -> None:
+        """In the forked process (forked before anything was written or counted): write into
+        ``part_out``, report nothing."""
+        assert not self.chunk and not self.done and not any(self.counts[k]
+                                                             for k in _PART_COUNTS)
+        self.sink[:] = [part_out, None]
+
+    def part_counts(self) -> dict[str, int]:
+        self.flush()
+        self.sink[0].flush()
+        self.counts["slices"] = self.done
+        return {k: self.counts[k] for k in _PART_COUNTS}

@@ -1,0 +1,202 @@
+"""Interned strings and args of the Perfetto writer.
+
+Iids are trace-wide (``_Interner``); each packet sequence defines, before its first use there,
+the entries it uses (``_Sequence``); args dicts become DebugAnnotation bytes, repeated pairs
+cached with the interned entries they use (``_ArgEncoder``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import INT64_END, INT64_MIN, UINT64_END
+from ..protowire import _pack_double, key_bytes, key_str, key_varint, tag, varint
+from .wire import (_I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE, _INTERNED, _LEN,
+                   _STRING_IID, _STRING_VALUE, _TE_DEBUG)
+
+
+class _Interner:
+    """Trace-wide iids: one (iid, InternedData entry) per string and table.
+
+    ``collect`` receives the entry of every string looked up, so an encoder can tell which
+    entries a fragment it builds depends on."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, dict[Any, tuple[int, bytes]]] = {
+            _I_CATEGORY: {}, _I_NAME: {}, _I_ARG_NAME: {}, _I_STRING: {}}
+        self.collect: list[bytes] = []
+
+    def entry(self, table: int, text: str) -> tuple[int, bytes]:
+        """(iid, InternedData entry) of ``text`` in ``table``; not collected."""
+        d = self.tables[table]
+        hit = d.get(text)
+        if hit is None:
+            iid = len(d) + 1
+            hit = d[text] = (iid, key_bytes(table, key_varint(1, iid) + key_str(2, text)))
+        return hit
+
+    def iid(self, table: int, text: str) -> int:
+        """The iid of ``text`` in ``table``; its entry goes to ``collect``."""
+        hit = self.entry(table, text)
+        self.collect.append(hit[1])
+        return hit[0]
+
+
+class _Sequence:
+    """A packet sequence being written: its id field and the interned entries it defined."""
+
+    __slots__ = ("field", "defined", "pending", "seen")
+
+    def __init__(self, seq_id: int):
+        self.field = key_varint(10, seq_id)
+        self.defined: set[bytes] = set()    # InternedData entries defined on this sequence
+        self.pending: list[bytes] = []      # entries to define on the next packet
+        self.seen: set[bytes] = set()       # encoded fragments whose entries are defined
+
+    def use(self, deps) -> None:
+        defined = self.defined
+        for entry in deps:
+            if entry not in defined:
+                defined.add(entry)
+                self.pending.append(entry)
+
+    def flush(self) -> bytes:
+        if not self.pending:
+            return b""
+        data = b"".join(self.pending)
+        self.pending.clear()
+        return _INTERNED + varint(len(data)) + data
+
+
+class _ArgEncoder:
+    """Encodes args dicts into DebugAnnotation bytes, caching repeated (name, value) pairs
+    together with the interned entries each encoding uses."""
+
+    MIN_INTERNED_STRING = 6
+
+    def __init__(self, interner: _Interner):
+        self.interner = interner
+        self.cache: dict[Any, tuple[bytes, tuple]] = {}
+        self.keep: list[Any] = []   # keeps id()-cached objects alive
+        self.names: dict[str, tuple[bytes, bytes]] = {}   # arg name: name part, its entry
+        self.once: set[tuple] = set()                     # string args seen once
+
+    def _name_part(self, name: str) -> tuple[bytes, bytes]:
+        """(``name_iid`` field, its InternedData entry) of an arg name."""
+        hit = self.names.get(name)
+        if hit is None:
+            iid, entry = self.interner.entry(_I_ARG_NAME, name)
+            hit = self.names[name] = (key_varint(1, iid), entry)
+        return hit
+
+    def _str_pair(self, name: str, value: str, intern: bool) -> tuple[bytes, tuple]:
+        """A top-level string arg, built directly (the same bytes as the general path)."""
+        head, entry = self._name_part(name)
+        if intern and len(value) >= self.MIN_INTERNED_STRING:
+            iid, string_entry = self.interner.entry(_I_STRING, value)
+            body = head + _STRING_IID + varint(iid)
+            return _TE_DEBUG + varint(len(body)) + body, (entry, string_entry)
+        b = value.encode("utf-8", "surrogatepass")
+        body = head + _STRING_VALUE + varint(len(b)) + b
+        return _TE_DEBUG + varint(len(body)) + body, (entry,)
+
+    def pair(self, name: Any, value: Any) -> tuple[bytes, tuple] | None:
+        """(DebugAnnotation bytes, the InternedData entries they use) of one arg, or None
+        for a None value.  Repeated pairs come from a cache; ints are encoded directly (per
+        slice ids such as taskId are all different)."""
+        cls = value.__class__
+        if name.__class__ is str:
+            if cls is int and 0 <= value < INT64_END:
+                head, entry = self._name_part(name)
+                body = head + _INT_VALUE + (_LEN[value] if value < 16384
+                                            else varint(value))
+                return _TE_DEBUG + _LEN[len(body)] + body, (entry,)
+            if cls is str:
+                key = (name, str, value)
+                hit = self.cache.get(key)
+                if hit is None:
+                    # A string is interned from its second use on: the first may be its
+                    # only one (e.g. a bubble's "waiting_for"), and inline is then smaller.
+                    if key not in self.once:
+                        self.once.add(key)
+                        return self._str_pair(name, value, False)
+                    hit = self.cache[key] = self._str_pair(name, value, True)
+                return hit
+        if value is None:
+            return None
+        try:
+            key = (name, cls, value)
+            hash(key)
+        except TypeError:
+            key = (name, id(value))
+            if key not in self.cache:
+                self.keep.append(value)
+        hit = self.cache.get(key)
+        if hit is None:
+            collect = self.interner.collect
+            collect.clear()
+            body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value, True)
+            hit = self.cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
+        return hit
+
+    def encode_all(self, args: dict[str, Any]) -> tuple[bytes, tuple]:
+        """A whole args dict: (bytes, the entries they use, in order of first use)."""
+        parts = []
+        deps: dict[bytes, None] = {}
+        pair = self.pair
+        for name, value in args.items():
+            hit = pair(name, value)
+            if hit is not None:
+                parts.append(hit[0])
+                for entry in hit[1]:
+                    deps[entry] = None
+        return b"".join(parts), tuple(deps)
+
+    def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
+        """A slice's own args, defining on ``seq`` the entries they use."""
+        seen = seq.seen
+        parts = []
+        pair = self.pair
+        for name, value in args.items():
+            hit = pair(name, value)
+            if hit is None:
+                continue
+            enc = hit[0]
+            if enc not in seen:
+                seen.add(enc)
+                seq.use(hit[1])
+            parts.append(enc)
+        return b"".join(parts)
+
+    def _value(self, value: Any, top: bool) -> bytes:
+        # Trace Processor resolves name_iid and string_value_iid at any depth of nested
+        # dict_entries/array_values (util/debug_annotation_parser.cc), so nested keys and
+        # strings are interned like top-level ones.
+        if isinstance(value, bool):
+            return key_varint(2, int(value))
+        if isinstance(value, int):
+            if not INT64_MIN <= value < UINT64_END:
+                return key_str(6, str(value))          # beyond 64 bits: its exact digits
+            if value >= INT64_END:
+                return key_varint(3, value)            # uint_value
+            return key_varint(4, value)                # int_value (two's complement)
+        if isinstance(value, float):
+            return tag(5, 1) + _pack_double(value)
+        if isinstance(value, str):
+            if len(value) >= self.MIN_INTERNED_STRING:
+                return key_varint(17, self.interner.iid(_I_STRING, value))
+            return key_str(6, value)
+        if isinstance(value, dict):
+            entries = []
+            for k, v in value.items():
+                if v is None:
+                    continue
+                name = key_varint(1, self.interner.iid(_I_ARG_NAME, str(k)))
+                entries.append(key_bytes(11, name + self._value(v, False)))
+            return b"".join(entries) if entries else key_str(6, "{}")
+        if isinstance(value, (list, tuple)):
+            if not value:
+                return key_str(6, "[]")
+            return b"".join(key_bytes(12, self._value(v, False)) for v in value)
+        return key_str(6, str(value))
+

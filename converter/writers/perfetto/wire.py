@@ -1,0 +1,73 @@
+"""Wire fragments of the Perfetto writer: field keys, packet framing, small varints.
+
+Every packet is assembled from these byte fragments (see ``protowire``); the field numbers are
+those of the perfetto package's compiled schema, which the tests decode the output with.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..protowire import key_varint, tag, varint
+
+SEQ_ID = 1                        # the descriptor (and instant) sequence
+SEQ_CLEARED = 1
+SEQ_NEEDS = 2
+SEQ_CLOCK = 64                    # sequence-scoped incremental clock of the track sequences
+BOOTTIME = 6                      # BuiltinClock BOOTTIME: Trace Processor's default trace clock
+
+_PACKET = b"\x0a"                 # Trace.packet (1), length-delimited
+_TS = b"\x40"                     # TracePacket.timestamp (8)
+_SEQ = key_varint(10, SEQ_ID)     # TracePacket.trusted_packet_sequence_id (10)
+_FLAGS_NEEDS = key_varint(13, SEQ_NEEDS)
+_INTERNED = tag(12, 2)            # TracePacket.interned_data (12)
+_TRACK_EVENT = tag(11, 2)         # TracePacket.track_event (11)
+_TRACK_DESC = tag(60, 2)          # TracePacket.track_descriptor (60)
+_ABS_CLOCK = key_varint(58, BOOTTIME)   # TracePacket.timestamp_clock_id (58)
+_BEGIN = key_varint(9, 1)         # TrackEvent.type
+_END = key_varint(9, 2)
+_INSTANT = key_varint(9, 3)
+_COUNTER = key_varint(9, 4)
+_TE_TRACK = tag(11, 0)            # TrackEvent.track_uuid
+_TE_NAME_IID = tag(10, 0)         # TrackEvent.name_iid
+_TE_NAME = tag(23, 2)             # TrackEvent.name (inline)
+_TE_CAT_IID = tag(3, 0)           # TrackEvent.category_iids
+_TE_DEBUG = tag(4, 2)             # TrackEvent.debug_annotations
+_TE_FLOW = tag(47, 1)             # TrackEvent.flow_ids (fixed64)
+_TE_TERM_FLOW = tag(48, 1)        # TrackEvent.terminating_flow_ids (fixed64)
+_TE_INT = tag(30, 0)              # TrackEvent.counter_value
+_TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
+
+_INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
+_STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
+_STRING_IID = tag(17, 0)          # DebugAnnotation.string_value_iid
+
+# InternedData fields
+_I_CATEGORY, _I_NAME, _I_ARG_NAME, _I_STRING = 1, 2, 3, 29
+
+def _packet(body: bytes) -> bytes:
+    return _PACKET + varint(len(body)) + body
+
+
+
+_EXACT = 1 << 53                 # ints of at most this magnitude are exact as doubles
+
+
+def _as_double(value: Any) -> float:
+    """A counter value as a double (an int too large for one: the largest double, with its
+    sign; Trace Processor takes no infinite counter values)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
+_LEN = ([bytes((i,)) for i in range(128)]                  # varint(i) for i < 2^14
+        + [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, 1 << 14)])
+_DTS = [_TS + v for v in _LEN]     # timestamp field of the small deltas
+
+
+def _len(n: int) -> bytes:
+    return _LEN[n] if n < 16384 else varint(n)
+
