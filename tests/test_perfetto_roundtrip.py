@@ -14,6 +14,7 @@ import io
 import math
 import sys
 
+from tracecvt.writers.flows import drawable
 from tracecvt.model import RunMeta, Trace
 from tracecvt.readers import find_runs
 from tracecvt.writers.perfetto import write_perfetto
@@ -81,7 +82,11 @@ def read_back(data: bytes):
             continue
         if te.type == 2:
             begin = open_[uuid].pop()
-            slices[uuid].append((begin[0], ts - begin[0], *begin[1:]))
+            # terminating ids on the END (a flow between slices starting together) join
+            # the slice's own
+            slices[uuid].append((begin[0], ts - begin[0], *begin[1:-1],
+                                 begin[-1] + tuple(te.terminating_flow_ids)))
+            assert not te.flow_ids
             continue
         cats = tuple(tables[1][c].name for c in te.category_iids)
         args = {tables[3][a.name_iid].name if a.name_iid else a.name:
@@ -107,12 +112,13 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
     flow_ends = collections.defaultdict(set)
     outgoing = collections.defaultdict(list)      # slice -> flow ids its BEGIN must carry
     ending = collections.defaultdict(list)        # slice -> terminating flow ids
+    drawn = {}                                    # writers.flows: true direction only
     for fid, f in enumerate(trace.flows, 1):
+        if not drawable(trace.slices[f.src], trace.slices[f.dst], "perfetto"):
+            continue
+        drawn[fid] = f
         outgoing[f.src].append(fid)
-        if trace.slices[f.dst].ts > trace.slices[f.src].ts:
-            ending[f.dst].append(fid)
-        else:
-            outgoing[f.dst].append(fid)
+        ending[f.dst].append(fid)
     for uuid, ids in by_track.items():
         ids.sort(key=lambda i: (trace.slices[i].ts, -trace.slices[i].dur))
         got = slices.pop(uuid + 1)
@@ -142,10 +148,9 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
                     flow_ends[fid].add((i, True))
             k = j
     assert not slices
-    assert len(flow_ends) == len(trace.flows)
-    for fid, f in enumerate(trace.flows, 1):
-        terminating = trace.slices[f.dst].ts > trace.slices[f.src].ts
-        assert flow_ends[fid] == {(f.src, False), (f.dst, terminating)}
+    assert len(flow_ends) == len(drawn)
+    for fid, f in drawn.items():
+        assert flow_ends[fid] == {(f.src, False), (f.dst, True)}
     want_instants = sorted(
         (i.track + 1, i.ts, i.name, (i.cat,) if i.cat else (),
          {k: _model_value(v) for k, v in (i.args or {}).items() if v is not None})
