@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import io
+import json
 import math
 import sys
 
@@ -35,13 +36,18 @@ def _annotation_value(a, tables):
     return getattr(a, which)
 
 
-def _model_value(v):
-    """A model arg value as the writer encodes it (empty containers as text)."""
-    if isinstance(v, dict):
-        d = {str(k): _model_value(x) for k, x in v.items() if x is not None}
-        return d or "{}"
-    if isinstance(v, (list, tuple)):
-        return [_model_value(x) for x in v] or "[]"
+def _model_value(v, name=None):
+    """A model arg value as the writer encodes it: a nested value (dict, list) as one line of
+    text, operand lists (model.INPUTS / OUTPUTS) as "FP16[512,1024] tensor=22; ...", others
+    as compact JSON."""
+    if isinstance(v, (dict, list, tuple)):
+        if name in ("inputs", "outputs") and isinstance(v, list) and all(
+                isinstance(o, dict) and "dtype" in o and "shape" in o for o in v):
+            return "; ".join(
+                f"{o['dtype']}[{','.join(str(d) for d in o['shape'])}]"
+                + "".join(f" {k}={x}" for k, x in o.items()
+                          if k not in ("dtype", "shape") and x is not None) for o in v)
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=str)
     if isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < 1 << 64:
         return str(v)                       # no 64-bit field holds it: its exact digits
     if isinstance(v, (bool, int, float, str)):
@@ -134,7 +140,7 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
             pending = list(got[k:j])
             for i in ids[k:j]:
                 s = trace.slices[i]
-                want_args = {name: _model_value(v) for name, v in s.all_args.items()
+                want_args = {name: _model_value(v, name) for name, v in s.all_args.items()
                              if v is not None}
                 want = (s.ts, s.dur, s.name, (s.cat,) if s.cat else (), want_args)
                 flows = (sorted(outgoing[i]), sorted(ending[i]))
@@ -153,7 +159,7 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
         assert flow_ends[fid] == {(f.src, False), (f.dst, True)}
     want_instants = sorted(
         (i.track + 1, i.ts, i.name, (i.cat,) if i.cat else (),
-         {k: _model_value(v) for k, v in (i.args or {}).items() if v is not None})
+         {k: _model_value(v, k) for k, v in (i.args or {}).items() if v is not None})
         for i in trace.instants)
     assert sorted(instants) == want_instants
     want_counters = {c.track + 1: [(t, _counter_value(v)) for t, v in zip(c.ts, c.values)]

@@ -91,6 +91,8 @@ QUERIES = {
                  "where value > 0 and severity in ('error', 'data_loss')",
     "slices": "select count(*) as n, min(ts) as lo from slice",
     "counters": "select count(*) as n from counter",
+    "args_per_slice": "select n, count(*) as slices from (select count(a.id) as n from slice s "
+                      "left join args a using (arg_set_id) group by s.id) group by n",
     "flows": "select so.ts as sts, so.dur as sdur, so.name as sname, si.ts as dts, "
              "si.dur as ddur, si.name as dname from flow f "
              "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in",
@@ -129,7 +131,11 @@ def loaded(tmp_path_factory):
                 "slices": len(trace.slices) + len(trace.instants), "base": base,
                 "counters": sum(len(c) for c in trace.counters),
                 "flows": _model_flows(trace, writer, base), "counts": counts,
-                "flows_total": len(trace.flows)}
+                "flows_total": len(trace.flows),
+                "args_per_slice": collections.Counter(
+                    [sum(v is not None for v in s.all_args.values()) for s in trace.slices]
+                    + [sum(v is not None for v in (i.args or {}).values())
+                       for i in trace.instants])}
             jobs[(rid, writer)] = path
     with ThreadPoolExecutor(PARALLEL) as pool:
         results = dict(zip(jobs, pool.map(_load, jobs.values())))
@@ -166,3 +172,13 @@ def test_every_family_is_tested():
     assert {("pypto", "merged"), ("pypto", "pypto-raw"), ("pypto", "raw"), ("pypto", "aicpu"),
             ("msprof", "msprof-app"), ("msprof", "msprof-op"), ("msprof", "msprof-sim"),
             ("msprof", "torch-npu"), ("ncu", "ncu-rep"), ("ncu", "csv")} <= kinds
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_args_are_one_row_per_model_arg(loaded, rid):
+    """Trace Processor stores every leaf of a nested debug annotation as an args row of its
+    own; the .pftrace writes nested values (operand lists, statistics) as one string each,
+    so a slice has exactly one args row per model arg (PyPTO tasks: 14 rows, not 37)."""
+    model, tp = loaded[(rid, "perfetto")]
+    got = collections.Counter({r["n"]: r["slices"] for r in tp["args_per_slice"]})
+    assert got == model["args_per_slice"]
