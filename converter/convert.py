@@ -165,5 +165,5 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     if writer == "perfetto" and counts.get("flows_not_drawn"):
         from .writers.flows import not_drawn_warning
         warnings.append(not_drawn_warning(counts["flows_not_drawn"], len(trace.flows),
-                                          output.name))
+                                          output.name, perfetto=True))
     return Result(source, output, counts, size, warnings)

@@ -120,7 +120,7 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
     ending = collections.defaultdict(list)        # slice -> terminating flow ids
     drawn = {}                                    # writers.flows: true direction only
     for fid, f in enumerate(trace.flows, 1):
-        if not drawable(trace.slices[f.src], trace.slices[f.dst], "perfetto"):
+        if not drawable(trace.slices[f.src], trace.slices[f.dst], "perfetto", f.name):
             continue
         drawn[fid] = f
         outgoing[f.src].append(fid)

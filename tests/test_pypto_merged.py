@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tracecvt.model import SOURCE_BINDING
+from tracecvt.model import SOURCE_BINDING, UNTRUSTED_FLOW
 from tracecvt.readers import find_runs
 from tracecvt.writers.perfetto import write_perfetto
 
@@ -58,7 +58,9 @@ def test_counts_match_input(run):
     assert ph["s"] == ph["f"] == len(trace.flows)
     # every flow id drawn appears on exactly two events, its source and its destination;
     # those whose destination starts before their source are not drawn (writers.flows)
-    back = sum(1 for f in trace.flows if trace.slices[f.dst].ts < trace.slices[f.src].ts)
+    # (and the untrusted ones: a .pftrace flow has no name to mark them by)
+    back = sum(1 for f in trace.flows if f.name == UNTRUSTED_FLOW
+               or trace.slices[f.dst].ts < trace.slices[f.src].ts)
     ids = collections.Counter()
     for p in pf.packet:
         if p.HasField("track_event"):
@@ -87,11 +89,14 @@ def test_backward_dependencies_are_counted_from_the_input():
     back = sum(1 for e in events if e["ph"] == "f" and e["ts"] < src[e["id"]]["ts"] - 0.001)
     assert back == 96
     assert trace.meta.extra["flows_out_of_order"] == back
-    # they are untrusted and not drawn: every flow id written ends on a terminating id
+    # they are untrusted (with 64 more PyPTO bound to another device task's HUB) and not
+    # drawn: every flow id written ends on a terminating id
+    untrusted = [f for f in trace.flows if f.name == UNTRUSTED_FLOW]
+    assert len(untrusted) == 160
     n_term = sum(len(p.track_event.terminating_flow_ids) for p in pf.packet
                  if p.HasField("track_event"))
     n_out = sum(len(p.track_event.flow_ids) for p in pf.packet if p.HasField("track_event"))
-    assert n_term == n_out == len(trace.flows) - back
+    assert n_term == n_out == len(trace.flows) - len(untrusted)
 
 
 def test_timestamps_equal_input_in_ns(run):

@@ -81,7 +81,7 @@ def _model_flows(trace, writer: str, base: int) -> collections.Counter:
     out = collections.Counter()
     for f in trace.flows:
         a, b = slices[f.src], slices[f.dst]
-        if drawable(a, b, writer):
+        if drawable(a, b, writer, f.name):
             out[(a.ts - base, a.dur, a.name, b.ts - base, b.dur, b.name)] += 1
     return out
 

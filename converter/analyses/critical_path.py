@@ -153,7 +153,8 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
         parts = []
         if ignored:
             parts.append(f"{ignored} tasks have a dependency bound to the wrong execution "
-                         "(drawn as \"untrusted dependency\" flows, not followed)")
+                         "(marked \"untrusted dependency\" in the trace, named in each "
+                         "task's args.untrustedPredecessors; not followed)")
         if fake:
             parts.append(f"{fake} tasks of the graph have invented times (fake)")
         cp.caveat = ("this run's task graph is incomplete: " + " and ".join(parts)

@@ -5,7 +5,8 @@ flow's source.  A dependency whose successor starts before its predecessor (PyPT
 quirk makes them; the reader marks them ``model.UNTRUSTED_FLOW``) can therefore only be drawn
 backwards, from the successor to the predecessor.  The writers leave such flows out, count them
 (``flows_not_drawn``) and say so in a warning; the destination's args name the predecessor
-where the reader marked it (``untrustedPredecessors``).
+where the reader marked it (``untrustedPredecessors``).  The .pftrace also leaves out the
+untrusted flows it could draw: its flows have no name to mark them by.
 
 * ``.pftrace``: the source's ``flow_ids`` ride on its BEGIN; the destination's
   ``terminating_flow_ids`` on its BEGIN when it starts later, on its END when both start at the
@@ -18,11 +19,16 @@ where the reader marked it (``untrustedPredecessors``).
 
 from __future__ import annotations
 
-from ..model import Slice
+from ..model import UNTRUSTED_FLOW, Slice
 
 
-def drawable(src: Slice, dst: Slice, writer: str) -> bool:
-    """True when ``writer`` ("perfetto" or "chrome") draws the flow src -> dst as it is."""
+def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
+    """True when ``writer`` ("perfetto" or "chrome") draws the flow src -> dst, named
+    ``name``, as it is.  A .pftrace flow carries no name: an untrusted dependency
+    (``model.UNTRUSTED_FLOW``) would look like any other arrow there, so it is left out (its
+    successor's args name it); Chrome JSON draws it under its own name and category."""
+    if writer == "perfetto" and name == UNTRUSTED_FLOW:
+        return False
     if dst.ts > src.ts:
         return True
     if dst.ts < src.ts:
@@ -30,8 +36,10 @@ def drawable(src: Slice, dst: Slice, writer: str) -> bool:
     return dst.dur > 0 if writer == "perfetto" else True
 
 
-def not_drawn_warning(n: int, total: int, what: str) -> str:
-    return (f"{what}: {n} of {total} dependencies are not drawn: their successor starts "
-            "before their predecessor, and Perfetto binds a flow's ends in time order (it "
-            "would draw them reversed); the successors' args.untrustedPredecessors name them "
-            "where the reader marked them")
+def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False) -> str:
+    return (f"{what}: {n} of {total} dependencies are not drawn: "
+            + ("the untrusted ones (a .pftrace flow cannot carry a name) and " if perfetto
+               else "")
+            + "those whose successor starts before their predecessor (Perfetto binds a "
+            "flow's ends in time order: it would draw them reversed); the successors' "
+            "args.untrustedPredecessors name the untrusted ones")

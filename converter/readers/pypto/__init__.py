@@ -223,9 +223,10 @@ def _bind_flows(trace: Trace, source: Source) -> None:
     if counts["flows_untrusted"]:
         trace.warn(f"{name}: {counts['flows_untrusted']} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
-                   "kept as PyPTO bound them, drawn as 'untrusted dependency' flows (args say "
-                   "why; args.untrustedPredecessors on each successor) where a trace can draw "
-                   "them, and not followed by the analyses")
+                   "kept as PyPTO bound them, marked 'untrusted dependency' (named in "
+                   "args.untrustedPredecessors of each successor; Chrome JSON draws those it "
+                   "can as flows of that name, with args saying why) and not followed by the "
+                   "analyses")
 
 
 def _describe_device(trace: Trace) -> None:

@@ -104,7 +104,8 @@ class SequenceWriter:
                 continue
             d = slices[dst]
             s0 = slices[src].ts
-            if d.ts <= s0 and not drawable(slices[src], d, "perfetto"):
+            if (d.ts <= s0 or flow.name) and not drawable(slices[src], d, "perfetto",
+                                                          flow.name):
                 not_drawn += here_dst
                 continue
             b = _pack_fixed64(fid)
