@@ -162,8 +162,8 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     except OSError as e:  # pragma: no cover - the rename just succeeded
         raise OutputError(f"{output}: {e}") from None
     warnings = list(trace.meta.warnings)
-    if writer == "perfetto" and counts.get("flows_not_drawn"):
+    if counts.get("flows_not_drawn"):
         from .writers.flows import not_drawn_warning
         warnings.append(not_drawn_warning(counts["flows_not_drawn"], len(trace.flows),
-                                          output.name, perfetto=True))
+                                          output.name, perfetto=writer == "perfetto"))
     return Result(source, output, counts, size, warnings)
