@@ -14,6 +14,7 @@ import io
 import json
 import math
 import random
+import re
 from fractions import Fraction
 
 import orjson
@@ -141,7 +142,23 @@ class ModelLayout:
             t = trace.tracks[index]
             if t.kind == LANE or index in used:
                 self.where[index] = (p, len(self.threads[p]))
-                self.threads[p].append(t.name)
+                self.threads[p].append(index)
+        # Names that tell a process's threads apart: lanes of groups sharing a lane name with
+        # another group get the group's name in front; repeats get " #2", " #3", ...
+        tracks = trace.tracks
+        for p, lanes in enumerate(self.threads):
+            groups_of = collections.defaultdict(set)
+            for i in lanes:
+                groups_of[tracks[i].name].add(tracks[i].parent)
+            clash = set().union(*(g for g in groups_of.values() if len(g) > 1))
+            names, seen = [], collections.Counter()
+            for i in lanes:
+                n = tracks[i].name
+                if tracks[i].parent in clash:
+                    n = f"{tracks[tracks[i].parent].name} · {n}"
+                seen[n] += 1
+                names.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
+            self.threads[p] = names
 
 
 class FileLayout:
@@ -361,7 +378,7 @@ def test_processes_and_threads_in_display_order(model):
     assert fl.proc_names == [n if n is not None else tr.meta.name for n in ml.procs]
     assert fl.proc_names == ["Host", "Device 0", "hand-built"]
     assert fl.thread_names == ml.threads
-    assert fl.thread_names[1] == ["core0", "core0", "core1", "MTE"]
+    assert fl.thread_names[1] == ["core0", "core0 #2", "core1", "MTE"]
     # pids 1..N in display order; tids unique over the file and never equal to a pid.
     procs, psort, _, _ = procs_and_threads(events)
     assert sorted(procs) == list(range(1, len(procs) + 1))
@@ -761,7 +778,8 @@ def test_sample_threads_in_display_order(sample):
     assert fl.proc_names == [n if n is not None else tr.meta.name for n in ml.procs]
     assert fl.thread_names == ml.threads
     lanes = [tr.tracks[i].name for i, _ in tr.walk() if tr.tracks[i].kind == LANE]
-    assert [n for p in fl.thread_names for n in p] == lanes
+    # Overlap lanes are named like their lane, with " #2", " #3", ... in the file.
+    assert [re.sub(r" #\d+$", "", n) for p in fl.thread_names for n in p] == lanes
     assert len(set(fl.tids)) == len(fl.tids)
 
 

@@ -1,10 +1,9 @@
 """Nothing lost: a written .pftrace, read back the way Trace Processor reads it, holds every
-slice, instant, counter sample and flow of the model with the same absolute ns times, names,
-categories, args and tracks.
+slice, instant, counter sample and flow of the model with the same ns times (counted from the
+trace's first timestamp, ``time_origin``), names, categories, args and tracks.
 
 The writer puts each track on a packet sequence of its own, with ``TrackEventDefaults``
-naming the track and an incremental sequence-scoped clock for the timestamps;
-``conftest.resolve_packets`` documents how Trace Processor resolves both.
+naming the track; ``conftest.resolve_packets`` documents how Trace Processor resolves it.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import sys
 from tracecvt.writers.flows import drawable
 from tracecvt.model import RunMeta, Trace
 from tracecvt.readers import find_runs
-from tracecvt.writers.perfetto import write_perfetto
+from tracecvt.writers.perfetto import time_origin, write_perfetto
 
 from conftest import PYPTO, check_pftrace, decode_pftrace, event_name, resolve_packets
 
@@ -65,8 +64,9 @@ def _counter_value(v):
         return sys.float_info.max if v > 0 else -sys.float_info.max
 
 
-def read_back(data: bytes):
-    """(slices, instants, counters, flow ids) of a written trace, in absolute ns.
+def read_back(data: bytes, origin: int = 0):
+    """(slices, instants, counters, flow ids) of a written trace, in the model's ns (the
+    trace's ns plus ``origin``, the writer's time 0).
 
     slices: track uuid -> [(ts, dur, name, categories, args, flow_ids, terminating ids)]
     sorted by (ts, -dur); instants: [(uuid, ts, name, categories, args)]; counters:
@@ -81,6 +81,7 @@ def read_back(data: bytes):
     for p, _, ts, uuid, tables in resolve_packets(pf):
         if not p.HasField("track_event"):
             continue
+        ts += origin
         te = p.track_event
         if te.type == 4:
             counters[uuid].append((ts, te.double_counter_value if te.HasField(
@@ -110,7 +111,7 @@ def read_back(data: bytes):
 
 
 def assert_same_as_model(trace: Trace, data: bytes) -> None:
-    slices, instants, counters = read_back(data)
+    slices, instants, counters = read_back(data, time_origin(trace))
     # Slices, track by track, in the writer's order; flows by the ids on their ends.
     by_track = collections.defaultdict(list)
     for i, s in enumerate(trace.slices):
@@ -215,21 +216,22 @@ def test_hand_built_model_round_trips_exactly():
     assert_same_as_model(t, data)
 
 
-def test_timestamps_are_deltas_on_track_sequences():
-    """The encoding itself: events omit track_uuid and carry small deltas."""
+def test_timestamps_count_from_the_first_one_without_clock_snapshots():
+    """The encoding itself: events omit track_uuid, their times are ns from the trace's first
+    timestamp on the default clock, and no ClockSnapshot is written (the Perfetto UI would
+    list every snapshot as a row of a "System / Clock Snapshots" group)."""
     t = Trace(RunMeta("d", "test"))
     lane = t.add_track("lane", nesting=False)
     for k in range(10):
-        t.add_slice(lane, 1_000_000_000 + 100 * k, 50, "task")
+        t.add_slice(lane, 1_700_000_000_000_000_000 + 100 * k, 50, "task")
     pf = decode_pftrace(_write(t))
     events = [p for p in pf.packet if p.HasField("track_event")]
     assert not any(p.track_event.HasField("track_uuid") for p in events)
-    assert events[0].timestamp == 1_000_000_000
-    assert [p.timestamp for p in events[1:]] == [50, 50] * 9 + [50]
+    assert not any(p.HasField("clock_snapshot") or p.timestamp_clock_id for p in pf.packet)
+    assert [p.timestamp for p in events] == [x for k in range(10) for x in (100 * k,
+                                                                           100 * k + 50)]
     resolved = [ts for p, _, ts, _, _ in resolve_packets(pf) if p.HasField("track_event")]
-    assert resolved == [x for k in range(10) for x in (1_000_000_000 + 100 * k,
-                                                       1_000_000_050 + 100 * k)]
-    assert not math.isnan(resolved[0])
+    assert resolved == [p.timestamp for p in events]
 
 
 def test_two_process_write_holds_the_same_trace(monkeypatch):

@@ -75,6 +75,7 @@ from ..fileio import PRODUCER
 from ..model import (COUNTER, GROUP, INT64_MIN, LABEL_ARGS, LANE, SOURCE_BINDING, UINT64_END,
                      UNTRUSTED_FLOW, Trace)
 from .flows import drawable, not_drawn_warning
+from .names import thread_names
 
 BATCH_EVENTS = 10000
 EXACT_SPAN_NS = 1 << 51          # offsets below this keep exact ns through any JSON parser
@@ -194,7 +195,7 @@ class _Layout:
                 rank = per_pid_threads.get(pid, 0)
                 per_pid_threads[pid] = rank + 1
                 self.tid_of[index] = next_tid
-                self.threads.append((pid, next_tid, t.name, rank))
+                self.threads.append((pid, next_tid, index, rank))
                 next_tid += 1
             if t.kind == COUNTER:
                 used = counter_names.setdefault(pid, set())
@@ -208,6 +209,11 @@ class _Layout:
                         name, n = f"{base} #{n}", n + 1
                 used.add(name)
                 self.counter_name[index] = name
+        # Thread names that tell apart the threads of a process (Perfetto lists them side by
+        # side): the same names as the Perfetto writer's.
+        names = thread_names(trace, {index: (pid, None) for pid, _, index, _ in self.threads})
+        self.threads = [(pid, tid, names.get(index, tracks[index].name), rank)
+                        for pid, tid, index, rank in self.threads]
 
 
 # -- writer -------------------------------------------------------------------------------

@@ -11,13 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import is_dir, is_file, logical_name
-from ...model import NO_BUBBLES, RunMeta
+from ...model import NO_BUBBLES, RESOURCES, RunMeta
 from ..base import ReadOptions, Source
 from . import discover as d
 
 VARIANTS = {"app": "msprof-app", "torch": "torch-npu", "op": "msprof-op", "sim": "msprof-sim",
             "stats": "msprof-stats"}
 KIND_OF_VARIANT = {v: k for k, v in VARIANTS.items()}
+# Runs with host and device lanes (application msprof, torch_npu): the lane kinds that are
+# execution resources (model.RESOURCES): the device's task streams and HCCL's communication
+# planes.  Host threads (Python, CANN API), step and iteration markers, msprof's own overlap
+# analysis and memory lanes get no bubbles.
+RESOURCE_TOOLS = ("msprof", "torch_npu")
+DEVICE_RESOURCES = ("Stream", "Plane")
 TITLES = {"app": "application msprof (PROF_*/mindstudio_profiler_output)",
           "torch": "torch_npu (*_ascend_pt/ASCEND_PROFILER_OUTPUT)",
           "op": "msprof op (OPPROF_* aggregates, visualize_data.bin)",
@@ -53,10 +59,12 @@ class MsprofReader:
 
     def declarations(self, meta: RunMeta) -> dict[str, Any]:
         # A per-block view (msprof op): older versions said so with extra["timeline"] = False.
-        if meta.extra.get("timeline") is not False:
-            return {}
-        from .opprof import NOT_A_TIMELINE
-        return {NO_BUBBLES: NOT_A_TIMELINE}
+        if meta.extra.get("timeline") is False:
+            from .opprof import NOT_A_TIMELINE
+            return {NO_BUBBLES: NOT_A_TIMELINE}
+        if meta.tool in RESOURCE_TOOLS:
+            return {RESOURCES: list(DEVICE_RESOURCES)}
+        return {}
 
     # -- finding runs ---------------------------------------------------------------------
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
@@ -244,6 +252,8 @@ class MsprofReader:
         else:
             from .torch_npu import read_stats_only as read
         trace = read(source, options)
+        for key, value in self.declarations(trace.meta).items():
+            trace.meta.extra.setdefault(key, value)
         if mismatch:
             trace.warn(f"{source.root}: --from {asked} given, but these files are "
                        f"{VARIANTS[kind]} ({TITLES[kind]}); read as that")

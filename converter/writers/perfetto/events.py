@@ -17,8 +17,8 @@ from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from .interning import _ArgEncoder, _Interner, _Sequence
-from .tracks import _sequence_start, _track_descriptor
-from .wire import (_ABS_CLOCK, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY,
+from .tracks import Layout, _sequence_start
+from .wire import (_TS3_HI, _TS3_LO, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY,
                    _I_NAME, _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE,
                    _TE_FLOW, _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK,
                    _TRACK_EVENT, _TS, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
@@ -33,6 +33,16 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
     load += [(len(c.ts), c.track) for c in counters if c.ts]
     return {t: n for n, (_, t) in enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])),
                                               first)}
+
+
+def time_origin(trace: Trace) -> int:
+    """The trace's time 0: its first timestamp (``Trace.time_span``'s start, the Chrome JSON
+    writer's ``base_time_ns``), so that one event has the same time in both outputs."""
+    lo = min((s.ts for s in trace.slices), default=None)
+    for t in [i.ts for i in trace.instants] + [min(c.ts) for c in trace.counters if c.ts]:
+        if lo is None or t < lo:
+            lo = t
+    return 0 if lo is None else lo
 
 
 class SequenceWriter:
@@ -69,6 +79,7 @@ class SequenceWriter:
         self.cats: dict[str, tuple[bytes, bytes]] = {}
         self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
         self.done = 0
+        self.base = time_origin(trace)
 
     def flush(self, report: bool = False) -> None:
         """Write the packets in ``chunk``; with ``report``, tell how many slices are done."""
@@ -85,8 +96,8 @@ class SequenceWriter:
         trace = self.trace
         append = self.append
         append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
-        for index, _depth in trace.walk():
-            append(_track_descriptor(trace, index))
+        for packet in Layout(trace).descriptors():
+            append(packet)
         self.counts["tracks"] = len(trace.tracks)
 
     def flows_of(self, tracks: set[int] | None) -> None:
@@ -148,7 +159,8 @@ class SequenceWriter:
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
         end_flows = self.end_flow_bytes
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
-        dts = _DTS
+        dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
+        base = self.base
         done = self.done
         limit = self.chunk_packets if record is None else sys.maxsize   # recording: no flush
         # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME
@@ -171,18 +183,17 @@ class SequenceWriter:
             seen = seq.seen
             head = seqb + _FLAGS_NEEDS
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
-            last = 0                # the sequence clock's value (snapshot: 0)
             stack: list[int] = []   # open slice ends, innermost last
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
             for i, ts in zip([*ids, -1], starts):
                 while stack and stack[-1] <= ts:
-                    end = stack.pop()
-                    d = end - last
-                    if d >= 0:
-                        last = end
-                        body = dts[d] if d < 16384 else _TS + varint(d)
+                    d = stack.pop() - base
+                    if d < 16384:
+                        body = dts[d]
+                    elif d < 2097152:       # three bytes, inline: most times of a run
+                        body = ts_lo[d & 127] + ts_hi[d >> 7]
                     else:
-                        body = _TS + varint(end) + _ABS_CLOCK
+                        body = _TS + varint(d)
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
@@ -222,12 +233,13 @@ class SequenceWriter:
                 fb = flow_bytes.get(~i)
                 if fb is not None:
                     event += fb
-                d = ts - last
-                if d >= 0:
-                    last = ts
-                    tsb = dts[d] if d < 16384 else _TS + varint(d)
+                d = ts - base
+                if d < 16384:
+                    tsb = dts[d]
+                elif d < 2097152:
+                    tsb = ts_lo[d & 127] + ts_hi[d >> 7]
                 else:
-                    tsb = _TS + varint(ts) + _ABS_CLOCK
+                    tsb = _TS + varint(d)
                 if pending:
                     flushed = tuple(pending)
                     pending.clear()
@@ -280,13 +292,13 @@ class SequenceWriter:
     def write_counters(self, units: list) -> None:
         chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
         small = _LEN
-        dts = _DTS
+        dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
+        base = self.base
         for counter in units:
             seq = _Sequence(seq_ids[counter.track])
             for p in _sequence_start(seq, counter.track):
                 append(p)
             tail = seq.field + _TRACK_EVENT
-            last = 0
             small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
             for ts, value in zip(counter.ts, counter.values):
                 if value.__class__ is int:
@@ -311,12 +323,13 @@ class SequenceWriter:
                     except struct.error:        # not a number struct takes as it is
                         event = _COUNTER + _TE_DOUBLE + _pack_double(_as_double(value))
                     rest = tail + small[len(event)] + event
-                d = ts - last
-                if d >= 0:
-                    last = ts
-                    body = (dts[d] if d < 16384 else _TS + varint(d)) + rest
+                d = ts - base
+                if d < 16384:
+                    body = dts[d] + rest
+                elif d < 2097152:
+                    body = ts_lo[d & 127] + ts_hi[d >> 7] + rest
                 else:
-                    body = _TS + varint(ts) + _ABS_CLOCK + rest
+                    body = _TS + varint(d) + rest
                 append(_PACKET + small[len(body)] + body)
             counts["counter_samples"] += len(counter.ts)
             if len(chunk) >= self.chunk_packets:
@@ -339,7 +352,7 @@ class SequenceWriter:
                 seq1.use((hit[1],))
             if inst.args:
                 event += encode_args(inst.args, seq1)
-            body = b"".join((_TS, varint(inst.ts), head1, seq1.flush(),
+            body = b"".join((_TS, varint(inst.ts - self.base), head1, seq1.flush(),
                              _TRACK_EVENT, _len(len(event)), event))
             append(_PACKET + _len(len(body)) + body)
             self.counts["instants"] += 1

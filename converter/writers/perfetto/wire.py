@@ -14,8 +14,6 @@ from ..protowire import key_varint, tag, varint
 SEQ_ID = 1                        # the descriptor (and instant) sequence
 SEQ_CLEARED = 1
 SEQ_NEEDS = 2
-SEQ_CLOCK = 64                    # sequence-scoped incremental clock of the track sequences
-BOOTTIME = 6                      # BuiltinClock BOOTTIME: Trace Processor's default trace clock
 
 _PACKET = b"\x0a"                 # Trace.packet (1), length-delimited
 _TS = b"\x40"                     # TracePacket.timestamp (8)
@@ -24,7 +22,6 @@ _FLAGS_NEEDS = key_varint(13, SEQ_NEEDS)
 _INTERNED = tag(12, 2)            # TracePacket.interned_data (12)
 _TRACK_EVENT = tag(11, 2)         # TracePacket.track_event (11)
 _TRACK_DESC = tag(60, 2)          # TracePacket.track_descriptor (60)
-_ABS_CLOCK = key_varint(58, BOOTTIME)   # TracePacket.timestamp_clock_id (58)
 _BEGIN = key_varint(9, 1)         # TrackEvent.type
 _END = key_varint(9, 2)
 _INSTANT = key_varint(9, 3)
@@ -65,7 +62,11 @@ def _as_double(value: Any) -> float:
 
 _LEN = ([bytes((i,)) for i in range(128)]                  # varint(i) for i < 2^14
         + [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, 1 << 14)])
-_DTS = [_TS + v for v in _LEN]     # timestamp field of the small deltas
+_DTS = [_TS + v for v in _LEN]     # timestamp field of the times below 2^14 ns
+# The timestamp field of a time t in [2^14, 2^21) ns (three varint bytes, most times of a
+# run) is _TS3_LO[t & 127] + _TS3_HI[t >> 7]: two lookups instead of a varint call.
+_TS3_LO = [_TS + bytes((i | 0x80,)) for i in range(128)]
+_TS3_HI = [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 14)]
 
 
 def _len(n: int) -> bytes:
