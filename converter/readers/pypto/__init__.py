@@ -210,9 +210,6 @@ def _bind_flows(trace: Trace, source: Source) -> None:
     counts = bind_hub_executions(trace, where)
     extra = trace.meta.extra
     extra.update(counts)
-    slices = trace.slices
-    extra["flows_out_of_order"] = sum(1 for f in trace.flows
-                                      if slices[f.src].end > slices[f.dst].ts)
     name = trace.meta.name
     if counts["hub_flows_rebound"]:
         trace.warn(f"{name}: {counts['hub_flows_rebound']} of {len(trace.flows)} dependencies "

@@ -35,6 +35,7 @@ UNTRUSTED_PREDECESSORS = "untrustedPredecessors"   # own arg of a marked flow's 
 WHY_OTHER = ("PyPTO's HUB seqNo quirk: it bound this dependency to the HUB execution of "
              "device task {n}; the execution of device task {k} is not in {what}")
 WHY_LATE = "the dependency ends after its successor starts (not causal as recorded)"
+_NEVER = 1 << 64                        # past any time
 
 
 def _key(s) -> tuple[Any, Any] | None:
@@ -47,58 +48,66 @@ def _key(s) -> tuple[Any, Any] | None:
 def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
     """Re-bind and mark the run's flows (see the module docstring); ``where`` names what the
     run was read from, for the marks.  Returns the counts: ``hub_flows_rebound``,
-    ``hub_executions_bound``, ``flows_untrusted``."""
+    ``hub_executions_bound``, ``flows_untrusted``, ``flows_out_of_order`` (after re-binding)."""
     slices = trace.slices
     flows = trace.flows
-    counts = {"hub_executions_bound": 0, "hub_flows_rebound": 0, "flows_untrusted": 0}
+    counts = {"hub_executions_bound": 0, "hub_flows_rebound": 0, "flows_untrusted": 0,
+              "flows_out_of_order": 0}
     if not flows:
         return counts
-    # The graph by task key, as PyPTO bound it (it binds by key).
-    preds: dict[tuple, list[tuple]] = {}
-    succs: dict[tuple, list[tuple]] = {}
-    keys_used: set[tuple] = set()
-    for f in flows:
-        ks, kd = _key(slices[f.src]), _key(slices[f.dst])
-        if ks is None or kd is None:
-            continue
-        succs.setdefault(ks, []).append(kd)
-        preds.setdefault(kd, []).append(ks)
-        keys_used.add(ks)
-        keys_used.add(kd)
-    # HUB executions recorded with seqNo 0, by taskId; the keys they may belong to.
+    # HUB executions recorded with seqNo 0, by taskId, and the slices PyPTO drew for the
+    # HUB rows of every device task (those executions, and fake tasks of the same taskId).
+    odd = [i for i, s in enumerate(slices) if s.cat == MARKER or s.cat == INVENTED_TIMES]
     execs: dict[Any, list[int]] = {}
-    real_of: dict[tuple, int] = {}          # key -> its one recorded (non-fake) slice
-    for i, s in enumerate(slices):
-        k = _key(s)
-        if k is None or s.cat == INVENTED_TIMES:
-            continue
-        if s.cat == MARKER and k[0] == 0:
-            execs.setdefault(k[1], []).append(i)
-        real_of.setdefault(k, i)
-    candidates: dict[Any, list[tuple]] = {}
-    for k in keys_used:
-        if k[1] in execs:
-            candidates.setdefault(k[1], []).append(k)
-    colliding = {tid for tid, ks in candidates.items() if len(ks) > 1}
-    if not colliding:
+    for i in odd:
+        s = slices[i]
+        if s.cat == MARKER:
+            k = _key(s)
+            if k is not None and k[0] == 0:
+                execs.setdefault(k[1], []).append(i)
+    if not execs:
         return _mark_late(trace, counts, {})
-    for tid in colliding:
-        for k in candidates[tid]:
-            real_of.pop(k, None)                # not one execution: not a known time
+    candidates: dict[Any, set[tuple]] = {}
+    node_of: dict[int, tuple] = {}          # slice PyPTO bound a HUB key to -> that key
+    for i in odd:
+        k = _key(slices[i])
+        if k is not None and k[1] in execs:
+            candidates.setdefault(k[1], set()).add(k)
+            node_of[i] = k
+    colliding = {tid for tid, ks in candidates.items() if len(ks) > 1}
+    node_of = {i: k for i, k in node_of.items() if k[1] in colliding}
+    if not node_of:
+        return _mark_late(trace, counts, {})
+    # The recorded (non-fake, non-colliding) neighbours of every HUB key, as PyPTO bound them
+    # (it binds by key): the latest predecessor end and the earliest successor start.
+    lo: dict[tuple, int] = {}
+    hi: dict[tuple, int] = {}
+    get = node_of.get
+    touching = [fi for fi, f in enumerate(flows) if f.src in node_of or f.dst in node_of]
+    fake = INVENTED_TIMES
+    for fi in touching:
+        f = flows[fi]
+        ks, kd = get(f.src), get(f.dst)
+        if kd is None:
+            d = slices[f.dst]
+            if d.cat != fake and d.ts < hi.get(ks, d.ts + 1):
+                hi[ks] = d.ts
+        elif ks is None:
+            p = slices[f.src]
+            end = p.ts + p.dur
+            if p.cat != fake and end > lo.get(kd, end - 1):
+                lo[kd] = end
     owner: dict[int, tuple] = {}                # execution slice -> the key it belongs to
     exec_of: dict[tuple, int] = {}
     for tid in sorted(colliding):
         es = execs[tid]
         ks = sorted(candidates[tid])
-        window = {}
-        for k in ks:
-            lo = max((slices[real_of[p]].end for p in preds.get(k, ()) if p in real_of),
-                     default=None)
-            hi = min((slices[real_of[q]].ts for q in succs.get(k, ()) if q in real_of),
-                     default=None)
-            window[k] = (lo, hi)
-        fits = {e: {k for k in ks if (window[k][0] is None or slices[e].ts >= window[k][0])
-                    and (window[k][1] is None or slices[e].end <= window[k][1])} for e in es}
+        win = [(k, lo.get(k, -1), hi.get(k, _NEVER)) for k in ks]
+        fits = {}
+        for e in es:
+            s = slices[e]
+            start, end = s.ts, s.ts + s.dur
+            fits[e] = {k for k, a, b in win if a <= start and end <= b}
         every_key_ran = len(es) >= len(ks)
         changed = True
         while changed:
@@ -127,43 +136,58 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
     counts["hub_executions_bound"] = len(owner)
     why: dict[int, str] = {}                    # flow index -> why it is marked
     rebound = 0
-    for fi, f in enumerate(flows):
-        old = (f.src, f.dst)
-        ends = []
-        for end in ("src", "dst"):
-            i = getattr(f, end)
-            k = _key(slices[i])
-            if k is None or k[1] not in colliding:
-                continue
-            e = exec_of.get(k)
+    bound = exec_of.get
+    for fi in touching:
+        f = flows[fi]
+        src, dst = f.src, f.dst
+        new_src, new_dst = src, dst
+        reason = None
+        k = get(src)
+        if k is not None:
+            e = bound(k)
             if e is not None:
-                setattr(f, end, e)
-            elif i in owner and owner[i] != k:      # PyPTO's pick belongs elsewhere
-                ends.append(WHY_OTHER.format(n=owner[i][0], k=k[0], what=where))
-        if (f.src, f.dst) != old:
+                new_src = e
+            elif src in owner and owner[src] != k:      # PyPTO's pick belongs elsewhere
+                reason = WHY_OTHER.format(n=owner[src][0], k=k[0], what=where)
+        k = get(dst)
+        if k is not None:
+            e = bound(k)
+            if e is not None:
+                new_dst = e
+            elif reason is None and dst in owner and owner[dst] != k:
+                reason = WHY_OTHER.format(n=owner[dst][0], k=k[0], what=where)
+        if new_src != src or new_dst != dst:
             rebound += 1
-            f.args = {**(f.args or {}), SOURCE_BINDING: list(old)}
-        if ends:
-            why[fi] = ends[0]
+            f.src, f.dst = new_src, new_dst
+            f.args = {**f.args, SOURCE_BINDING: [src, dst]} if f.args else \
+                {SOURCE_BINDING: [src, dst]}
+        if reason is not None:
+            why[fi] = reason
     counts["hub_flows_rebound"] = rebound
     return _mark_late(trace, counts, why)
 
 
 def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str]) -> dict[str, int]:
-    """Mark the flows in ``why`` and every flow that ends after its successor starts."""
+    """Mark the flows in ``why`` and every flow that ends after its successor starts (a fake
+    source's invented times excepted); counts them (``flows_untrusted``) and the late ones
+    (``flows_out_of_order``)."""
     slices = trace.slices
-    for fi, f in enumerate(trace.flows):
-        reason = why.get(fi)
+    flows = trace.flows
+    late = [fi for fi, f in enumerate(flows)
+            if slices[f.src].ts + slices[f.src].dur > slices[f.dst].ts]
+    counts["flows_out_of_order"] = len(late)
+    marks = dict(why)
+    for fi in late:
+        if fi not in marks and slices[flows[fi].src].cat != INVENTED_TIMES:
+            marks[fi] = WHY_LATE
+    for fi, reason in sorted(marks.items()):
+        f = flows[fi]
         src, dst = slices[f.src], slices[f.dst]
-        if reason is None and src.end > dst.ts and src.cat != INVENTED_TIMES:
-            reason = WHY_LATE
-        if reason is None:
-            continue
         f.name = UNTRUSTED_FLOW
         f.args = {**(f.args or {}), "why": reason, "from": src.name, "to": dst.name}
         own = dst.args if dst.args is not None else {}
         dst.args = own
         listed = own.get(UNTRUSTED_PREDECESSORS)
         own[UNTRUSTED_PREDECESSORS] = src.name if not listed else f"{listed}, {src.name}"
-        counts["flows_untrusted"] += 1
+    counts["flows_untrusted"] = len(marks)
     return counts
