@@ -53,6 +53,9 @@ def pftrace_counts(trace) -> dict:
 
 def pytest_configure(config):
     config.addinivalue_line(
+        "markers", "ui: opens traces in the real Perfetto UI (headless Chromium, about a "
+        "minute); deselect with -m 'not ui' while developing")
+    config.addinivalue_line(
         "markers", "no_trace_check: the test writes invalid .pftrace files on purpose (the "
         "automatic validation of written traces is skipped)")
 

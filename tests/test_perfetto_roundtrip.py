@@ -371,3 +371,27 @@ def test_two_process_write_into_a_gzip_stream(monkeypatch):
     with gzip.GzipFile(fileobj=buf, mode="wb") as gz:
         write_perfetto(trace, gz, None, workers=2, enrich=add_derived_tracks)
     assert_same_as_model(trace, gzip.decompress(buf.getvalue()))
+
+
+def test_one_time_origin_for_both_writers():
+    """A slice starts at the same time in the .pftrace (ns) and in the Chrome JSON (us from
+    metadata.base_time_ns): both count from the model's first timestamp, and an epoch-based
+    run (torch_npu) starts near 0, not at its epoch ns."""
+    import json
+
+    from conftest import SAMPLES
+    from tracecvt.writers.chrome import write_chrome
+    for path in (PYPTO / "ffn_medium",
+                 SAMPLES / "msprof/msinsight/test/data/pytorch/text/level2/rank0_ascend_pt"):
+        trace = find_runs(path)[0].read()
+        pf = decode_pftrace(_write(trace))
+        buf = io.BytesIO()
+        write_chrome(trace, buf)
+        doc = json.loads(buf.getvalue())
+        assert doc["metadata"]["base_time_ns"] == time_origin(trace) == trace.time_span()[0]
+        json_starts = collections.Counter(round(e["ts"] * 1000) for e in doc["traceEvents"]
+                                          if e["ph"] == "X")
+        pf_starts = collections.Counter(ts for p, _, ts, _, _ in resolve_packets(pf)
+                                        if p.HasField("track_event") and p.track_event.type == 1)
+        assert pf_starts == json_starts
+        assert 0 <= min(pf_starts) and max(pf_starts) < 10**12     # not epoch ns (~1.7e18)

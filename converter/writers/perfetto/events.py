@@ -96,7 +96,7 @@ class SequenceWriter:
         trace = self.trace
         append = self.append
         append(_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)))
-        for packet in Layout(trace).descriptors():
+        for packet in Layout(trace, self.base).descriptors():
             append(packet)
         self.counts["tracks"] = len(trace.tracks)
 

