@@ -815,3 +815,28 @@ def test_sample_compact_and_gzip(sample, tmp_path):
     assert json.loads(unzipped) == json.loads(data)
     meta = json.loads(unzipped)["metadata"]
     assert meta["name"] == tr.meta.name and meta["source_files"] == tr.meta.source_files
+
+
+@pytest.mark.parametrize("dst_ts, drawn", [(500, True),     # starts inside the source
+                                           (100, True),     # starts with it
+                                           (50, False)])    # starts before it
+def test_flows_into_a_running_source_bind_or_are_reported(dst_ts, drawn):
+    """A destination starting before the source's end point still binds (its "s" moves to
+    the source's start; one starting with the source gets its "f" right after the "s");
+    one starting before the source cannot be drawn from it: not written, counted, warned.
+    (Before issue 17 the first two were silently lost in Perfetto.)"""
+    tr = Trace(RunMeta("late", "test"))
+    a = tr.add_track("A", nesting=False)
+    b = tr.add_track("B", nesting=False)
+    src = tr.add_slice(a, 100, 1000, "src")
+    dst = tr.add_slice(b, dst_ts, 1000, "dst")
+    tr.add_flow(src, dst)
+    data = write(tr)
+    doc, events = events_of(data)
+    assert check_flows(tr, data) == (0 if drawn else 1)
+    if drawn:
+        s_idx, d_idx = perfetto_flow_binding(literal_events(data))[1]
+        assert (events[s_idx]["name"], events[d_idx]["name"]) == ("src", "dst")
+    else:
+        assert not [e for e in events if e["ph"] in "sf"]
+        assert write_chrome(tr, io.BytesIO())["flows_not_drawn"] == 1
