@@ -167,4 +167,9 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
         size = output.stat().st_size
     except OSError as e:  # pragma: no cover - the rename just succeeded
         raise OutputError(f"{output}: {e}") from None
-    return Result(source, output, counts, size, list(trace.meta.warnings))
+    warnings = list(trace.meta.warnings)
+    if counts.get("flows_not_drawn"):
+        from .writers.flows import not_drawn_warning
+        warnings.append(not_drawn_warning(counts["flows_not_drawn"], len(trace.flows),
+                                          output.name, perfetto=writer == "perfetto"))
+    return Result(source, output, counts, size, warnings)

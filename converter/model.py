@@ -65,6 +65,15 @@ RESOURCES = "resources"
 # from its end until the dispatcher saw it finish.
 TASK_ID = "task_id"
 PICKUP, COMPLETION = "pickup_ns", "completion_ns"
+# Flow.name UNTRUSTED_FLOW: a dependency the reader keeps as its source drew it but cannot
+# vouch for (bound to the wrong execution by the source's own quirk, or ending after its
+# destination starts); its args say why.  Writers draw it under that name where they can; the
+# analyses never follow it (no ready time, no critical-path step, no graph bound).
+UNTRUSTED_FLOW = "untrusted dependency"
+# Flow args[SOURCE_BINDING]: [src, dst] slice indexes where the source tool itself bound a
+# dependency the reader re-bound to the executions it belongs to; checks that recompute the
+# tool's own figures use that binding.  Writers leave it out of traces.
+SOURCE_BINDING = "source_binding"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from tracecvt.analyses import add_derived, analyze
 from tracecvt.analyses.bubbles import CAUSES
 from tracecvt.analyses.pypto_check import TOLERANCE_US
 from tracecvt.convert import read
-from tracecvt.model import GROUP, LANE, NO_BUBBLES, RunMeta, Trace, split_overlaps
+from tracecvt.model import (GROUP, LANE, NO_BUBBLES, UNTRUSTED_FLOW, RunMeta, Trace,
+                            split_overlaps)
 from tracecvt.readers.msprof.opprof import NOT_A_TIMELINE
 from tracecvt.readers.ncu.layout import NO_IDLE_REASON
 
@@ -242,8 +243,10 @@ def graph_trace() -> tuple[Trace, dict[str, int]]:
     ids["e"] = tr.add_slice(aic, 130, 20, "e", "task")       # no predecessors
     ids["late"] = tr.add_slice(v2, 400, 10, "late", "task")  # its predecessor ends after
     ids["x"] = tr.add_slice(aic, 380, 60, "x", "task")
-    for s, d in (("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("x", "late")):
+    for s, d in (("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")):
         tr.add_flow(ids[s], ids[d])
+    # as the PyPTO reader marks a dependency that ends after its successor starts
+    tr.add_flow(ids["x"], ids["late"], UNTRUSTED_FLOW)
     return tr, ids
 
 

@@ -20,6 +20,7 @@ from fractions import Fraction
 import orjson
 import pytest
 
+from tracecvt.writers.flows import drawable, not_drawn_warning
 from tracecvt.fileio import atomic_output
 from tracecvt.model import GROUP, LANE, Clock, RunMeta, Trace, split_overlaps
 from tracecvt.readers import find_runs
@@ -241,15 +242,21 @@ def perfetto_flow_binding(events):
 
 
 def check_flows(trace, data, skip=()):
-    """Every flow binds, under Perfetto's rules, to exactly the model's src and dst slices."""
+    """Every flow a trace can draw (writers.flows.drawable) binds, under Perfetto's rules, to
+    exactly the model's src and dst slices; the others are not written, and counted and
+    reported.  Returns how many were left out."""
     lit = literal_events(data)
     doc, events = events_of(data)
     base = doc["metadata"]["base_time_ns"]
     ml, fl = ModelLayout(trace), FileLayout(events)
     s_ev = [e for e in events if e["ph"] == "s"]
     f_ev = [e for e in events if e["ph"] == "f"]
-    assert len(s_ev) == len(f_ev) == len(trace.flows)
-    assert sorted(e["id"] for e in s_ev) == list(range(1, len(trace.flows) + 1))
+    ids = [fid for fid, f in enumerate(trace.flows, 1)
+           if drawable(trace.slices[f.src], trace.slices[f.dst], "chrome")]
+    # Flow ids number the drawn flows in model order.
+    drawn = dict(zip(range(1, len(ids) + 1), ids))
+    assert len(s_ev) == len(f_ev) == len(ids)
+    assert sorted(e["id"] for e in s_ev) == list(range(1, len(ids) + 1))
     assert all(e.get("bp") == "e" for e in f_ev)
     assert all(e["id"] < 2 ** 53 for e in s_ev)
     bound = perfetto_flow_binding(lit)
@@ -263,40 +270,30 @@ def check_flows(trace, data, skip=()):
         s = trace.slices[i]
         return (ml.where[s.track], s.name, s.ts, s.dur)
 
-    # Flow ids follow the model's flow order.  A flow whose destination starts before the
-    # flow leaves its source cannot bind in Perfetto (its f is processed first): it must be
-    # reported, not silently lost.  Every other flow binds to exactly its model slices.
-    s_ts = {e["id"]: to_ns(e["ts"], base) for e in s_ev}
-    f_ts = {e["id"]: to_ns(e["ts"], base) for e in f_ev}
-    backward = 0
-    for fid, flow in enumerate(trace.flows, 1):
-        if fid in skip:
+    for fid, mi in drawn.items():
+        if mi in skip:
             continue
+        flow = trace.flows[mi - 1]
         s_idx, d_idx = bound[fid]
-        if f_ts[fid] < s_ts[fid]:
-            backward += 1
-            assert (s_idx, d_idx) == (None, None)
-            continue
-        assert s_idx is not None and d_idx is not None, f"flow {fid} did not bind"
+        assert s_idx is not None and d_idx is not None, f"flow {mi} did not bind"
         assert events[s_idx]["ph"] == "X" and events[d_idx]["ph"] == "X"
-        assert key_of(s_idx) == key_model(flow.src), f"flow {fid} source"
-        assert key_of(d_idx) == key_model(flow.dst), f"flow {fid} destination"
+        assert key_of(s_idx) == key_model(flow.src), f"flow {mi} source"
+        assert key_of(d_idx) == key_model(flow.dst), f"flow {mi} destination"
     # The arrow's start lies inside the source slice, its end at the destination's start.
     by_id = {e["id"]: e for e in s_ev}
-    for fid, flow in enumerate(trace.flows, 1):
-        s = trace.slices[flow.src]
+    for fid, mi in drawn.items():
+        s = trace.slices[trace.flows[mi - 1].src]
         t = to_ns(by_id[fid]["ts"], base)
         assert s.ts <= t <= max(s.ts, s.ts + s.dur - 1)
     for e in f_ev:
-        assert to_ns(e["ts"], base) == trace.slices[trace.flows[e["id"] - 1].dst].ts
-    warned = [w for w in doc["metadata"]["warnings"] if "flows end at a destination" in w]
-    if backward:
-        assert warned == [f"chrome json: {backward} flows end at a destination that starts "
-                          "before the flow leaves its source; Perfetto's importer drops such "
-                          "flows (it binds v1 flow events in time order)"]
+        assert to_ns(e["ts"], base) == trace.slices[trace.flows[drawn[e["id"]] - 1].dst].ts
+    left_out = len(trace.flows) - len(ids)
+    warned = [w for w in doc["metadata"]["warnings"] if "dependencies are not drawn" in w]
+    if left_out:
+        assert warned == [not_drawn_warning(left_out, len(trace.flows), "chrome json")]
     else:
         assert not warned
-    return backward
+    return left_out
 
 
 # -- hand-built models --------------------------------------------------------------------
@@ -449,7 +446,7 @@ def test_flows_bind_like_perfetto(model):
               if tr.slices[f.dst].name == "same-start parent"]
     assert check_flows(tr, data, skip={amb}) == 1          # the stray -> copy flow
     _, events = events_of(data)
-    s_idx, d_idx = perfetto_flow_binding(literal_events(data))[amb]
+    s_idx, d_idx = perfetto_flow_binding(literal_events(data))[amb]   # (before stray -> copy)
     assert events[s_idx]["name"] == tr.slices[tr.flows[amb - 1].src].name
     assert events[d_idx]["name"] == "same-start child"        # the documented limitation
 
@@ -461,9 +458,10 @@ def test_flow_start_position(model):
     starts = {e["id"]: to_ns(e["ts"], base) for e in events if e["ph"] == "s"}
     # Leaves (nothing else on their thread starts inside them) bind 1 ns before their end;
     # slices with children or instants inside, and slices of 0 or 1 ns, at their start.
-    at_end = {"task a", "task c", "child1", "copy", "stray slice"}
+    # The stray -> copy flow (backward in time) is not written.
+    at_end = {"task a", "task c", "child1", "copy"}
     at_start = {"tiny", "zero", "parent", "leaf with instant", "one ns"}
-    for fid, flow in enumerate(tr.flows, 1):
+    for fid, flow in enumerate(tr.flows[:-1], 1):
         s = tr.slices[flow.src]
         assert s.name in at_end | at_start
         want = s.ts + s.dur - 1 if s.name in at_end else s.ts
@@ -486,7 +484,7 @@ def test_metadata(model):
     assert m["clock"]["ns_per_unit"] == "5/9"
     assert m["source_files"] == ["a.json", "b.bin"]
     assert m["warnings"][0] == "w1"                  # the model's own, then the writer's
-    assert len(m["warnings"]) == 2 and "1 flows end at a destination" in m["warnings"][1]
+    assert len(m["warnings"]) == 2 and "1 of 10 dependencies are not drawn" in m["warnings"][1]
     assert tr.meta.warnings == ["w1"]
     assert m["base_time_ns"] == BASE
     assert m["extra"] == {"tasks": 7}
@@ -507,7 +505,8 @@ def test_return_counts(model):
     ph = collections.Counter(e["ph"] for e in events)
     assert counts["slices"] == ph["X"] == len(tr.slices)
     assert counts["instants"] == ph["i"] == len(tr.instants)
-    assert counts["flows"] == ph["s"] == ph["f"] == len(tr.flows)
+    assert counts["flows"] == ph["s"] == ph["f"] == len(tr.flows) - 1     # one backward
+    assert counts["flows_not_drawn"] == 1
     assert counts["counter_samples"] == ph["C"]
     assert counts["events"] == len(events)
     assert counts["bytes"] == len(data)
@@ -754,7 +753,8 @@ def test_sample_counts_and_exact_times(sample):
     assert base == tr.time_span()[0]
     ph = collections.Counter(e["ph"] for e in events)
     assert ph["X"] == len(tr.slices), name
-    assert ph["s"] == ph["f"] == len(tr.flows), name
+    drawn = sum(drawable(tr.slices[f.src], tr.slices[f.dst], "chrome") for f in tr.flows)
+    assert ph["s"] == ph["f"] == drawn, name
     assert ph["C"] == sum(len(c) for c in tr.counters), name
     assert ph["i"] == len(tr.instants), name
     ml, fl = ModelLayout(tr), FileLayout(events)
@@ -796,11 +796,11 @@ def test_sample_counters(sample):
 
 def test_sample_flows_bind(sample):
     name, tr, data = sample
-    backward = check_flows(tr, data)
-    # Cross-check the backward count against the model alone: the source's flow point is
-    # never before its start, so a destination starting before the source does is backward.
-    assert backward >= sum(1 for f in tr.flows if tr.slices[f.dst].ts < tr.slices[f.src].ts)
-    assert write_chrome(tr, io.BytesIO())["flows_backward"] == backward
+    left_out = check_flows(tr, data)
+    # Cross-check against the model alone: exactly the flows whose destination starts
+    # before their source are left out (PyPTO's untrusted HUB dependencies among them).
+    assert left_out == sum(1 for f in tr.flows if tr.slices[f.dst].ts < tr.slices[f.src].ts)
+    assert write_chrome(tr, io.BytesIO())["flows_not_drawn"] == left_out
 
 
 def test_sample_compact_and_gzip(sample, tmp_path):
@@ -815,3 +815,28 @@ def test_sample_compact_and_gzip(sample, tmp_path):
     assert json.loads(unzipped) == json.loads(data)
     meta = json.loads(unzipped)["metadata"]
     assert meta["name"] == tr.meta.name and meta["source_files"] == tr.meta.source_files
+
+
+@pytest.mark.parametrize("dst_ts, drawn", [(500, True),     # starts inside the source
+                                           (100, True),     # starts with it
+                                           (50, False)])    # starts before it
+def test_flows_into_a_running_source_bind_or_are_reported(dst_ts, drawn):
+    """A destination starting before the source's end point still binds (its "s" moves to
+    the source's start; one starting with the source gets its "f" right after the "s");
+    one starting before the source cannot be drawn from it: not written, counted, warned.
+    (Before issue 17 the first two were silently lost in Perfetto.)"""
+    tr = Trace(RunMeta("late", "test"))
+    a = tr.add_track("A", nesting=False)
+    b = tr.add_track("B", nesting=False)
+    src = tr.add_slice(a, 100, 1000, "src")
+    dst = tr.add_slice(b, dst_ts, 1000, "dst")
+    tr.add_flow(src, dst)
+    data = write(tr)
+    doc, events = events_of(data)
+    assert check_flows(tr, data) == (0 if drawn else 1)
+    if drawn:
+        s_idx, d_idx = perfetto_flow_binding(literal_events(data))[1]
+        assert (events[s_idx]["name"], events[d_idx]["name"]) == ("src", "dst")
+    else:
+        assert not [e for e in events if e["ph"] in "sf"]
+        assert write_chrome(tr, io.BytesIO())["flows_not_drawn"] == 1

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import collections
 import io
+import json
 import math
 import sys
 
+from tracecvt.writers.flows import drawable
 from tracecvt.model import RunMeta, Trace
 from tracecvt.readers import find_runs
 from tracecvt.writers.perfetto import time_origin, write_perfetto
@@ -33,13 +35,18 @@ def _annotation_value(a, tables):
     return getattr(a, which)
 
 
-def _model_value(v):
-    """A model arg value as the writer encodes it (empty containers as text)."""
-    if isinstance(v, dict):
-        d = {str(k): _model_value(x) for k, x in v.items() if x is not None}
-        return d or "{}"
-    if isinstance(v, (list, tuple)):
-        return [_model_value(x) for x in v] or "[]"
+def _model_value(v, name=None):
+    """A model arg value as the writer encodes it: a nested value (dict, list) as one line of
+    text, operand lists (model.INPUTS / OUTPUTS) as "FP16[512,1024] tensor=22; ...", others
+    as compact JSON."""
+    if isinstance(v, (dict, list, tuple)):
+        if name in ("inputs", "outputs") and isinstance(v, list) and all(
+                isinstance(o, dict) and "dtype" in o and "shape" in o for o in v):
+            return "; ".join(
+                f"{o['dtype']}[{','.join(str(d) for d in o['shape'])}]"
+                + "".join(f" {k}={x}" for k, x in o.items()
+                          if k not in ("dtype", "shape") and x is not None) for o in v)
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=str)
     if isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < 1 << 64:
         return str(v)                       # no 64-bit field holds it: its exact digits
     if isinstance(v, (bool, int, float, str)):
@@ -82,7 +89,11 @@ def read_back(data: bytes, origin: int = 0):
             continue
         if te.type == 2:
             begin = open_[uuid].pop()
-            slices[uuid].append((begin[0], ts - begin[0], *begin[1:]))
+            # terminating ids on the END (a flow between slices starting together) join
+            # the slice's own
+            slices[uuid].append((begin[0], ts - begin[0], *begin[1:-1],
+                                 begin[-1] + tuple(te.terminating_flow_ids)))
+            assert not te.flow_ids
             continue
         cats = tuple(tables[1][c].name for c in te.category_iids)
         args = {tables[3][a.name_iid].name if a.name_iid else a.name:
@@ -108,12 +119,13 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
     flow_ends = collections.defaultdict(set)
     outgoing = collections.defaultdict(list)      # slice -> flow ids its BEGIN must carry
     ending = collections.defaultdict(list)        # slice -> terminating flow ids
+    drawn = {}                                    # writers.flows: true direction only
     for fid, f in enumerate(trace.flows, 1):
+        if not drawable(trace.slices[f.src], trace.slices[f.dst], "perfetto", f.name):
+            continue
+        drawn[fid] = f
         outgoing[f.src].append(fid)
-        if trace.slices[f.dst].ts > trace.slices[f.src].ts:
-            ending[f.dst].append(fid)
-        else:
-            outgoing[f.dst].append(fid)
+        ending[f.dst].append(fid)
     for uuid, ids in by_track.items():
         ids.sort(key=lambda i: (trace.slices[i].ts, -trace.slices[i].dur))
         got = slices.pop(uuid + 1)
@@ -129,7 +141,7 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
             pending = list(got[k:j])
             for i in ids[k:j]:
                 s = trace.slices[i]
-                want_args = {name: _model_value(v) for name, v in s.all_args.items()
+                want_args = {name: _model_value(v, name) for name, v in s.all_args.items()
                              if v is not None}
                 want = (s.ts, s.dur, s.name, (s.cat,) if s.cat else (), want_args)
                 flows = (sorted(outgoing[i]), sorted(ending[i]))
@@ -143,13 +155,12 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
                     flow_ends[fid].add((i, True))
             k = j
     assert not slices
-    assert len(flow_ends) == len(trace.flows)
-    for fid, f in enumerate(trace.flows, 1):
-        terminating = trace.slices[f.dst].ts > trace.slices[f.src].ts
-        assert flow_ends[fid] == {(f.src, False), (f.dst, terminating)}
+    assert len(flow_ends) == len(drawn)
+    for fid, f in drawn.items():
+        assert flow_ends[fid] == {(f.src, False), (f.dst, True)}
     want_instants = sorted(
         (i.track + 1, i.ts, i.name, (i.cat,) if i.cat else (),
-         {k: _model_value(v) for k, v in (i.args or {}).items() if v is not None})
+         {k: _model_value(v, k) for k, v in (i.args or {}).items() if v is not None})
         for i in trace.instants)
     assert sorted(instants) == want_instants
     want_counters = {c.track + 1: [(t, _counter_value(v)) for t, v in zip(c.ts, c.values)]

@@ -44,21 +44,26 @@ def test_forward_flow_terminates_on_the_destination():
     marks = _flow_marks(data)
     # Times start at the trace's first timestamp (100 ns in the model).
     assert marks[0] == ([1], []) and marks[100] == ([], [1])
-    assert counts["flows_backward"] == 0
+    assert counts["flows_not_drawn"] == 0
 
 
-def test_flow_between_slices_starting_together_has_plain_ids_on_both_ends():
-    # The destination's BEGIN may reach Trace Processor first: a terminating id there
-    # would be dropped, so both ends carry a plain flow id.
+def test_flow_between_slices_starting_together_terminates_on_the_destination_end():
+    # Trace Processor may meet two BEGINs at one ns in either order: the flow starts on the
+    # source's BEGIN and terminates on the destination's END, which comes after it.
     data, counts = _write(_two_lane_trace(100, 100))
-    assert sorted(_flow_marks_all(data)) == [([1], []), ([1], [])]
-    assert counts["flows_backward"] == 0          # not backward, just simultaneous
+    assert sorted(_flow_marks_all(data)) == [([], []), ([1], [])]
+    ends = [(list(p.track_event.flow_ids), list(p.track_event.terminating_flow_ids))
+            for p in decode_pftrace(data).packet
+            if p.HasField("track_event") and p.track_event.type == 2]
+    assert sorted(ends) == [([], []), ([], [1])]
+    assert counts["flows_not_drawn"] == 0
 
 
-def test_backward_flow_is_counted_and_kept():
+def test_backward_flow_is_counted_and_not_written():
+    # Trace Processor binds a flow's ends in time order: it could only draw it reversed.
     data, counts = _write(_two_lane_trace(200, 100))
-    assert sorted(_flow_marks_all(data)) == [([1], []), ([1], [])]
-    assert counts["flows_backward"] == 1
+    assert sorted(_flow_marks_all(data)) == [([], []), ([], [])]
+    assert counts["flows_not_drawn"] == 1
 
 
 def _flow_marks_all(data: bytes) -> list[tuple[list[int], list[int]]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tracecvt.errors import InputError
+from tracecvt.model import SOURCE_BINDING
 from tracecvt.readers import ReadOptions, find_runs
 from conftest import FIXTURES, PYPTO_MERGED_RUNS, PYPTO_RUNS, pypto_run_dir, pypto_sim_dir
 
@@ -53,12 +54,19 @@ def slice_key(trace, s) -> tuple:
     return (lane_of(trace, s), s.ts, s.dur, s.name)
 
 
+# What tracecvt adds where it re-binds PyPTO's HUB dependencies (hub_binding): not PyPTO's.
+BINDING_ARGS = ("deviceTask", "untrustedPredecessors")
+
+
 def slice_key_args(trace, s) -> tuple:
-    return slice_key(trace, s) + (json.dumps(s.all_args, sort_keys=True),)
+    args = {k: v for k, v in s.all_args.items() if k not in BINDING_ARGS}
+    return slice_key(trace, s) + (json.dumps(args, sort_keys=True),)
 
 
 def flow_key(trace, f) -> tuple:
-    a, b = trace.slices[f.src], trace.slices[f.dst]
+    """A flow as PyPTO bound it (SOURCE_BINDING where tracecvt re-bound it)."""
+    src, dst = (f.args or {}).get(SOURCE_BINDING, (f.src, f.dst))
+    a, b = trace.slices[src], trace.slices[dst]
     return (lane_of(trace, a), a.ts, a.end, lane_of(trace, b), b.ts)
 
 

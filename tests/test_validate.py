@@ -437,7 +437,7 @@ def test_flow_that_terminates_before_it_starts():
 
 
 def test_flow_ids_on_two_begins_are_an_arrow():
-    """tracecvt gives backward flows a plain flow id on both ends."""
+    """Trace Processor draws a flow id on two BEGINs as an arrow from the earlier one."""
     b = base()
     p, _ = b.slice(200, 10, 2)
     p.track_event.flow_ids.append(45)

@@ -13,9 +13,10 @@ Definitions (docs/analyses.md):
 * where the reader knows when a task was dispatched (PICKUP: dispatch = start - pickup), the
   part of a gap after ``d = max(r, dispatch)`` is **wait start** (dispatched, not yet
   started): ``[r, d)`` stays wait schedule (idle without a graph);
-* a dependency whose source ends after its destination starts cannot have held the
-  destination back (PyPTO's duplicate-key quirk makes such edges); it is left out of the ready
-  time and counted, so no wait is ever negative.
+* a dependency the reader marks untrusted (``model.UNTRUSTED_FLOW``: bound to the wrong
+  execution by PyPTO's HUB seqNo quirk, or ending after its destination starts) is left out
+  of the ready time (``Timeline.preds`` holds none) and counted (``ignored_dependencies``:
+  tasks with such a dependency), so no wait is ever negative.
 
 These are PyPTO's own ``bubble_analysis.log`` definitions (format reference 7.2) with that
 one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares them.
@@ -200,6 +201,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     t0 = tl.start
     makespan = tl.makespan
     preds = tl.preds
+    untrusted = tl.untrusted
     result = Bubbles(True, None, "task graph" if tl.has_graph else IDLE)
     gaps = result.gaps
     lane_prev = result.lane_prev
@@ -234,16 +236,13 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
                 by = -1
                 plist = preds.get(i)
                 if plist:
-                    bad = 0
                     for p in plist:
                         pe = ends[p]
-                        if pe > ts:
-                            bad += 1
-                        elif pe > ready:
-                            ready = pe
+                        if ready < pe <= ts:    # (a late edge the reader did not mark:
+                            ready = pe          # it cannot have held the task back)
                             by = p
-                    if bad:
-                        ignored += 1
+                if i in untrusted:
+                    ignored += 1
                 if cur <= ts and cur_slice >= 0:
                     lane_prev[i] = cur_slice
                 if ready < ts and s.cat != MARKER and (i not in multi or i in firsts):

@@ -9,8 +9,9 @@ The segments therefore tile [run start, last end] exactly: their total is the ma
 Slices of one task (TASK_ID: MIX rows, SPMD blocks) are one node: from the task's first
 start to its end, its lane order taken where it started.
 
-Dependencies that end after their destination starts (PyPTO's duplicate-key quirk) and
-predecessors with invented times (fake tasks) are not followed, and lane order is not
+Dependencies the reader marks untrusted (``model.UNTRUSTED_FLOW``: PyPTO's HUB seqNo quirk;
+``Timeline.preds`` holds none of them) and predecessors with invented times (fake tasks) are
+not followed, and lane order is not
 followed between PyPTO's HUB tasks (1-cycle markers on a pseudo-core, not a resource).
 
 ``graph_bound`` is the longest chain of task durations through the dependencies alone (no
@@ -155,11 +156,17 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
                              if seg.kind == "task" and seg.via == LANE_ORDER)
     cp.edges = edges[::-1]
     cp.graph_bound = graph_bound(trace, tl)
-    fake = tl.fake_slices
-    if bubbles.ignored_dependencies or fake:
-        cp.caveat = (f"this run's task graph is incomplete: {bubbles.ignored_dependencies} "
-                     "tasks have a dependency that ends after they start"
-                     + (f" and {fake} tasks have invented times (fake)" if fake else "")
+    fake = tl.fake_in_graph
+    ignored = bubbles.ignored_dependencies
+    if ignored or fake:
+        parts = []
+        if ignored:
+            parts.append(f"{ignored} tasks have a dependency bound to the wrong execution "
+                         "(marked \"untrusted dependency\" in the trace, named in each "
+                         "task's args.untrustedPredecessors; not followed)")
+        if fake:
+            parts.append(f"{fake} tasks of the graph have invented times (fake)")
+        cp.caveat = ("this run's task graph is incomplete: " + " and ".join(parts)
                      + " (PyPTO's HUB seqNo quirk), so a long wait on the path may be a "
                      "dependency PyPTO did not record")
     return cp

@@ -133,7 +133,9 @@ def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | No
         return None
     t0 = min(starts)
     empty: list[int] = []
-    data = {name: _Core(trace, tasks.get(name, empty), tl.preds)
+    # PyPTO's own graph: its bindings (model.SOURCE_BINDING) and untrusted flows included.
+    preds = tl.preds if tl.source_preds is None else tl.source_preds
+    data = {name: _Core(trace, tasks.get(name, empty), preds)
             for name in log["cores"]}
 
     def compare(origin: int) -> dict[str, tuple[dict, float]]:
@@ -193,12 +195,14 @@ def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | No
             fig = figs.get(name)
             ignored = fig.ignored_dependencies if fig else 0
             reasons.append(
-                f"PyPTO reports negative {', '.join(negative).lower()}: {ignored} of its "
-                "tasks have a predecessor that ends after they start (HUB seqNo quirk); "
-                "tracecvt leaves those dependencies out, so its waits are never negative")
+                f"PyPTO reports negative {', '.join(negative).lower()}: its HUB seqNo quirk "
+                "binds dependencies to another device task's HUB execution, which can end after "
+                f"the task starts; tracecvt re-binds them to the execution they belong to or "
+                f"marks them untrusted ({ignored} of this core's tasks) and leaves those out, so "
+                "its waits are never negative")
         elif status == "differs" and figs.get(name) and figs[name].ignored_dependencies:
-            reasons.append(f"{figs[name].ignored_dependencies} tasks have a predecessor that "
-                           "ends after they start (HUB seqNo quirk)")
+            reasons.append(f"{figs[name].ignored_dependencies} tasks have an untrusted "
+                           "dependency (HUB seqNo quirk)")
         cores.append(CoreCheck(name, status, {k: core[k] for k in FIGURES},
                                {k: round(v, 6) for k, v in mine.items()},
                                _own(figs.get(name)), round(diff, 6), round(bound, 6),
@@ -208,10 +212,12 @@ def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | No
         anomalies.append(
             f"bubble_analysis.log has negative wait times on {len(negative_cores)} cores "
             f"({', '.join(negative_cores[:4])}{', …' if len(negative_cores) > 4 else ''}): "
-            f"{bubbles.ignored_dependencies} tasks have a dependency that ends after they "
-            "start (PyPTO's HUB seqNo quirk). tracecvt does not copy these numbers: it leaves "
-            "such dependencies out of the ready time, so every gap splits into non-negative "
-            "wait predecessor / wait schedule parts.")
+            "PyPTO's HUB seqNo quirk binds dependencies to HUB executions of other device "
+            "tasks. tracecvt does not copy these numbers: it re-binds each dependency to the "
+            "execution it belongs to where the records and the graph determine it, and leaves "
+            f"the rest out of the ready time ({bubbles.ignored_dependencies} tasks have such an "
+            "untrusted dependency), so every gap splits into non-negative wait predecessor / "
+            "wait schedule parts.")
     differs = [c.core for c in cores if c.status == "differs" and not c.reasons]
     if differs:
         anomalies.append(f"{len(differs)} cores differ from bubble_analysis.log without a "

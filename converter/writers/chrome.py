@@ -42,10 +42,14 @@ Layout of the written file (compact, one line)::
     next slice.  When the source has children or instants inside, the last of them stays on the
     stack as a stale top until another slice starts on the thread, so ``s`` goes to the
     source's start instead, where the source is the top once its ``X`` has been processed.
-  - A flow whose destination starts before that point (a dependency drawn backwards in time)
-    is written all the same, but Perfetto processes its ``f`` before its ``s`` and drops it
-    (``flow_end_without_start``; the protobuf writer's ``terminating_flow_ids`` meet the same
-    fate).  The writer counts them (``flows_backward``) and says so in ``metadata.warnings``.
+  - A flow whose destination starts before that point but not before the source gets its
+    ``s`` at the source's start; one whose destination starts at the source's start gets its
+    ``f`` right after the ``s`` in the file (events at one ts keep the file order).
+  - A flow whose destination starts before its source cannot be drawn from source to
+    destination (Perfetto would meet its ``f`` first: ``flow_end_without_start``); it is not
+    written (``writers.flows``), counted (``flows_not_drawn``) and reported in
+    ``metadata.warnings``.  Untrusted dependencies (``model.UNTRUSTED_FLOW``) get the
+    category "untrusted".
 * Output is streamed: events are serialized in batches of ``BATCH_EVENTS`` and written joined
   by commas, so the output is never held in memory.  Values orjson refuses (integers outside
   [-2**63, 2**64), lone surrogates, non-string keys, unknown types) are cleaned up in the
@@ -68,7 +72,9 @@ import orjson
 
 from .. import __version__
 from ..fileio import PRODUCER
-from ..model import COUNTER, GROUP, INT64_MIN, LABEL_ARGS, LANE, UINT64_END, Trace
+from ..model import (COUNTER, GROUP, INT64_MIN, LABEL_ARGS, LANE, SOURCE_BINDING, UINT64_END,
+                     UNTRUSTED_FLOW, Trace)
+from .flows import drawable, not_drawn_warning
 from .names import thread_names
 
 BATCH_EVENTS = 10000
@@ -212,6 +218,17 @@ class _Layout:
 
 # -- writer -------------------------------------------------------------------------------
 
+def _flow_cat(name: str) -> str:
+    """Untrusted dependencies get a category of their own (model.UNTRUSTED_FLOW)."""
+    return "untrusted" if name == UNTRUSTED_FLOW else FLOW_CAT
+
+
+def _flow_end(f, fid: int, ts_us: float, pid: int, tid: int) -> dict[str, Any]:
+    name = f.name or FLOW_CAT
+    return {"ph": "f", "bp": "e", "id": fid, "cat": _flow_cat(name), "name": name,
+            "ts": ts_us, "pid": pid, "tid": tid}
+
+
 def _group_flows(flows: list, n_slices: int, end: str) -> tuple[array, array]:
     """Flow ids grouped by slice: ids of slice i are ``ids[start[i]:start[i + 1]]``."""
     if not flows:
@@ -264,7 +281,7 @@ def write_chrome(trace: Trace, out: IO[bytes],
             f"{EXACT_SPAN_NS} ns after base_time_ns cannot keep exact ns in float64 "
             "microseconds (use the Perfetto protobuf output for exact times)")
 
-    counts = {"events": 0, "slices": 0, "instants": 0, "flows": 0, "flows_backward": 0,
+    counts = {"events": 0, "slices": 0, "instants": 0, "flows": 0, "flows_not_drawn": 0,
               "counter_samples": 0,
               "tracks": len(trace.tracks), "processes": len(layout.processes),
               "threads": len(layout.threads), "bytes": 0}
@@ -316,9 +333,13 @@ def write_chrome(trace: Trace, out: IO[bytes],
     # Flows, attached to the slices they start from / end at: flow ids (1..N, model order)
     # grouped by source and by destination slice, CSR style.
     flows = []
+    not_drawn = 0
     for flow in trace.flows:
         if 0 <= flow.src < n_slices and 0 <= flow.dst < n_slices:
-            flows.append(flow)
+            if drawable(slices[flow.src], slices[flow.dst], "chrome"):
+                flows.append(flow)
+            else:
+                not_drawn += 1
         else:
             warnings.append(f"chrome json: flow {flow.src} -> {flow.dst} refers to a missing "
                             "slice; not written")
@@ -334,7 +355,6 @@ def write_chrome(trace: Trace, out: IO[bytes],
     tid_of = layout.tid_of
     pid_of = layout.pid_of
     done = 0
-    backward = 0
     for track_id, _depth in trace.walk():
         ids = by_track.pop(track_id, None)
         if not ids:
@@ -361,9 +381,8 @@ def write_chrome(trace: Trace, out: IO[bytes],
             if lo != hi:
                 for fid in in_ids[lo:hi]:
                     f = flows[fid - 1]
-                    batch.append({"ph": "f", "bp": "e", "id": fid, "cat": FLOW_CAT,
-                                  "name": f.name or FLOW_CAT, "ts": ev["ts"],
-                                  "pid": pid, "tid": tid})
+                    if slices[f.src].ts != ts:     # (one start: written after its "s")
+                        batch.append(_flow_end(f, fid, ev["ts"], pid, tid))
             lo, hi = out_start[i], out_start[i + 1]
             if lo != hi:
                 end = ts + s.dur
@@ -376,15 +395,20 @@ def write_chrome(trace: Trace, out: IO[bytes],
                     if leaf:
                         bind = end - 1
                 bind_us = (bind - base) / 1000
+                start_us = ev["ts"]
                 for fid in out_ids[lo:hi]:
                     f = flows[fid - 1]
-                    if slices[f.dst].ts < bind:
-                        backward += 1
-                    fe = {"ph": "s", "id": fid, "cat": FLOW_CAT, "name": f.name or FLOW_CAT,
-                          "ts": bind_us, "pid": pid, "tid": tid}
+                    d = slices[f.dst]
+                    # A destination starting before the end point: "s" at the source's start.
+                    name = f.name or FLOW_CAT
+                    fe = {"ph": "s", "id": fid, "cat": _flow_cat(name), "name": name,
+                          "ts": bind_us if d.ts >= bind else start_us, "pid": pid, "tid": tid}
                     if f.args:
-                        fe["args"] = f.args
+                        fe["args"] = {k: v for k, v in f.args.items() if k != SOURCE_BINDING}
                     batch.append(fe)
+                    if d.ts == ts:          # "f" right after "s": Perfetto keeps that order
+                        batch.append(_flow_end(f, fid, start_us, pid_of[d.track],
+                                               tid_of[d.track]))
             done += 1
             if len(batch) >= BATCH_EVENTS:
                 flush()
@@ -392,12 +416,9 @@ def write_chrome(trace: Trace, out: IO[bytes],
                     progress(done)
     counts["slices"] = done
     counts["flows"] = len(flows)
-    counts["flows_backward"] = backward
-    if backward:
-        warnings.append(
-            f"chrome json: {backward} flows end at a destination that starts before the "
-            "flow leaves its source; Perfetto's importer drops such flows (it binds v1 flow "
-            "events in time order)")
+    counts["flows_not_drawn"] = not_drawn
+    if not_drawn:
+        warnings.append(not_drawn_warning(not_drawn, len(trace.flows), "chrome json"))
 
     for inst in trace.instants:
         ev = {"ph": "i", "s": "t", "name": inst.name}

@@ -148,7 +148,7 @@ class PyptoReader:
         self._attach_side_files(trace, source, options)
         trace.meta.extra.update(declarations())
         split_overlaps(trace)
-        _report_backward_flows(trace)
+        _bind_flows(trace, source)
         return trace
 
     def _read_merged(self, source: Source, options: ReadOptions) -> Trace:
@@ -202,23 +202,30 @@ class PyptoReader:
             trace.meta.source_files.append(str(source.files[role]))
 
 
-def _report_backward_flows(trace: Trace) -> None:
-    """Dependencies whose source ends after the destination starts cannot be causal: in
-    multi-device-task SIM runs they come from PyPTO's HUB seqNo quirk (duplicate keys)."""
-    slices = trace.slices
-    late = back = 0
-    for f in trace.flows:
-        src = slices[f.src]
-        dst_ts = slices[f.dst].ts
-        if src.ts + src.dur > dst_ts:
-            late += 1
-            back += src.ts > dst_ts
-    trace.meta.extra["flows_out_of_order"] = late
-    if late:
-        trace.warn(f"{trace.meta.name}: {late} of {len(trace.flows)} dependencies end after "
-                   f"their successor starts ({back} point backward in time); kept as drawn "
-                   "by PyPTO (its HUB seqNo quirk gives tasks of different device tasks the "
-                   "same key)")
+def _bind_flows(trace: Trace, source: Source) -> None:
+    """Re-bind the dependencies of HUB executions to the device tasks they belong to, and
+    mark the ones that stay untrusted (hub_binding: PyPTO's HUB seqNo quirk)."""
+    from .hub_binding import bind_hub_executions
+    raw = "merged" not in source.files or source.variant in ("raw", "pypto-raw")
+    where = "the raw files" if raw else "merged_swimlane.json (PyPTO keeps one execution " \
+        "per key; read the raw files with --from pypto-raw to get them all)"
+    counts = bind_hub_executions(trace, where)
+    extra = trace.meta.extra
+    extra.update(counts)
+    name = trace.meta.name
+    if counts["hub_flows_rebound"]:
+        trace.warn(f"{name}: {counts['hub_flows_rebound']} of {len(trace.flows)} dependencies "
+                   f"re-bound to the HUB executions they belong to ({counts['hub_executions_bound']} "
+                   "executions bound to their device task, args.deviceTask): PyPTO's HUB seqNo "
+                   "quirk records every device task's HUB tasks with seqNo 0 and binds their "
+                   "dependencies to the wrong execution")
+    if counts["flows_untrusted"]:
+        trace.warn(f"{name}: {counts['flows_untrusted']} of {len(trace.flows)} dependencies "
+                   "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
+                   "kept as PyPTO bound them, marked 'untrusted dependency' (named in "
+                   "args.untrustedPredecessors of each successor; Chrome JSON draws those it "
+                   "can as flows of that name, with args saying why) and not followed by the "
+                   "analyses")
 
 
 def _describe_device(trace: Trace) -> None:

@@ -76,7 +76,17 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     ``enrich`` and writes the rest; without, about half of the sequences by cost.  Sequences
     are independent (each defines the interned entries it uses), so the trace means the
     same either way.
+
+    The counts' ``flows`` are the flows written; ``flows_not_drawn`` those left out
+    (``writers.flows``: a destination starting before its source).
     """
+    counts = _write(trace, out, progress, workers, enrich)
+    counts["flows"] = len(trace.flows) - counts["flows_not_drawn"]
+    return counts
+
+
+def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
+           workers: int, enrich: Callable[[Trace], Any] | None) -> dict[str, int]:
     parallel = workers > 1 and hasattr(os, "fork")
     if enrich is not None and not (parallel and _cost(trace) >= PARALLEL_MIN_COST):
         enrich(trace)

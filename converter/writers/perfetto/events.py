@@ -15,6 +15,7 @@ from typing import IO, Any, Callable
 
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
+from ..flows import drawable
 from .interning import _ArgEncoder, _Interner, _Sequence
 from .tracks import Layout, _sequence_start
 from .wire import (_TS3_HI, _TS3_LO, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY,
@@ -22,7 +23,7 @@ from .wire import (_TS3_HI, _TS3_LO, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAG
                    _TE_FLOW, _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK,
                    _TRACK_EVENT, _TS, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
-_PART_COUNTS = ("packets", "slices", "counter_samples", "flows_backward")
+_PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
 
 
 def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) -> dict[int, int]:
@@ -57,16 +58,17 @@ class SequenceWriter:
         self.chunk: list[bytes] = []
         self.append = self.chunk.append
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
-                       "counter_samples": 0, "tracks": len(trace.tracks), "flows_backward": 0}
+                       "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0}
         # Where packets go and who hears of progress (a forked second part writes
         # elsewhere, silently).
         self.sink: list[Any] = [out, progress]
-        # Flow ids per slice: outgoing on the source BEGIN, terminating on the destination
-        # BEGIN.  A flow whose destination starts before (or with) its source would reach
-        # Trace Processor end first and be dropped; giving both ends a plain flow id keeps it
-        # as an arrow between the two slices (drawn from the earlier one).  Each process fills
-        # them for its own slices.
+        # Flow ids per slice (writers.flows): outgoing on the source BEGIN (key i),
+        # terminating on the destination BEGIN (key ~i), or on its END when both start at one
+        # ns (``end_flow_bytes``); a flow whose destination starts before its source is not
+        # written (Trace Processor would draw it reversed).  Each process fills them for its
+        # own slices.
         self.flow_bytes: dict[int, bytes] = {}
+        self.end_flow_bytes: dict[int, bytes] = {}
         self.by_track = trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
@@ -99,28 +101,33 @@ class SequenceWriter:
         self.counts["tracks"] = len(trace.tracks)
 
     def flows_of(self, tracks: set[int] | None) -> None:
-        """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the backward flows
-        that end there."""
+        """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the flows not
+        drawn whose destination is there."""
         slices = self.slices
         flow_bytes = self.flow_bytes
-        backward = 0
+        end_bytes = self.end_flow_bytes
+        not_drawn = 0
         for fid, flow in enumerate(self.trace.flows, 1):
             src, dst = flow.src, flow.dst
             here_src = tracks is None or slices[src].track in tracks
             here_dst = tracks is None or slices[dst].track in tracks
             if not (here_src or here_dst):
                 continue
+            d = slices[dst]
+            s0 = slices[src].ts
+            if (d.ts <= s0 or flow.name) and not drawable(slices[src], d, "perfetto",
+                                                          flow.name):
+                not_drawn += here_dst
+                continue
             b = _pack_fixed64(fid)
             if here_src:
                 flow_bytes[src] = flow_bytes.get(src, b"") + _TE_FLOW + b
             if here_dst:
-                d, s0 = slices[dst].ts, slices[src].ts
-                if d <= s0:     # equal starts too: Trace Processor may meet the destination first
-                    backward += d < s0
-                    flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_FLOW + b
+                if d.ts == s0:      # one ns: terminate on the destination's END
+                    end_bytes[dst] = end_bytes.get(dst, b"") + _TE_TERM_FLOW + b
                 else:
                     flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
-        self.counts["flows_backward"] += backward
+        self.counts["flows_not_drawn"] += not_drawn
 
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
         slices = self.slices
@@ -150,6 +157,7 @@ class SequenceWriter:
         seq_ids, names, cats = self.seq_ids, self.names, self.cats
         name_field, cat_field = self.name_field, self.cat_field
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
+        end_flows = self.end_flow_bytes
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
         dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
         base = self.base
@@ -176,15 +184,22 @@ class SequenceWriter:
             head = seqb + _FLAGS_NEEDS
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
             stack: list[int] = []   # open slice ends, innermost last
+            marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
             for i, ts in zip([*ids, -1], starts):
                 while stack and stack[-1] <= ts:
                     d = stack.pop() - base
                     if d < 16384:
-                        body = dts[d] + end_tail
+                        body = dts[d]
                     elif d < 2097152:       # three bytes, inline: most times of a run
-                        body = ts_lo[d & 127] + ts_hi[d >> 7] + end_tail
+                        body = ts_lo[d & 127] + ts_hi[d >> 7]
                     else:
-                        body = _TS + varint(d) + end_tail
+                        body = _TS + varint(d)
+                    if marks and marks[-1][0] == len(stack):     # an END with flows
+                        ev = _END + end_flows[marks.pop()[1]]
+                        body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
+                        append(_PACKET + _len(len(body)) + body)
+                        continue
+                    body += end_tail
                     append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
                 if i < 0:
                     break
@@ -238,6 +253,8 @@ class SequenceWriter:
                     record[i] = (len(chunk), tsb, head, flushed)
                 append(_PACKET + _len(len(body)) + body)
                 stack.append(ts + s.dur)
+                if end_flows and i in end_flows:
+                    marks.append((len(stack) - 1, i))
                 done += 1
                 if len(chunk) >= limit:
                     self.done = done

@@ -7,12 +7,31 @@ cached with the interned entries they use (``_ArgEncoder``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ...model import INT64_END, INT64_MIN, UINT64_END
+from ...model import INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
 from ..protowire import _pack_double, key_bytes, key_str, key_varint, tag, varint
 from .wire import (_I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE, _INTERNED, _LEN,
                    _STRING_IID, _STRING_VALUE, _TE_DEBUG)
+
+
+def compact_text(name: Any, value: Any) -> str:
+    """A nested arg value as one line of text: an operand list (``model.INPUTS`` /
+    ``OUTPUTS``: dicts with "dtype" and "shape") as ``FP16[512,1024] tensor=22 bytes=1048576;
+    ...`` (each operand's other keys as key=value), anything else as compact JSON."""
+    if name in (INPUTS, OUTPUTS) and value.__class__ is list and all(
+            v.__class__ is dict and "dtype" in v and "shape" in v for v in value):
+        return "; ".join(_operand_text(v) for v in value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _operand_text(op: dict[str, Any]) -> str:
+    shape = op["shape"]
+    dims = ",".join(map(str, shape)) if isinstance(shape, (list, tuple)) else str(shape)
+    rest = "".join(f" {k}={json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (list, dict, tuple)) else v}"
+                   for k, v in op.items() if k not in ("dtype", "shape") and v is not None)
+    return f"{op['dtype']}[{dims}]{rest}"
 
 
 class _Interner:
@@ -124,6 +143,17 @@ class _ArgEncoder:
                 return hit
         if value is None:
             return None
+        if cls is list or cls is dict or cls is tuple:
+            # Nested values become one string (``compact_text``): Trace Processor stores
+            # every leaf of a nested annotation as an args row of its own (3.4 M rows
+            # against 0.6 M on a 90,112-task PyPTO run), and the rows cost load time.
+            key = (name, id(value))
+            hit = self.cache.get(key)
+            if hit is None:
+                self.keep.append(value)
+                hit = self.cache[key] = self._str_pair(str(name), compact_text(name, value),
+                                                       True)
+            return hit
         try:
             key = (name, cls, value)
             hash(key)

@@ -1,0 +1,45 @@
+"""Which dependencies a trace can draw in their true direction (both writers).
+
+Trace Processor binds a flow's two ends in time order: the first end it meets becomes the
+flow's source.  A dependency whose successor starts before its predecessor (PyPTO's HUB seqNo
+quirk makes them; the reader marks them ``model.UNTRUSTED_FLOW``) can therefore only be drawn
+backwards, from the successor to the predecessor.  The writers leave such flows out, count them
+(``flows_not_drawn``) and say so in a warning; the destination's args name the predecessor
+where the reader marked it (``untrustedPredecessors``).  The .pftrace also leaves out the
+untrusted flows it could draw: its flows have no name to mark them by.
+
+* ``.pftrace``: the source's ``flow_ids`` ride on its BEGIN; the destination's
+  ``terminating_flow_ids`` on its BEGIN when it starts later, on its END when both start at the
+  same ns (Trace Processor may meet two BEGINs at one ns in either order; the destination's
+  END comes after the source's BEGIN as long as the destination lasts).
+* Chrome JSON: ``s`` at the source's end (minus 1 ns) or start, ``f`` at the destination's
+  start (``writers.chrome``); a destination starting with its source gets its ``f`` right
+  after the ``s`` in the file, which is the order Perfetto keeps for events at one ts.
+"""
+
+from __future__ import annotations
+
+from ..model import UNTRUSTED_FLOW, Slice
+
+
+def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
+    """True when ``writer`` ("perfetto" or "chrome") draws the flow src -> dst, named
+    ``name``, as it is.  A .pftrace flow carries no name: an untrusted dependency
+    (``model.UNTRUSTED_FLOW``) would look like any other arrow there, so it is left out (its
+    successor's args name it); Chrome JSON draws it under its own name and category."""
+    if writer == "perfetto" and name == UNTRUSTED_FLOW:
+        return False
+    if dst.ts > src.ts:
+        return True
+    if dst.ts < src.ts:
+        return False
+    return dst.dur > 0 if writer == "perfetto" else True
+
+
+def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False) -> str:
+    return (f"{what}: {n} of {total} dependencies are not drawn: "
+            + ("the untrusted ones (a .pftrace flow cannot carry a name) and " if perfetto
+               else "")
+            + "those whose successor starts before their predecessor (Perfetto binds a "
+            "flow's ends in time order: it would draw them reversed); the successors' "
+            "args.untrustedPredecessors name the untrusted ones")
