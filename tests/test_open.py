@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -209,9 +210,10 @@ def test_open_in_the_perfetto_ui(tmp_path, ui_server):
     (cached,) = run.glob("*.pftrace")
     counts = pftrace_counts(decode_pftrace(cached))
     assert ui["slices"] == counts["begin"] + counts["instant"]
-    assert "PyPTO Machine View" in ui["track_rows"], ui["track_rows"]
-    assert "tracecvt analysis" in ui["track_rows"], ui["track_rows"]
-    shown = set(ui["track_rows"])
+    # (the UI shows a process or thread row as "<name> <pid or tid>")
+    shown = {re.sub(r" \d+$", "", r) for r in ui["track_rows"]}
+    assert "PyPTO Machine View" in shown, ui["track_rows"]
+    assert "tracecvt analysis" in shown, ui["track_rows"]
     (again,) = tracecvt.read(run)
     again.to_perfetto(tmp_path / "same.pftrace")            # the trace open served, again
     assert (tmp_path / "same.pftrace").read_bytes() == cached.read_bytes()
