@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from tracecvt.model import PICKUP, TASK_ID
 from tracecvt.readers import find_runs
 from tracecvt.summary import render, summary_data
 
-from conftest import PYPTO, SAMPLES
+from conftest import PYPTO, REPO, SAMPLES
 from simpler_refparse import agrees, parse_cp, parse_loop, parse_so
 
 SIMPLER = SAMPLES / "simpler"
@@ -303,3 +304,30 @@ def test_simpler_html_renders_in_chromium(tmp_path):
     r = chromium(tmp_path, f"--screenshot={png}", "--window-size=1100,3000",
                  "--hide-scrollbars", out.as_uri())
     assert r.returncode == 0 and png.stat().st_size > 50_000
+
+
+def test_the_runtime_tools_reports_beside_the_records_are_compared(tmp_path):
+    """A user's run folder that keeps critical_path_report.md (critical_path writes it there)
+    and the saved sched_overhead_analysis output: the summary compares every figure with
+    them, and they all agree (the bundled sample is such a folder)."""
+    from tracecvt.cli import main as cli_main
+    from click.testing import CliRunner
+    run = REPO / "samples" / "simpler" / "a2a3sim_paged_attention"
+    res = CliRunner().invoke(cli_main, ["summary", str(run), "--format", "json", "-o", "-"],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    comparisons = doc["simpler"]["comparisons"]
+    assert set(comparisons) == {"critical_path", "sched_overhead", "sched_loop"}
+    for tool, c in comparisons.items():
+        assert c["compared"] > 20 and c["agree"] == c["compared"], (tool, c)
+    # Without them the figures stand alone (nothing to compare with).
+    (src,) = find_runs(run)
+    assert str(run / "sched_overhead_analysis.txt") in src.read().meta.source_files
+    bare = tmp_path / "run"
+    shutil.copytree(run, bare, ignore=shutil.ignore_patterns("critical_path_report.md",
+                                                             "sched_overhead_analysis.txt"))
+    (src,) = find_runs(bare)
+    trace = src.read()
+    assert "tool_reports" not in trace.meta.extra["simpler"]
+    assert "comparisons" not in analyze(trace).simpler.to_dict()

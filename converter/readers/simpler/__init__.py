@@ -118,12 +118,23 @@ class SimplerReader:
         host = find_variant(directory, HOST_PHASES)
         if host is not None:
             files["host_phases"] = host
+        for role, name in TOOL_REPORTS.items():   # what the runtime's tools printed, if kept
+            report = find_variant(directory, name)
+            if report is not None:
+                files[role] = report
         return Source("simpler", run_name(records, root), root, files, self, "")
 
     # -- reading -------------------------------------------------------------------------
     def read(self, source: Source, options: ReadOptions) -> Trace:
         from .build import build
         return build(source, options)
+
+
+# The runtime's own analyses of a run, where they sit beside its records (critical_path writes
+# its report there; sched_overhead_analysis prints to the console, saved under this name):
+# the summary compares every figure with them.
+TOOL_REPORTS = {"critical_path_report": "critical_path_report.md",
+                "sched_overhead_analysis": "sched_overhead_analysis.txt"}
 
 
 def run_name(records: Path, root: Path) -> str:

@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from ...errors import InputError
+from ...fileio import read_text
 from ...model import GROUP, MAX_NS, Clock, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .flows import add_dependency_flows
@@ -116,6 +117,9 @@ def build(source: Source, options: ReadOptions) -> Trace:
     orchestration = ("host" if rec.host_orch is not None or
                      rec.meta.get("orchestrator_source") == "host" else
                      "device" if rec.orch is not None else None)
+    reports = _tool_reports(source, meta, warn)
+    if reports:
+        info["tool_reports"] = reports
     meta.extra["simpler"] = {
         "level": level, "level_key": rec.level_key,
         "clock_freq_hz": rec.freq_hz if not rec.microseconds else None,
@@ -127,6 +131,24 @@ def build(source: Source, options: ReadOptions) -> Trace:
     split_overlaps(trace)
     options.report(f"reading {path.name}", 1, 1)
     return trace
+
+
+def _tool_reports(source: Source, meta: RunMeta, warn: Callable[[str], None]
+                  ) -> dict[str, str]:
+    """The text of the runtime tools' reports found beside the records (TOOL_REPORTS)."""
+    from . import TOOL_REPORTS
+    out: dict[str, str] = {}
+    for role in TOOL_REPORTS:
+        path = source.files.get(role)
+        if path is None:
+            continue
+        try:
+            out[role] = read_text(path)
+        except InputError as e:
+            warn(f"{e}: its figures are not compared")
+            continue
+        meta.source_files.append(str(path))
+    return out
 
 
 def _names(source: Source, deps: Deps | None, meta: RunMeta, missing: list[str],
