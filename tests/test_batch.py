@@ -647,6 +647,46 @@ def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monk
             os.kill(int(helper_pid.read_text()), signal.SIGKILL)
 
 
+def test_a_worker_whose_pipe_closes_before_it_ends_is_not_waited_for_with_its_helper(
+        tmp_path, monkeypatch):
+    """The pipe of a dying worker can reach EOF before the worker can be reaped (its files
+    close first).  Stopping it then must wait for the worker itself, not for the helper it
+    forked, which holds the worker's sentinel pipe (Process.join waited 5 s here)."""
+    import signal
+    import time
+
+    import tracecvt.batch.job as job
+    import tracecvt.batch.local as local
+    from tracecvt.batch.local import run_local
+    from tracecvt.forkpass import fork_pass
+    helper_pid = tmp_path / "helper"
+    conns = []
+    real = local._serve
+
+    def serve(conn):
+        conns.append(conn)
+        real(conn)
+
+    def closing(spec):
+        helper = fork_pass(lambda: time.sleep(5))
+        helper_pid.write_text(str(helper.pid))
+        conns[0].close()                  # EOF for the batch while this worker still runs
+        time.sleep(1)
+        os._exit(9)
+
+    monkeypatch.setattr(local, "_serve", serve)
+    monkeypatch.setattr(job, "run_job", closing)
+    spec = {"rel": "a", "source_fields": {"name": "a", "root": "a", "format": "pypto"}}
+    start = time.monotonic()
+    try:
+        (row,) = run_local([spec], 2)
+        assert time.monotonic() - start < 3
+        assert row["error"]
+    finally:
+        if helper_pid.exists():
+            os.kill(int(helper_pid.read_text()), signal.SIGKILL)
+
+
 def test_no_more_workers_than_runs(archive, tmp_path, monkeypatch):
     """-j 8 on 3 runs starts 3 worker processes."""
     import tracecvt.batch.local as local

@@ -15,6 +15,7 @@ import os
 import pkgutil
 import signal
 import sys
+import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
@@ -177,7 +178,13 @@ class _Worker:
         except OSError:
             pass                        # it has gone already
         self.conn.close()
-        self.proc.join(STOP_WAIT)
+        # Wait by its pid, not by Process.join(timeout), which waits on the process's
+        # sentinel pipe: a process the worker forked (a second reader or writer) holds that
+        # pipe open until it ends, so a worker just killed (its pipe at EOF before it can be
+        # reaped) would seem to live on as long as its helper.
+        deadline = time.monotonic() + STOP_WAIT
+        while self.proc.exitcode is None and time.monotonic() < deadline:
+            time.sleep(0.002)
         if self.proc.exitcode is None:  # stuck where signals wait (a long native call)
             self.proc.kill()
             self.proc.join()
