@@ -18,10 +18,10 @@ from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from .interning import _ArgEncoder, _Interner, _Sequence
 from .tracks import Layout, _sequence_start
-from .wire import (_TS3_HI, _TS3_LO, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY,
-                   _I_NAME, _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE,
-                   _TE_FLOW, _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK,
-                   _TRACK_EVENT, _TS, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
+from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
+                   _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE, _TE_FLOW,
+                   _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
+                   _TS3_HI, _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
 _PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
 
@@ -159,7 +159,7 @@ class SequenceWriter:
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
         end_flows = self.end_flow_bytes
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
-        dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
+        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
         base = self.base
         done = self.done
         limit = self.chunk_packets if record is None else sys.maxsize   # recording: no flush
@@ -192,6 +192,8 @@ class SequenceWriter:
                         body = dts[d]
                     elif d < 2097152:       # three bytes, inline: most times of a run
                         body = ts_lo[d & 127] + ts_hi[d >> 7]
+                    elif d < 268435456:     # four bytes: runs past 2.1 ms
+                        body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
                     else:
                         body = _TS + varint(d)
                     if marks and marks[-1][0] == len(stack):     # an END with flows
@@ -238,6 +240,8 @@ class SequenceWriter:
                     tsb = dts[d]
                 elif d < 2097152:
                     tsb = ts_lo[d & 127] + ts_hi[d >> 7]
+                elif d < 268435456:     # four bytes: runs past 2.1 ms
+                    tsb = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
                 else:
                     tsb = _TS + varint(d)
                 if pending:
@@ -292,7 +296,7 @@ class SequenceWriter:
     def write_counters(self, units: list) -> None:
         chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
         small = _LEN
-        dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
+        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
         base = self.base
         for counter in units:
             seq = _Sequence(seq_ids[counter.track])
@@ -328,6 +332,8 @@ class SequenceWriter:
                     body = dts[d] + rest
                 elif d < 2097152:
                     body = ts_lo[d & 127] + ts_hi[d >> 7] + rest
+                elif d < 268435456:     # four bytes: runs past 2.1 ms
+                    body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14] + rest
                 else:
                     body = _TS + varint(d) + rest
                 append(_PACKET + small[len(body)] + body)

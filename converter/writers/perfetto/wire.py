@@ -67,6 +67,9 @@ _DTS = [_TS + v for v in _LEN]     # timestamp field of the times below 2^14 ns
 # run) is _TS3_LO[t & 127] + _TS3_HI[t >> 7]: two lookups instead of a varint call.
 _TS3_LO = [_TS + bytes((i | 0x80,)) for i in range(128)]
 _TS3_HI = [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 14)]
+# A time in [2^21, 2^28) ns (four bytes: runs longer than 2.1 ms, times being absolute) is
+# _TS3_LO[t & 127] + _TS4_MID[(t >> 7) & 127] + _TS3_HI[t >> 14].
+_TS4_MID = [bytes((i | 0x80,)) for i in range(128)]
 
 
 def _len(n: int) -> bytes:
