@@ -21,8 +21,9 @@ from .tracks import Layout, _sequence_start
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
                    _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE, _TE_FLOW,
                    _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
-                   _TS3_HI, _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
+                   _TS3_HI, _TS3_LO, _TS4_MID, _TE_XC_INT, _TE_XC_TRACK, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
+_MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
 _PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
 
 
@@ -80,6 +81,12 @@ class SequenceWriter:
         self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
         self.done = 0
         self.base = time_origin(trace)
+        # Counter samples riding on slice events of the same time (``ride``): the extra
+        # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
+        # per counter (by id) the times of its samples that ride.
+        self.riders: dict[int, bytes] = {}
+        self.end_riders: dict[int, dict[int, bytes]] = {}
+        self.rides: dict[int, set[int]] = {}
 
     def flush(self, report: bool = False) -> None:
         """Write the packets in ``chunk``; with ``report``, tell how many slices are done."""
@@ -129,6 +136,55 @@ class SequenceWriter:
                     flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
         self.counts["flows_not_drawn"] += not_drawn
 
+    def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
+        """Let the samples of ``counters`` ride on the BEGIN or END events of the slices of
+        ``units`` (track, slice ids) that have their timestamp, as the event's extra counter
+        values (``TrackEvent.extra_counter_values``): Trace Processor stores them as the
+        same counter rows without a packet of their own to parse, which is most of a
+        sample's cost (derived counters change where slices begin or end).  Trace Processor
+        v58 reads at most 8 of them per event (it drops the event beyond), takes a 0 for
+        the end of the list and misreads doubles, so only positive ints ride, 8 at most
+        per event; a sample whose time its counter repeats keeps its packet too (the order
+        of equal times is the file's).
+        Both must be written by this process."""
+        slices = self.slices
+        begins: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        for track, ids in units:
+            for i in ids:
+                s = slices[i]
+                begins.setdefault(s.ts, i)
+                ends.setdefault(s.ts + s.dur, track)
+        riders, end_riders = self.riders, self.end_riders
+        per_event: dict[int, int] = {}      # extra values per BEGIN (slice id) / END (~time)
+        for counter in counters:
+            times = counter.ts
+            unique = None if len(set(times)) == len(times) else collections.Counter(times)
+            uuid = varint(counter.track + 1)
+            rode = set()
+            for ts, value in zip(times, counter.values):
+                if unique is not None and unique[ts] > 1:
+                    continue
+                i = begins.get(ts)
+                if i is None and ts not in ends:
+                    continue
+                if value.__class__ is not int or not 0 < value < INT64_END:
+                    continue
+                extra = _TE_XC_TRACK + uuid + _TE_XC_INT + varint(value)
+                key = i if i is not None else ~ts
+                n = per_event.get(key, 0)
+                if n == _MAX_EXTRA:
+                    continue
+                per_event[key] = n + 1
+                if i is not None:
+                    riders[i] = riders.get(i, b"") + extra
+                else:
+                    at = end_riders.setdefault(ends[ts], {})
+                    at[ts] = at.get(ts, b"") + extra
+                rode.add(ts)
+            if rode:
+                self.rides[id(counter)] = rode
+
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
         slices = self.slices
         self.repeated.update(slices[i].name for _, ids in units for i in ids)
@@ -158,6 +214,7 @@ class SequenceWriter:
         name_field, cat_field = self.name_field, self.cat_field
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
         end_flows = self.end_flow_bytes
+        riders, end_riders = self.riders, self.end_riders
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
         base = self.base
@@ -185,9 +242,11 @@ class SequenceWriter:
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
             stack: list[int] = []   # open slice ends, innermost last
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
+            at_end = end_riders.get(track_id)   # counter samples riding on ENDs, by time
             for i, ts in zip([*ids, -1], starts):
                 while stack and stack[-1] <= ts:
-                    d = stack.pop() - base
+                    end = stack.pop()
+                    d = end - base
                     if d < 16384:
                         body = dts[d]
                     elif d < 2097152:       # three bytes, inline: most times of a run
@@ -196,8 +255,16 @@ class SequenceWriter:
                         body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
                     else:
                         body = _TS + varint(d)
+                    extra = at_end.pop(end, None) if at_end else None
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
+                        if extra is not None:
+                            ev += extra
+                        body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
+                        append(_PACKET + _len(len(body)) + body)
+                        continue
+                    if extra is not None:
+                        ev = _END + extra
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                         append(_PACKET + _len(len(body)) + body)
                         continue
@@ -233,6 +300,9 @@ class SequenceWriter:
                 if fb is not None:
                     event += fb
                 fb = flow_bytes.get(~i)
+                if fb is not None:
+                    event += fb
+                fb = riders.get(i)
                 if fb is not None:
                     event += fb
                 d = ts - base
@@ -287,7 +357,7 @@ class SequenceWriter:
                 enc, entries = encode_all(d)
                 event += enc
                 deps.extend(entries)
-        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
+        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"") + self.riders.get(i, b"")
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))
@@ -298,13 +368,21 @@ class SequenceWriter:
         small = _LEN
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
         base = self.base
+        rides = self.rides
         for counter in units:
+            counts["counter_samples"] += len(counter.ts)
+            pairs = zip(counter.ts, counter.values)
+            rode = rides.get(id(counter))
+            if rode is not None:            # those samples are written already (``ride``)
+                pairs = [(ts, v) for ts, v in pairs if ts not in rode]
+                if not pairs:
+                    continue
             seq = _Sequence(seq_ids[counter.track])
             for p in _sequence_start(seq, counter.track):
                 append(p)
             tail = seq.field + _TRACK_EVENT
             small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
-            for ts, value in zip(counter.ts, counter.values):
+            for ts, value in pairs:
                 if value.__class__ is int:
                     # Counts (busy lanes, ready tasks) repeat a few small values: their bytes
                     # are built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0).
@@ -337,7 +415,6 @@ class SequenceWriter:
                 else:
                     body = _TS + varint(d) + rest
                 append(_PACKET + small[len(body)] + body)
-            counts["counter_samples"] += len(counter.ts)
             if len(chunk) >= self.chunk_packets:
                 self.flush(report=True)
 

@@ -35,6 +35,8 @@ _TE_FLOW = tag(47, 1)             # TrackEvent.flow_ids (fixed64)
 _TE_TERM_FLOW = tag(48, 1)        # TrackEvent.terminating_flow_ids (fixed64)
 _TE_INT = tag(30, 0)              # TrackEvent.counter_value
 _TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
+_TE_XC_TRACK = tag(31, 0)         # TrackEvent.extra_counter_track_uuids (one per value)
+_TE_XC_INT = tag(12, 0)           # TrackEvent.extra_counter_values
 
 _INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
 _STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
