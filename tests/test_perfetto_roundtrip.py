@@ -88,7 +88,7 @@ def read_back(data: bytes, origin: int = 0):
         # What Trace Processor v58 reads: one uuid per value, at most 8, none 0 (a 0 ends
         # its list), no doubles
         assert len(extra) == len(te.extra_counter_track_uuids) == len(te.extra_counter_values)
-        assert len(extra) <= 8 and all(v > 0 for _, v in extra)
+        assert len(extra) <= 8 and all(v != 0 for _, v in extra)
         assert not te.extra_double_counter_values
         for c, v in extra:
             counters[c].append((ts, v))

@@ -143,8 +143,8 @@ class SequenceWriter:
         same counter rows without a packet of their own to parse, which is most of a
         sample's cost (derived counters change where slices begin or end).  Trace Processor
         v58 reads at most 8 of them per event (it drops the event beyond), takes a 0 for
-        the end of the list and misreads doubles, so only positive ints ride, 8 at most
-        per event; a sample whose time its counter repeats keeps its packet too (the order
+        the end of the list and misreads doubles, so only int64 values other than 0 ride
+        (a negative one as a 10-byte varint), 8 at most per event; a sample whose time its counter repeats keeps its packet too (the order
         of equal times is the file's).
         Both must be written by this process."""
         slices = self.slices
@@ -168,7 +168,8 @@ class SequenceWriter:
                 i = begins.get(ts)
                 if i is None and ts not in ends:
                     continue
-                if value.__class__ is not int or not 0 < value < INT64_END:
+                if (value.__class__ is not int or not value
+                        or not INT64_MIN <= value < INT64_END):
                     continue
                 extra = _TE_XC_TRACK + uuid + _TE_XC_INT + varint(value)
                 key = i if i is not None else ~ts
