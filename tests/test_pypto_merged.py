@@ -118,6 +118,8 @@ def test_timestamps_equal_input_in_ns(run):
                 got_end[ts] += 1
             elif p.track_event.type == 4:
                 got_counter[ts] += 1
+            # counter samples riding on a slice event (SequenceWriter.ride)
+            got_counter[ts] += len(p.track_event.extra_counter_values)
     assert got_begin == want_begin
     assert got_end == want_end
     want_counter = collections.Counter(round(e["ts"] * 1000) for e in events if e["ph"] == "C")

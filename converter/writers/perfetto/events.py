@@ -84,8 +84,8 @@ class SequenceWriter:
         # Counter samples riding on slice events of the same time (``ride``): the extra
         # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
         # per counter (by id) the times of its samples that ride.
-        self.riders: dict[int, bytes] = {}
-        self.end_riders: dict[int, dict[int, bytes]] = {}
+        self.riders: dict[int, list[bytes]] = {}
+        self.end_riders: dict[int, dict[int, list[bytes]]] = {}
         self.rides: dict[int, set[int]] = {}
 
     def flush(self, report: bool = False) -> None:
@@ -144,44 +144,57 @@ class SequenceWriter:
         sample's cost (derived counters change where slices begin or end).  Trace Processor
         v58 reads at most 8 of them per event (it drops the event beyond), takes a 0 for
         the end of the list and misreads doubles, so only int64 values other than 0 ride
-        (a negative one as a 10-byte varint), 8 at most per event; a sample whose time its counter repeats keeps its packet too (the order
-        of equal times is the file's).
+        (a negative one as a 10-byte varint), 8 at most per event; a sample whose time its
+        counter repeats keeps its packet too (the order of equal times is the file's).
         Both must be written by this process."""
         slices = self.slices
+        # The first slice (in the order of ``units``) to begin at each time, and the first
+        # track where one ends: built backwards, so that the first one stays.
         begins: dict[int, int] = {}
         ends: dict[int, int] = {}
-        for track, ids in units:
-            for i in ids:
+        for track, ids in reversed(units):
+            for i in reversed(ids):
                 s = slices[i]
-                begins.setdefault(s.ts, i)
-                ends.setdefault(s.ts + s.dur, track)
+                begins[s.ts] = i
+                ends[s.ts + s.dur] = track
+        begin_of = begins.get
         riders, end_riders = self.riders, self.end_riders
-        per_event: dict[int, int] = {}      # extra values per BEGIN (slice id) / END (~time)
         for counter in counters:
             times = counter.ts
-            unique = None if len(set(times)) == len(times) else collections.Counter(times)
-            uuid = varint(counter.track + 1)
+            repeated: set[int] = set()
+            if len(set(times)) != len(times):
+                repeated = {t for t, n in collections.Counter(times).items() if n > 1}
+            head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
+            extras: dict[int, bytes] = {}           # int value -> its extra fields
             rode = set()
             for ts, value in zip(times, counter.values):
-                if unique is not None and unique[ts] > 1:
+                i = begin_of(ts)
+                if i is None and ts not in ends or value.__class__ is not int:
                     continue
-                i = begins.get(ts)
-                if i is None and ts not in ends:
+                extra = extras.get(value)
+                if extra is None:
+                    if not value or not INT64_MIN <= value < INT64_END:
+                        continue
+                    extra = extras[value] = head + varint(value)
+                if repeated and ts in repeated:
                     continue
-                if (value.__class__ is not int or not value
-                        or not INT64_MIN <= value < INT64_END):
-                    continue
-                extra = _TE_XC_TRACK + uuid + _TE_XC_INT + varint(value)
-                key = i if i is not None else ~ts
-                n = per_event.get(key, 0)
-                if n == _MAX_EXTRA:
-                    continue
-                per_event[key] = n + 1
                 if i is not None:
-                    riders[i] = riders.get(i, b"") + extra
+                    on = riders.get(i)
+                    if on is None:
+                        riders[i] = [extra]
+                    elif len(on) < _MAX_EXTRA:
+                        on.append(extra)
+                    else:
+                        continue
                 else:
                     at = end_riders.setdefault(ends[ts], {})
-                    at[ts] = at.get(ts, b"") + extra
+                    on = at.get(ts)
+                    if on is None:
+                        at[ts] = [extra]
+                    elif len(on) < _MAX_EXTRA:
+                        on.append(extra)
+                    else:
+                        continue
                 rode.add(ts)
             if rode:
                 self.rides[id(counter)] = rode
@@ -260,12 +273,12 @@ class SequenceWriter:
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
                         if extra is not None:
-                            ev += extra
+                            ev += b"".join(extra)
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                         append(_PACKET + _len(len(body)) + body)
                         continue
                     if extra is not None:
-                        ev = _END + extra
+                        ev = _END + b"".join(extra)
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                         append(_PACKET + _len(len(body)) + body)
                         continue
@@ -305,7 +318,7 @@ class SequenceWriter:
                     event += fb
                 fb = riders.get(i)
                 if fb is not None:
-                    event += fb
+                    event += b"".join(fb)
                 d = ts - base
                 if d < 16384:
                     tsb = dts[d]
@@ -358,7 +371,7 @@ class SequenceWriter:
                 enc, entries = encode_all(d)
                 event += enc
                 deps.extend(entries)
-        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"") + self.riders.get(i, b"")
+        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"") + b"".join(self.riders.get(i, ()))
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))
