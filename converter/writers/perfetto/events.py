@@ -167,8 +167,7 @@ class SequenceWriter:
             head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
             extras: dict[int, bytes] = {}           # int value -> its extra fields
             rode = set()
-            for ts, value in zip(times, counter.values):
-                i = begin_of(ts)
+            for ts, value, i in zip(times, counter.values, map(begin_of, times)):
                 if i is None and ts not in ends or value.__class__ is not int:
                     continue
                 extra = extras.get(value)
