@@ -10,6 +10,7 @@ import pytest
 
 from tracecvt.convert import convert_source
 from tracecvt.readers import ReadOptions, find_runs
+from tracecvt.writers.perfetto import time_origin
 
 from test_simpler import IDS, RUNS
 from tp_helper import problems, rows, trace_processor
@@ -54,8 +55,10 @@ def test_trace_processor_reads_what_the_model_holds(run, tmp_path):
     deps = json.loads((run / "deps.json").read_bytes())
     edges = collections.Counter((int(e["pred"]), int(e["succ"])) for e in deps["edges"])
     assert collections.Counter((r["pred"], r["succ"]) for r in ends) == edges
+    # the .pftrace counts time from the trace's first timestamp (writers.perfetto.time_origin)
+    base = time_origin(trace)
     assert collections.Counter((r["ts"], r["dur"], r["task"]) for r in kernel) == \
-        collections.Counter((s.ts, s.dur, s.args["task_id"]) for s in trace.slices
+        collections.Counter((s.ts - base, s.dur, s.args["task_id"]) for s in trace.slices
                             if s.cat == "kernel")
 
 

@@ -142,9 +142,9 @@ class SequenceWriter:
         values (``TrackEvent.extra_counter_values``): Trace Processor stores them as the
         same counter rows without a packet of their own to parse, which is most of a
         sample's cost (derived counters change where slices begin or end).  Trace Processor
-        v58 reads at most 8 of them per event (it drops the event beyond), takes a 0 for
-        the end of the list and misreads doubles, so only int64 values other than 0 ride
-        (a negative one as a 10-byte varint), 8 at most per event; a sample whose time its
+        v58 rejects an event with more than 8 of them, counts them up to the first 0 and
+        reads extra doubles back wrong, so only int64 values other than 0 ride (a negative
+        one as a 10-byte varint), 8 at most per event; a sample whose time its
         counter repeats keeps its packet too (the order of equal times is the file's).
         Both must be written by this process."""
         slices = self.slices
