@@ -38,8 +38,9 @@ Layout of the written trace:
   they follow this process's, in the same layout.
 
 Modules: this one decides which process writes which sequences; ``events`` builds the packets
-(``SequenceWriter``), ``tracks`` the track descriptors and sequence starts, ``interning`` the
-interned strings and args, ``wire`` the field keys and packet framing.
+(``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
+track descriptors and sequence starts, ``interning`` the interned strings and args, ``wire``
+the field keys and packet framing.
 """
 
 from __future__ import annotations

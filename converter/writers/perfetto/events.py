@@ -17,13 +17,13 @@ from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from .interning import _ArgEncoder, _Interner, _Sequence
+from .riders import ride
 from .tracks import Layout, _sequence_start
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
                    _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE, _TE_FLOW,
                    _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
-                   _TS3_HI, _TS3_LO, _TS4_MID, _TE_XC_INT, _TE_XC_TRACK, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
+                   _TS3_HI, _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
-_MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
 _PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
 
 
@@ -137,66 +137,9 @@ class SequenceWriter:
         self.counts["flows_not_drawn"] += not_drawn
 
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
-        """Let the samples of ``counters`` ride on the BEGIN or END events of the slices of
-        ``units`` (track, slice ids) that have their timestamp, as the event's extra counter
-        values (``TrackEvent.extra_counter_values``): Trace Processor stores them as the
-        same counter rows without a packet of their own to parse, which is most of a
-        sample's cost (derived counters change where slices begin or end).  Trace Processor
-        v58 rejects an event with more than 8 of them, counts them up to the first 0 and
-        reads extra doubles back wrong, so only int64 values other than 0 ride (a negative
-        one as a 10-byte varint), 8 at most per event; a sample whose time its
-        counter repeats keeps its packet too (the order of equal times is the file's).
-        Both must be written by this process."""
-        slices = self.slices
-        # The first slice (in the order of ``units``) to begin at each time, and the first
-        # track where one ends: built backwards, so that the first one stays.
-        begins: dict[int, int] = {}
-        ends: dict[int, int] = {}
-        for track, ids in reversed(units):
-            for i in reversed(ids):
-                s = slices[i]
-                begins[s.ts] = i
-                ends[s.ts + s.dur] = track
-        begin_of = begins.get
-        riders, end_riders = self.riders, self.end_riders
-        for counter in counters:
-            times = counter.ts
-            repeated: set[int] = set()
-            if len(set(times)) != len(times):
-                repeated = {t for t, n in collections.Counter(times).items() if n > 1}
-            head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
-            extras: dict[int, bytes] = {}           # int value -> its extra fields
-            rode = set()
-            for ts, value, i in zip(times, counter.values, map(begin_of, times)):
-                if i is None and ts not in ends or value.__class__ is not int:
-                    continue
-                extra = extras.get(value)
-                if extra is None:
-                    if not value or not INT64_MIN <= value < INT64_END:
-                        continue
-                    extra = extras[value] = head + varint(value)
-                if repeated and ts in repeated:
-                    continue
-                if i is not None:
-                    on = riders.get(i)
-                    if on is None:
-                        riders[i] = [extra]
-                    elif len(on) < _MAX_EXTRA:
-                        on.append(extra)
-                    else:
-                        continue
-                else:
-                    at = end_riders.setdefault(ends[ts], {})
-                    on = at.get(ts)
-                    if on is None:
-                        at[ts] = [extra]
-                    elif len(on) < _MAX_EXTRA:
-                        on.append(extra)
-                    else:
-                        continue
-                rode.add(ts)
-            if rode:
-                self.rides[id(counter)] = rode
+        """Let the samples of ``counters`` ride on the events of the slices of ``units``
+        (``riders.ride``); both must be written by this process."""
+        ride(self.slices, units, counters, self.riders, self.end_riders, self.rides)
 
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
         slices = self.slices
