@@ -37,16 +37,19 @@ def decode_pftrace(path_or_bytes):
 
 
 def pftrace_counts(trace) -> dict:
-    """Counts of what a decoded trace holds: slices, instants, counter samples, flows."""
+    """Counts of what a decoded trace holds: slices, instants, counter samples (their own
+    TYPE_COUNTER events and the extra counter values riding on other events), flows."""
     types = collections.Counter()
-    flows_out = flows_in = 0
+    flows_out = flows_in = extra = 0
     for p in trace.packet:
         if p.HasField("track_event"):
             te = p.track_event
             types[te.type] += 1
             flows_out += len(te.flow_ids)
             flows_in += len(te.terminating_flow_ids)
-    return {"begin": types[1], "end": types[2], "instant": types[3], "counter": types[4],
+            extra += len(te.extra_counter_values) + len(te.extra_double_counter_values)
+    return {"begin": types[1], "end": types[2], "instant": types[3],
+            "counter": types[4] + extra,
             "flow_ids": flows_out, "terminating_flow_ids": flows_in,
             "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor"))}
 

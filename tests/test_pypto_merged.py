@@ -118,6 +118,8 @@ def test_timestamps_equal_input_in_ns(run):
                 got_end[ts] += 1
             elif p.track_event.type == 4:
                 got_counter[ts] += 1
+            # counter samples riding on a slice event (SequenceWriter.ride)
+            got_counter[ts] += len(p.track_event.extra_counter_values)
     assert got_begin == want_begin
     assert got_end == want_end
     want_counter = collections.Counter(round(e["ts"] * 1000) for e in events if e["ph"] == "C")
@@ -165,6 +167,7 @@ def test_task_args_come_from_the_hints(run):
     name, events, trace, pf = run
     by_key = {(s.args["seqNo"], s.args["taskId"], s.ts): s for s in trace.slices}
     names = {k: s.name for k, s in by_key.items()}
+    cats = {k: s.cat for k, s in by_key.items()}
     by_key = {k: s.all_args for k, s in by_key.items()}
     for e in events:
         if e["ph"] != "X":
@@ -184,7 +187,11 @@ def test_task_args_come_from_the_hints(run):
             assert [op["tensor"] for op in s.args[key]] == [next(iter(d)) for d in literal]
             assert [op["shape"] for op in s.args[key]] == \
                 [next(iter(d.values()))["shape"] for d in literal]
-        assert s.args["fake"] == (a["color"].startswith("fake"))
+        # Fake tasks are category "fake"; the name's rootIndex-psgId and an operand's bytes
+        # are not repeated as args.
+        assert (cats[(a["seqNo"], a["taskId"], round(e["ts"] * 1000))] == "fake") == (
+            a["color"].startswith("fake"))
+        assert not {"fake", "rootIndex", "psgId", "input_bytes", "output_bytes"} & s.args.keys()
         assert s.args["exec_stats"]["avg_us"] == float(
             a["execution-hint"].split("Average Execution Time:")[1].split()[0])
 
@@ -195,13 +202,13 @@ def test_operand_bytes_from_dtype():
     s = type("S", (), {"args": s.all_args})
     # two FP32 64x64 inputs, one FP32 64x64 output
     assert s.args["inputs"][0]["dtype"] == "FP32"
-    assert s.args["input_bytes"] == 2 * 64 * 64 * 4
-    assert s.args["output_bytes"] == 64 * 64 * 4
+    assert [op["bytes"] for op in s.args["inputs"]] == [64 * 64 * 4] * 2
+    assert [op["bytes"] for op in s.args["outputs"]] == [64 * 64 * 4]
 
 
 def test_multiseq_fake_tasks_are_kept_and_flagged():
     trace, pf = convert("softmax_multiseq")
-    fake = [s for s in trace.slices if s.all_args.get("fake")]
+    fake = [s for s in trace.slices if s.cat == "fake"]
     assert len(fake) == 24
     assert {trace.tracks[s.track].name for s in fake} == {"Fake Core_0"}
     assert all(s.dur == 1000 for s in fake)      # PyPTO gives fake tasks exactly 1 us

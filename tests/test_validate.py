@@ -467,6 +467,16 @@ def test_extra_counter_values_on_a_slice_track_and_mismatched():
     only(b.bytes(), "extra-counter-mismatch")
 
 
+def test_extra_counter_values_trace_processor_loses():
+    """A 0 ends an event's extra values for Trace Processor v58; more than 8 drop the event."""
+    for values in ([5, 0], list(range(1, 10))):
+        b = base()
+        p, _ = b.slice(100, 10, 2)
+        p.track_event.extra_counter_track_uuids.extend([4] * len(values))
+        p.track_event.extra_counter_values.extend(values)
+        only(b.bytes(), "extra-counter-lost")
+
+
 def test_extra_counter_tracks_from_defaults():
     b = base()
     d = b.packet(flags=NEEDS)

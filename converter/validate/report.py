@@ -29,6 +29,8 @@ PROBLEMS = {
     "counter-on-non-counter-track": "counter values on a track without a CounterDescriptor",
     "slice-on-counter-track": "slices or instants on a counter track",
     "extra-counter-mismatch": "extra counter values whose count differs from their track uuids",
+    "extra-counter-lost": "extra counter values Trace Processor does not read (a 0, which ends "
+                          "an event's list, or more than 8 on one event, which drops it)",
     "non-finite-counter-value": "NaN or infinite counter values",
     "timestamp-out-of-range": "timestamps above 2^63-1 (negative in Trace Processor)",
 }

@@ -354,6 +354,12 @@ class _Validator(TraceChecks):
             if len(ids) != len(values):
                 add("extra-counter-mismatch", index,
                     f"{len(values)} {what} for {len(ids)} track uuids")
+            # Trace Processor v58 counts an event's extra values up to the first 0, and its
+            # tokenizer rejects an event with more than 8
+            if len(values) > 8:
+                add("extra-counter-lost", index, f"{len(values)} {what} on one event")
+            elif 0 in values:
+                add("extra-counter-lost", index, f"a 0 among the {what}")
             for uuid in ids:
                 use = self.counter_uses.get(uuid)
                 if use is None:

@@ -182,18 +182,6 @@ def operand(magic: Any, shape: Any, dtype: Any, rawmagic: Any) -> dict[str, Any]
     return out
 
 
-def operand_bytes(operands: Any) -> int | None:
-    if not isinstance(operands, list):
-        return None
-    total = 0
-    for op in operands:
-        b = op.get("bytes")
-        if b is None:
-            return None
-        total += b
-    return total if total in _WIDE else None
-
-
 _EXEC_RE = re.compile(
     r"Average Execution Time:\s*(?P<avg>\S+)\s*"
     r"Max Execution Time:\s*(?P<max>[^,\s]+),\s*Task:\s*\[(?P<maxt>[^\]]*)\]\s*"
@@ -213,19 +201,6 @@ def parse_exec_hint(hint: str) -> Any:
         return hint
 
 
-_NAME_RE = re.compile(r"^(-?\d+)-(-?\d+)-(-?\d+)-(-?\d+)-(-?\d+)")
-
-
-def split_name(name: str) -> tuple[tuple[int, ...] | None, str]:
-    """``"0-0-67-6-0(mm)"`` -> ((0, 0, 67, 6, 0), "mm"); rootIndex/psgId may be -1."""
-    label = ""
-    p = name.find("(")
-    if p >= 0:
-        label = name[p + 1:-1] if name.endswith(")") else name[p + 1:]
-    m = _NAME_RE.match(name)
-    return (tuple(int(x) for x in m.groups()) if m else None), label
-
-
 def declarations() -> dict[str, Any]:
     """What every PyPTO run declares to the analyses, whatever its files: its flows are the
     task graph (model.TASK_GRAPH: a task waits for every predecessor), and which args of
@@ -238,32 +213,29 @@ class SharedTaskArgs:
     """Args that every task of one CALL has in common, built once and shared by reference.
 
     A slice then carries only ``{"seqNo", "taskId"}`` of its own (``Slice.shared_args``);
-    the dict is the same whichever file the task was read from.
+    the dict is the same whichever file the task was read from.  What the task's name and
+    category already say is not repeated (every arg is a row per task in Trace Processor):
+    rootIndex and psgId are in the name (``seq-func-op-rootIndex-psgId(label)``), a fake
+    task is category ``fake`` (``model.INVENTED_TIMES``), and an operand's bytes are in its
+    dict; the semantic label stays, as the analyses' "time by label" key.
     """
 
     def __init__(self) -> None:
         self.cache: dict[Any, dict[str, Any]] = {}
 
-    def get(self, key: Any, root_hash: Any, leaf_hash: Any, op_magic: Any, root_index: Any,
-            psg_id: Any, label: str, fake: bool, inputs: Any, outputs: Any,
-            exec_stats: Any) -> dict[str, Any]:
+    def get(self, key: Any, root_hash: Any, leaf_hash: Any, op_magic: Any, label: str,
+            inputs: Any, outputs: Any, exec_stats: Any) -> dict[str, Any]:
         shared = self.cache.get(key)
         if shared is None:
             shared = self.cache[key] = {
                 "rootHash": root_hash,
                 "leafHash": leaf_hash,
                 "callOpMagic": op_magic,
-                "rootIndex": root_index,
-                "psgId": psg_id,
                 "semanticLabel": label,
-                "fake": fake,
             }
             for name, operands in ((INPUTS, inputs), (OUTPUTS, outputs)):
                 if operands is not None:
                     shared[name] = operands
-                    total = operand_bytes(operands)
-                    if total is not None:
-                        shared[name[:-1] + "_bytes"] = total
             if exec_stats is not None:
                 shared["exec_stats"] = exec_stats
         return shared

@@ -18,8 +18,7 @@ from ...errors import InputError
 from ...forkpass import ForkedPass, fork_pass, pack_numbers, unpack_numbers
 from ...fileio import UTF8_BOM, load_json_records, read_bytes
 from ...model import GROUP, INT64_END, INT64_MIN, LANE, MAX_NS, Flow, Slice, Trace
-from .common import (HintParser, MachineView, SharedTaskArgs, split_name,
-                     task_category)
+from .common import HintParser, MachineView, SharedTaskArgs, task_category
 
 _EVENT_HINT_RE = re.compile(
     r"rootHash:\s*(\d+).*?callOpMagic:\s*(-?\d+).*?leafHash:\s*(\d+)")
@@ -401,7 +400,6 @@ class ChromeEventLoader:
             self._skip("malformed 'M' event")
 
     def _task(self, key, name: str, a: dict, shared_args: SharedTaskArgs, lane_name: str):
-        parts, _ = split_name(name)
         color = a.get("color") or ""
         fake = color.startswith("fake") or lane_name.startswith("Fake Core")
         label = color[4:] if fake and color.startswith("fake") else color
@@ -409,8 +407,7 @@ class ChromeEventLoader:
         hints = self.hints
         shared = shared_args.get(
             key, int(m.group(1)) if m else None, int(m.group(3)) if m else None,
-            int(m.group(2)) if m else None, parts[3] if parts else None,
-            parts[4] if parts else None, label, fake,
+            int(m.group(2)) if m else None, label,
             hints.parse_operands(a.get("ioperand-hint") or ""),
             hints.parse_operands(a.get("ooperand-hint") or ""),
             hints.parse_exec(a.get("execution-hint") or ""))

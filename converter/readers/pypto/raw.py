@@ -618,8 +618,8 @@ def _add_task_slice(trace: Trace, task: _Task, program: _Program, exec_stats: di
     # inputs/outputs are cached per CALL by _Program, so their identity names them.
     key = (root_hash, leaf_hash, op_magic, root_index, psg, shown, fake, group, id(inputs),
            id(outputs))
-    common = shared.get(key, root_hash, leaf_hash, op_magic, root_index, psg, shown, fake,
-                        inputs, outputs, exec_stats.get(group))
+    common = shared.get(key, root_hash, leaf_hash, op_magic, shown, inputs, outputs,
+                        exec_stats.get(group))
     name = f"{formal_name(task.key)}-{root_index}-{psg}({label})"
     return trace.add_slice(task.lane, task.start, task.end - task.start, name,
                            task_category(task.lane_name, fake),

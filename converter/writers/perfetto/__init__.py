@@ -28,15 +28,19 @@ Layout of the written trace:
   them carry SEQ_NEEDS_INCREMENTAL_STATE;
 * counters are TYPE_COUNTER events on counter tracks (negative ints as doubles: shorter, and
   the same value in Trace Processor, which keeps counter values as doubles); an int no 64-bit
-  field holds is an arg's digits, or a counter's double;
+  field holds is an arg's digits, or a counter's double.  A sample at the time a slice
+  written by the same process begins or ends rides on that BEGIN or END as an extra counter
+  value (``SequenceWriter.ride``: the same counter row in Trace Processor, without a packet
+  of its own to parse); derived counters change exactly there;
 * output is flushed in chunks, so memory does not grow with the trace (except in a forked
   process waiting for the derived tracks: it holds the source slices' packets until then);
 * on a large trace a forked process may write some of the sequences (``write_perfetto``);
   they follow this process's, in the same layout.
 
 Modules: this one decides which process writes which sequences; ``events`` builds the packets
-(``SequenceWriter``), ``tracks`` the track descriptors and sequence starts, ``interning`` the
-interned strings and args, ``wire`` the field keys and packet framing.
+(``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
+track descriptors and sequence starts, ``interning`` the interned strings and args, ``wire``
+the field keys and packet framing.
 """
 
 from __future__ import annotations
@@ -103,6 +107,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     theirs: tuple[list, list] = ([], [])
     if parallel and _cost(trace) >= PARALLEL_MIN_COST:
         mine, theirs = _halves(slice_units, counter_units)
+    w.ride(slice_units, counter_units)      # before the fork: both processes know them
     helper = None
     if theirs[0] or theirs[1]:
         def second_part() -> dict[str, int]:
@@ -153,9 +158,9 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     counter_units: list) -> dict[str, int]:
     """While ``enrich`` runs here, a forked process writes the trace's own sequences:
     its counters, then its slices, held until the news from here arrive (the slices
-    whose args ``enrich`` replaced, built again) and the counters ``enrich`` added,
-    which it writes too; this process writes the header and the slices ``enrich``
-    added.  Should ``enrich`` change what the forked process writes otherwise, that
+    whose args ``enrich`` replaced, built again); this process writes the header and the
+    slices and counters ``enrich`` added (the counters' samples riding on those slices'
+    events).  Should ``enrich`` change what the forked process writes otherwise, that
     part is dropped and this process writes everything."""
     slices = trace.slices
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
@@ -168,6 +173,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         w.to_part(part_out)
         w.flows_of(None)
         w.count_names(slice_units, False)
+        w.ride(slice_units, counter_units)
         w.write_counters(counter_units)
         w.flush()
         places: dict[int, tuple] = {}
@@ -176,13 +182,10 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             news = pickle.loads(r.read())   # from this program, not the input
         if news is None:
             return None                     # the parent writes everything itself
-        changed, counters, ids = news
-        for i, (a, sh) in changed.items():
+        for i, (a, sh) in news.items():
             slices[i].args = a
             slices[i].shared_args = sh
             w.begin_again(i, places[i])
-        w.seq_ids.update(ids)
-        w.write_counters(counters)
         return w.part_counts()
 
     part_out = tempfile.TemporaryFile()
@@ -213,8 +216,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     new_units.setdefault(slices[i].track, []).append(i)
                 w.seq_ids.update(_sequence_ids(new_units, new_counters,
                                                max(w.seq_ids.values(), default=SEQ_ID) + 1))
-                news = (changed, new_counters,
-                        {c.track: w.seq_ids[c.track] for c in new_counters})
+                news = changed
         finally:
             with os.fdopen(news_w, "wb") as f:
                 f.write(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
@@ -222,9 +224,11 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             helper.abandon()
             return write_perfetto(trace, out, progress, workers)
         w.count_names(list(new_units.items()), True)
-        w.write_header()
+        w.ride(list(new_units.items()), new_counters)   # derived counters change where
+        w.write_header()                                # the derived slices begin or end
         w.write_instants()
         w.write_slices(list(new_units.items()))
+        w.write_counters(new_counters)
         w.flush()
         w.counts["slices"] = w.done
         _append_part(w, helper, part_out, out)

@@ -17,11 +17,12 @@ from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from .interning import _ArgEncoder, _Interner, _Sequence
+from .riders import ride
 from .tracks import Layout, _sequence_start
-from .wire import (_TS3_HI, _TS3_LO, _BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY,
-                   _I_NAME, _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE,
-                   _TE_FLOW, _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK,
-                   _TRACK_EVENT, _TS, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
+from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
+                   _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE, _TE_FLOW,
+                   _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
+                   _TS3_HI, _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
 _PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
 
@@ -80,6 +81,12 @@ class SequenceWriter:
         self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
         self.done = 0
         self.base = time_origin(trace)
+        # Counter samples riding on slice events of the same time (``ride``): the extra
+        # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
+        # per counter (by id) the times of its samples that ride.
+        self.riders: dict[int, list[bytes]] = {}
+        self.end_riders: dict[int, dict[int, list[bytes]]] = {}
+        self.rides: dict[int, set[int]] = {}
 
     def flush(self, report: bool = False) -> None:
         """Write the packets in ``chunk``; with ``report``, tell how many slices are done."""
@@ -129,6 +136,11 @@ class SequenceWriter:
                     flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
         self.counts["flows_not_drawn"] += not_drawn
 
+    def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
+        """Let the samples of ``counters`` ride on the events of the slices of ``units``
+        (``riders.ride``); both must be written by this process."""
+        ride(self.slices, units, counters, self.riders, self.end_riders, self.rides)
+
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
         slices = self.slices
         self.repeated.update(slices[i].name for _, ids in units for i in ids)
@@ -158,8 +170,9 @@ class SequenceWriter:
         name_field, cat_field = self.name_field, self.cat_field
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
         end_flows = self.end_flow_bytes
+        riders, end_riders = self.riders, self.end_riders
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
-        dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
+        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
         base = self.base
         done = self.done
         limit = self.chunk_packets if record is None else sys.maxsize   # recording: no flush
@@ -185,17 +198,29 @@ class SequenceWriter:
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
             stack: list[int] = []   # open slice ends, innermost last
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
+            at_end = end_riders.get(track_id)   # counter samples riding on ENDs, by time
             for i, ts in zip([*ids, -1], starts):
                 while stack and stack[-1] <= ts:
-                    d = stack.pop() - base
+                    end = stack.pop()
+                    d = end - base
                     if d < 16384:
                         body = dts[d]
                     elif d < 2097152:       # three bytes, inline: most times of a run
                         body = ts_lo[d & 127] + ts_hi[d >> 7]
+                    elif d < 268435456:     # four bytes: runs past 2.1 ms
+                        body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
                     else:
                         body = _TS + varint(d)
+                    extra = at_end.pop(end, None) if at_end else None
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
+                        if extra is not None:
+                            ev += b"".join(extra)
+                        body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
+                        append(_PACKET + _len(len(body)) + body)
+                        continue
+                    if extra is not None:
+                        ev = _END + b"".join(extra)
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                         append(_PACKET + _len(len(body)) + body)
                         continue
@@ -233,11 +258,16 @@ class SequenceWriter:
                 fb = flow_bytes.get(~i)
                 if fb is not None:
                     event += fb
+                fb = riders.get(i)
+                if fb is not None:
+                    event += b"".join(fb)
                 d = ts - base
                 if d < 16384:
                     tsb = dts[d]
                 elif d < 2097152:
                     tsb = ts_lo[d & 127] + ts_hi[d >> 7]
+                elif d < 268435456:     # four bytes: runs past 2.1 ms
+                    tsb = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
                 else:
                     tsb = _TS + varint(d)
                 if pending:
@@ -283,7 +313,7 @@ class SequenceWriter:
                 enc, entries = encode_all(d)
                 event += enc
                 deps.extend(entries)
-        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
+        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"") + b"".join(self.riders.get(i, ()))
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))
@@ -292,15 +322,23 @@ class SequenceWriter:
     def write_counters(self, units: list) -> None:
         chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
         small = _LEN
-        dts, ts_lo, ts_hi = _DTS, _TS3_LO, _TS3_HI
+        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
         base = self.base
+        rides = self.rides
         for counter in units:
+            counts["counter_samples"] += len(counter.ts)
+            pairs = zip(counter.ts, counter.values)
+            rode = rides.get(id(counter))
+            if rode is not None:            # those samples are written already (``ride``)
+                pairs = [(ts, v) for ts, v in pairs if ts not in rode]
+                if not pairs:
+                    continue
             seq = _Sequence(seq_ids[counter.track])
             for p in _sequence_start(seq, counter.track):
                 append(p)
             tail = seq.field + _TRACK_EVENT
             small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
-            for ts, value in zip(counter.ts, counter.values):
+            for ts, value in pairs:
                 if value.__class__ is int:
                     # Counts (busy lanes, ready tasks) repeat a few small values: their bytes
                     # are built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0).
@@ -328,10 +366,11 @@ class SequenceWriter:
                     body = dts[d] + rest
                 elif d < 2097152:
                     body = ts_lo[d & 127] + ts_hi[d >> 7] + rest
+                elif d < 268435456:     # four bytes: runs past 2.1 ms
+                    body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14] + rest
                 else:
                     body = _TS + varint(d) + rest
                 append(_PACKET + small[len(body)] + body)
-            counts["counter_samples"] += len(counter.ts)
             if len(chunk) >= self.chunk_packets:
                 self.flush(report=True)
 

@@ -35,6 +35,8 @@ _TE_FLOW = tag(47, 1)             # TrackEvent.flow_ids (fixed64)
 _TE_TERM_FLOW = tag(48, 1)        # TrackEvent.terminating_flow_ids (fixed64)
 _TE_INT = tag(30, 0)              # TrackEvent.counter_value
 _TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
+_TE_XC_TRACK = tag(31, 0)         # TrackEvent.extra_counter_track_uuids (one per value)
+_TE_XC_INT = tag(12, 0)           # TrackEvent.extra_counter_values
 
 _INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
 _STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
@@ -67,6 +69,9 @@ _DTS = [_TS + v for v in _LEN]     # timestamp field of the times below 2^14 ns
 # run) is _TS3_LO[t & 127] + _TS3_HI[t >> 7]: two lookups instead of a varint call.
 _TS3_LO = [_TS + bytes((i | 0x80,)) for i in range(128)]
 _TS3_HI = [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 14)]
+# A time in [2^21, 2^28) ns (four bytes: runs longer than 2.1 ms, times being absolute) is
+# _TS3_LO[t & 127] + _TS4_MID[(t >> 7) & 127] + _TS3_HI[t >> 14].
+_TS4_MID = [bytes((i | 0x80,)) for i in range(128)]
 
 
 def _len(n: int) -> bytes:
