@@ -238,6 +238,7 @@ def main() -> None:
     ap.add_argument("--peer", type=Path, help="a hw-native-sys/simpler checkout")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    a.run = a.run.resolve()   # (the peer runs in its own checkout)
     run = a.run if (a.run / "chip_swimlane_records.json").is_file() else \
         next(a.run.rglob("chip_swimlane_records.json")).parent
     compile_tracecvt(REPO)
