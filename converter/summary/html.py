@@ -3,287 +3,29 @@ nothing loaded from the network.
 
 Pictures: per-lane utilization bars (busy, wait predecessor, wait schedule / idle, tail, as
 shares of the run), bubble breakdown by cause per lane kind, a busy/idle timeline strip per
-lane, the critical path as a strip of segments, the top tasks, time by label.  The script only
-adds hover tooltips and, when it ran to the end without an error, sets
-``data-rendered="ok"`` on ``<html>`` and appends ``<div id="render-status">`` (what the
+lane, the critical path as a strip of segments (html_pictures.py), the top tasks, time by
+label.  The script only adds hover tooltips and, when it ran to the end without an error,
+sets ``data-rendered="ok"`` on ``<html>`` and appends ``<div id="render-status">`` (what the
 headless-browser test looks for).
 """
 
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Any
 
-from .markdown import causes, change_cell, figure_cell, ncu_kernel_table, num, pct_, us_
-
-W = 920                           # picture width in px
-PALETTE = ["#3b6fb6", "#3a9a5b", "#d08a2c", "#8d5ab8", "#c2464b", "#3aa3a8", "#8a8a3a",
-           "#b8578f"]
-CAUSE_COLORS = {"busy": None, "wait predecessor": "#e07a5f", "wait schedule": "#f2c14e",
-                "idle": "#b0b7c3", "wait start": "#9c89b8", "tail": "#e9ecf1"}
-STRIP_BINS = 240
-MAX_STRIP_LANES = 160
-
-
-def _e(v: Any) -> str:
-    return escape(str(v), quote=True)
-
-
-def _kind_colors(kinds: list[str]) -> dict[str, str]:
-    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(kinds)}
-
-
-# -- data for the pictures ----------------------------------------------------------------
-
-def visual(trace, analysis, bins: int = STRIP_BINS) -> dict[str, Any]:
-    """Busy fraction per lane per time bin, and the critical path's segments, from the
-    analysis' lanes (O(slices + bins touched))."""
-    tl = analysis.timeline
-    out: dict[str, Any] = {"lanes": [], "cp": [], "start": tl.start, "end": tl.end}
-    if tl.start is None or not analysis.bubbles.computed:
-        return out
-    t0, span = tl.start, max(tl.end - tl.start, 1)
-    slices = trace.slices
-    width = span / bins
-    for lane in tl.lanes[:MAX_STRIP_LANES]:
-        busy = [0.0] * bins
-        cur = t0
-        for i in lane.slices:
-            s = slices[i]
-            a, b = s.ts, s.ts + s.dur
-            if a < cur:
-                a = cur
-            if b <= a:
-                continue
-            cur = b
-            ka = int((a - t0) / width)
-            kb = min(int((b - t0) / width), bins - 1)
-            if ka == kb:
-                busy[ka] += b - a
-                continue
-            busy[ka] += t0 + (ka + 1) * width - a
-            for k in range(ka + 1, kb):
-                busy[k] += width
-            busy[kb] += b - (t0 + kb * width)
-        out["lanes"].append({"name": lane.name, "kind": lane.kind,
-                             "busy": [min(1.0, v / width) for v in busy]})
-    cp = analysis.critical_path
-    if cp.computed:
-        for seg in cp.segments[:4000]:
-            s = slices[seg.slice]
-            kind = tl.lanes[tl.lane_of[seg.slice]].kind
-            out["cp"].append({"kind": seg.kind, "ts": seg.ts - t0, "dur": seg.dur,
-                              "name": s.name if seg.kind == "task" else "wait schedule",
-                              "lane": seg.lane, "lane_kind": kind})
-    return out
-
-
-# -- pictures -----------------------------------------------------------------------------
-
-def _anchor(p: int) -> str:
-    return "start" if p == 0 else ("end" if p == 100 else "middle")
-
-
-def _ticks(left: float, bar: float, y: float, total_us: float) -> list[str]:
-    """Axis labels at 0, 25, ... 100 % of ``total_us`` along a bar."""
-    return [f'<text x="{left + bar * p / 100:.1f}" y="{y}" class="axis" '
-            f'text-anchor="{_anchor(p)}">{num(total_us * p / 100, 1)} µs</text>'
-            for p in range(0, 101, 25)]
-
-
-def _shares(row: dict[str, Any], graph: bool) -> list[tuple[str, float]]:
-    """(part, µs) of a lane or kind row: busy, then its bubbles by cause."""
-    return [("busy", row["busy_us"] or 0.0)] + [
-        (cause, row[key] or 0.0) for cause, key in causes(graph, "wait_start_us" in row)]
-
-
-def _util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
-    bub = d["bubbles"]
-    lanes = bub["lanes"]
-    makespan = (d.get("time_span") or {}).get("makespan_us") or 0
-    if not lanes or not makespan:
-        return "<p>No lanes with tasks.</p>"
-    n = len(lanes)
-    h, top, left = 180, 10, 36
-    col = max(2.0, min(24.0, (W - left - 40) / n))
-    gap = 1 if col > 4 else 0
-    width = left + col * n + 40
-    if "wait_start_us" in lanes[0]:            # room for the legend's fourth cause
-        width = max(width, 720)
-    graph = bub.get("cause_model") == "task graph"
-    parts = [f'<svg id="util-bars" class="chart" width="{width:.0f}" height="{h + top + 46}" '
-             f'viewBox="0 0 {width:.0f} {h + top + 46}" role="img" '
-             'aria-label="utilization per lane">']
-    for p in (0, 25, 50, 75, 100):
-        y = top + h - h * p / 100
-        parts.append(f'<line x1="{left}" x2="{width - 40:.0f}" y1="{y:.1f}" y2="{y:.1f}" '
-                     'class="grid"/>')
-        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" class="axis" '
-                     f'text-anchor="end">{p}%</text>')
-    for k, lane in enumerate(lanes):
-        x = left + k * col
-        shares = _shares(lane, graph)
-        shares.append(("tail", lane["tail_us"] or 0.0))
-        y = top + h
-        tip = (f"{lane['name']}: utilization {pct_(lane['utilization_pct'])}, bubble rate "
-               f"{pct_(lane['bubble_rate_pct'])}, busy {us_(lane['busy_us'])}, wait "
-               f"{us_(lane['total_wait_us'])}")
-        parts.append(f'<g class="lane-bar" data-tip="{_e(tip)}"><title>{_e(tip)}</title>')
-        for cause, v in shares:
-            bh = h * v / makespan
-            if bh <= 0:
-                continue
-            y -= bh
-            color = colors.get(lane["kind"], PALETTE[0]) if cause == "busy" \
-                else CAUSE_COLORS[cause]
-            parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{col - gap:.2f}" '
-                         f'height="{bh:.2f}" fill="{color}" class="c-{cause.replace(" ", "-")}"'
-                         '/>')
-        parts.append("</g>")
-    # kind labels under the columns
-    start = 0
-    for k in range(1, n + 1):
-        if k == n or lanes[k]["kind"] != lanes[start]["kind"]:
-            x = left + (start + k) / 2 * col
-            parts.append(f'<text x="{x:.1f}" y="{top + h + 16}" class="axis" '
-                         f'text-anchor="middle">{_e(lanes[start]["kind"])} '
-                         f'({k - start})</text>')
-            start = k
-    parts.append(_legend(graph, colors, top + h + 30, left, "wait_start_us" in lanes[0]))
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _legend(graph: bool, colors: dict[str, str], y: int, x0: int, start: bool = False) -> str:
-    items = [(f"busy ({k})", c) for k, c in colors.items()]
-    items += [(cause, CAUSE_COLORS[cause]) for cause, _ in causes(graph, start)]
-    items.append(("after the lane's last task", CAUSE_COLORS["tail"]))
-    out = []
-    x = x0
-    for label, color in items:
-        out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{color}" '
-                   'stroke="#999" stroke-width="0.5"/>'
-                   f'<text x="{x + 14}" y="{y + 9}" class="axis">{_e(label)}</text>')
-        x += 22 + 6.2 * len(label)
-    return "".join(out)
-
-
-def _bubble_breakdown(d: dict[str, Any], colors: dict[str, str]) -> str:
-    bub = d["bubbles"]
-    kinds = bub["kinds"]
-    makespan = (d.get("time_span") or {}).get("makespan_us") or 0
-    if not kinds or not makespan:
-        return "<p>No bubble figures.</p>"
-    graph = bub.get("cause_model") == "task graph"
-    row, left, bar = 26, 150, W - 150 - 120
-    height = row * len(kinds) + 40
-    parts = [f'<svg id="bubble-breakdown" class="chart" width="{W}" height="{height}" '
-             f'viewBox="0 0 {W} {height}" role="img" aria-label="bubbles by cause">']
-    for k, kind in enumerate(kinds):
-        total = (kind["lanes_used"] or 0) * makespan
-        if not total:
-            continue
-        y = 6 + k * row
-        what = "pseudo-core" if kind.get("pseudo_core") else f"{kind['lanes_used']} lanes"
-        parts.append(f'<text x="{left - 8}" y="{y + 15}" class="label" text-anchor="end">'
-                     f'{_e(kind["name"])} ({_e(what)})</text>')
-        shares = _shares(kind, graph)
-        used = sum(v for _, v in shares)
-        shares.append(("tail", max(total - used, 0.0)))
-        x = float(left)
-        for cause, v in shares:
-            w = bar * v / total
-            if w <= 0:
-                continue
-            color = colors.get(kind["name"], PALETTE[0]) if cause == "busy" \
-                else CAUSE_COLORS[cause]
-            tip = f"{kind['name']} {cause}: {us_(v)} ({100 * v / total:.1f} % of lane time)"
-            parts.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="20" '
-                         f'fill="{color}" data-tip="{_e(tip)}"><title>{_e(tip)}</title>'
-                         '</rect>')
-            x += w
-        parts.append(f'<text x="{left + bar + 8}" y="{y + 15}" class="label">'
-                     f'{pct_(kind["bubble_rate_pct"])} bubbles</text>')
-    parts.append(_legend(graph, {k["name"]: colors.get(k["name"], PALETTE[0])
-                                 for k in kinds}, height - 22, left,
-                         "wait_start_us" in kinds[0]))
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _timeline_strip(v: dict[str, Any], colors: dict[str, str], makespan_us: float) -> str:
-    lanes = v.get("lanes") or []
-    if not lanes:
-        return "<p>No timeline.</p>"
-    row, left = 8, 90
-    bar = W - left - 10
-    height = row * len(lanes) + 24
-    bins = len(lanes[0]["busy"])
-    bw = bar / bins
-    parts = [f'<svg id="timeline-strip" class="chart" width="{W}" height="{height}" '
-             f'viewBox="0 0 {W} {height}" role="img" aria-label="busy and idle per lane">']
-    for k, lane in enumerate(lanes):
-        y = k * row
-        color = colors.get(lane["kind"], PALETTE[0])
-        if k % max(1, len(lanes) // 24) == 0 or len(lanes) <= 24:
-            parts.append(f'<text x="{left - 6}" y="{y + row - 1}" class="tiny" '
-                         f'text-anchor="end">{_e(lane["name"])}</text>')
-        parts.append(f'<rect x="{left}" y="{y}" width="{bar}" height="{row - 1}" '
-                     'class="idle-bg"/>')
-        busy = lane["busy"]
-        j = 0
-        while j < bins:
-            level = round(busy[j] * 4) / 4
-            if level <= 0:
-                j += 1
-                continue
-            start = j
-            while j < bins and round(busy[j] * 4) / 4 == level:
-                j += 1
-            parts.append(f'<rect x="{left + start * bw:.2f}" y="{y}" '
-                         f'width="{(j - start) * bw:.2f}" height="{row - 1}" fill="{color}" '
-                         f'fill-opacity="{level:.2f}"/>')
-    parts += _ticks(left, bar, len(lanes) * row + 14, makespan_us)
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _cp_strip(v: dict[str, Any], colors: dict[str, str], length_us: float) -> str:
-    segs = v.get("cp") or []
-    if not segs:
-        return ""
-    left, bar = 10, W - 20
-    span = max(sum(s["dur"] for s in segs), 1)
-    origin = segs[0]["ts"]
-    parts = [f'<svg id="critical-path-strip" class="chart" width="{W}" height="54" '
-             f'viewBox="0 0 {W} 54" role="img" aria-label="critical path">']
-    for s in segs:
-        x = left + bar * (s["ts"] - origin) / span
-        w = max(bar * s["dur"] / span, 0.5 if s["dur"] else 0)
-        if w <= 0:
-            continue
-        if s["kind"] == "task":
-            fill = colors.get(s["lane_kind"], PALETTE[0])
-        else:
-            fill = CAUSE_COLORS["wait schedule"]
-        tip = f"{s['name']} on {s['lane']}: {us_(s['dur'] / 1000)}"
-        parts.append(f'<rect x="{x:.2f}" y="6" width="{w:.2f}" height="24" fill="{fill}" '
-                     f'class="cp-{s["kind"]}" data-tip="{_e(tip)}"><title>{_e(tip)}</title>'
-                     '</rect>')
-    parts += _ticks(left, bar, 46, length_us)
-    parts.append("</svg>")
-    return "".join(parts)
-
+from .html_pictures import (bubble_breakdown, cp_strip, esc, kind_colors, timeline_strip,
+                            util_bars, visual)
+from .markdown import change_cell, figure_cell, ncu_kernel_table, num, pct_, us_
 
 # -- tables -------------------------------------------------------------------------------
 
 def _table(head: list[str], rows: list[list[Any]], cls: str = "", raw: set[int] = frozenset()
            ) -> str:
     out = [f'<table class="{cls}"><thead><tr>'
-           + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+           + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for r in rows:
-        out.append("<tr>" + "".join(f"<td>{c if k in raw else _e(c)}</td>"
+        out.append("<tr>" + "".join(f"<td>{c if k in raw else esc(c)}</td>"
                                     for k, c in enumerate(r)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -296,7 +38,7 @@ def _change_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
         cls = {True: "good", False: "bad", None: ""}[r["improved"]]
         out.append([r["figure"], figure_cell(r["previous"], r["unit"]),
                     figure_cell(r["current"], r["unit"]),
-                    f'<span class="{cls}">{_e(change_cell(r))}</span>'])
+                    f'<span class="{cls}">{esc(change_cell(r))}</span>'])
     return out
 
 
@@ -306,10 +48,10 @@ def _ratings(d: dict[str, Any]) -> str:
         level = r["level"] or "none"
         value = pct_(r["value_pct"]) if r["value_pct"] is not None else "n/a"
         why = r["figure"] if r["level"] else f"not computable: {r['reason']}"
-        out.append(f'<div class="rating lvl-{_e(level)}"><div class="r-title">{_e(r["title"])}'
-                   f'</div><div class="r-level">{_e(r["level"] or "—")}</div>'
-                   f'<div class="r-value">{_e(value)}</div><div class="r-why">{_e(why)}</div>'
-                   f'<div class="r-thr">excellent … poor: {_e(r["thresholds"])}</div></div>')
+        out.append(f'<div class="rating lvl-{esc(level)}"><div class="r-title">{esc(r["title"])}'
+                   f'</div><div class="r-level">{esc(r["level"] or "—")}</div>'
+                   f'<div class="r-value">{esc(value)}</div><div class="r-why">{esc(why)}</div>'
+                   f'<div class="r-thr">excellent … poor: {esc(r["thresholds"])}</div></div>')
     out.append("</div>")
     return "".join(out)
 
@@ -321,11 +63,11 @@ def _label_tables(d: dict[str, Any]) -> str:
         for r in t["rows"][:15]:
             share = r["share_pct"] or 0.0
             bar = (f'<div class="sharebar"><span style="width:{min(share, 100):.1f}%"></span>'
-                   f'</div> {_e(pct_(r["share_pct"]))}')
+                   f'</div> {esc(pct_(r["share_pct"]))}')
             rows.append([r["label"], num(r["count"]), us_(r["total_us"]), us_(r["mean_us"]),
                          us_(r["max_us"]), bar,
                          us_(r["critical_path_us"]) if r["critical_path_us"] else "—"])
-        out.append(f"<h3>Time by {_e(t['title'])}</h3>")
+        out.append(f"<h3>Time by {esc(t['title'])}</h3>")
         out.append(_table([t["title"], "count", "total", "mean", "max", "share",
                            "on critical path"], rows, "labels", {5}))
     return "".join(out)
@@ -387,17 +129,17 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     v = visual(trace, analysis) if trace is not None and analysis is not None else {}
     bub = d.get("bubbles") or {}
     kinds = [k["name"] for k in bub.get("kinds") or []]
-    colors = _kind_colors(kinds)
+    colors = kind_colors(kinds)
     conf = d.get("configuration") or {}
     tool = " ".join(x for x in (conf.get("tool"), conf.get("tool_version")) if x)
     makespan = (d.get("time_span") or {}).get("makespan_us") or 0.0
     sections: list[tuple[str, str]] = []
     b = d.get("bottleneck") or {}
     sections.append(("bottleneck", f'<h2>Bottleneck and root cause</h2><p class="lead">'
-                                   f'<b>{_e(b.get("summary", ""))}</b> '
-                                   f'{_e(b.get("root_cause", ""))}</p>'
+                                   f'<b>{esc(b.get("summary", ""))}</b> '
+                                   f'{esc(b.get("root_cause", ""))}</p>'
                                    + ("<p>Bottleneck labels: " + "; ".join(
-                                       f"<b>{_e(x['label'])}</b> ({_e(pct_(x['share_pct']))})"
+                                       f"<b>{esc(x['label'])}</b> ({esc(pct_(x['share_pct']))})"
                                        for x in d.get("bottlenecks") or []) + "</p>"
                                       if d.get("bottlenecks") else "")))
     sections.append(("ratings", "<h2>Ratings</h2>" + _ratings(d)))
@@ -412,15 +154,15 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
         if opps else "<p>None found.</p>")))
     if d.get("vs_baseline") is not None:
         rows = _change_rows(d["vs_baseline"])
-        sections.append(("baseline", f"<h2>vs baseline ({_e((d.get('baseline') or {}).get('run'))})"
+        sections.append(("baseline", f"<h2>vs baseline ({esc((d.get('baseline') or {}).get('run'))})"
                                      "</h2>" + _table(["figure", "previous", "current",
                                                        "change"], rows, "", {3})))
     if bub.get("computed"):
         sections.append(("utilization", "<h2>Lane utilization</h2><p class=\"note\">Each "
                          "column is one lane, 100 % = the run's makespan: busy time, then its "
                          "bubbles by cause, then the time after its last task.</p>"
-                         + _util_bars(d, colors)))
-        sections.append(("bubbles", "<h2>Bubbles by cause</h2>" + _bubble_breakdown(d, colors)
+                         + util_bars(d, colors)))
+        sections.append(("bubbles", "<h2>Bubbles by cause</h2>" + bubble_breakdown(d, colors)
                          + _table(["lanes", "used", "utilization", "bubble rate",
                                    "bottleneck", "key issue"],
                                   [[k["name"], f"{k['lanes_used']} of {k['lanes']}",
@@ -429,20 +171,20 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
                                    for k in bub["kinds"]])))
         more = len(bub.get("lanes") or []) - len(v.get("lanes") or [])
         sections.append(("timeline", "<h2>Busy and idle per lane</h2>"
-                         + _timeline_strip(v, colors, makespan)
+                         + timeline_strip(v, colors, makespan)
                          + (f'<p class="note">{more} more lanes not drawn.</p>' if more > 0
                             else "")))
     else:
         sections.append(("timeline", f"<h2>Lanes</h2><p>No bubble figures: "
-                                     f"{_e(bub.get('reason'))}.</p>"))
+                                     f"{esc(bub.get('reason'))}.</p>"))
     cp = d.get("critical_path") or {}
     if cp.get("computed"):
-        body = (f"<p>{_e(us_(cp['length_us']))} from the run start to the last task's end: "
-                f"{_e(num(cp['tasks']))} tasks ({_e(us_(cp['task_time_us']))}) and waits "
-                f"({_e(us_(cp['wait_time_us']))}); longest dependency chain alone "
-                f"{_e(us_(cp.get('graph_bound_us')))}.</p>"
-                + _cp_strip(v, colors, cp["length_us"] or 0.0)
-                + (f'<p class="note">Caveat: {_e(cp["caveat"])}.</p>' if cp.get("caveat")
+        body = (f"<p>{esc(us_(cp['length_us']))} from the run start to the last task's end: "
+                f"{esc(num(cp['tasks']))} tasks ({esc(us_(cp['task_time_us']))}) and waits "
+                f"({esc(us_(cp['wait_time_us']))}); longest dependency chain alone "
+                f"{esc(us_(cp.get('graph_bound_us')))}.</p>"
+                + cp_strip(v, colors, cp["length_us"] or 0.0)
+                + (f'<p class="note">Caveat: {esc(cp["caveat"])}.</p>' if cp.get("caveat")
                    else "")
                 + _table(["lane", "tasks on the path", "task time", "waits"],
                          [[r["lane"], num(r["tasks"]), us_(r["task_time_us"]),
@@ -452,7 +194,7 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
                          [[s["name"], s["lane"], us_(s["duration_us"]), s["via"]]
                           for s in cp.get("longest_segments") or []]))
     else:
-        body = f"<p>Not computed: {_e(cp.get('reason'))}.</p>"
+        body = f"<p>Not computed: {esc(cp.get('reason'))}.</p>"
     sections.append(("critical-path", "<h2>Critical path</h2>" + body))
     tops = d.get("top_tasks") or []
     sections.append(("top-tasks", "<h2>Top tasks</h2>" + _table(
@@ -467,7 +209,7 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
             "<p>Kernels are replayed one at a time and laid end to end: no bubbles by "
             "construction.</p>" if ncu.get("serialized") else "") + (
             _table(*ncu_kernel_table(ncu["kernels"][:30])[:2])
-            + f'<p class="note">{_e(ncu_kernel_table(ncu["kernels"][:1])[2])}</p>'
+            + f'<p class="note">{esc(ncu_kernel_table(ncu["kernels"][:1])[2])}</p>'
             if ncu["kernels"] and ncu["kernels"][0].get("figures") else _table(
             ["kernel", "duration", "bound", "compute", "memory", "failed checks"],
             [[k["name"], us_(k["duration_us"]), k["bound"], pct_(k["compute_throughput_pct"]),
@@ -480,17 +222,17 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     mop = d.get("msprof_op")
     if mop:
         sections.append(("msprof-op", "<h2>msprof op: blocks and pipes</h2>"
-                         + (f"<p>{_e(mop['fill_note'])}.</p>" if mop.get("fill_note") else "")
+                         + (f"<p>{esc(mop['fill_note'])}.</p>" if mop.get("fill_note") else "")
                          + _table(["block", "duration", "bound pipe", "ratio"],
                                   [[b_["block"], us_(b_["duration_us"]),
                                     b_["bound_pipe"] or "n/a", num(b_["bound_ratio"])]
                                    for b_ in mop["blocks"][:48]])
-                         + "".join(f"<p>roofline {_e(r.get('name', ''))}: "
-                                   f"{_e(r.get('bound', ''))}</p>" for r in mop["roofline"])
-                         + "".join(f"<p>advice: {_e(a)}</p>" for a in mop["advice"])))
+                         + "".join(f"<p>roofline {esc(r.get('name', ''))}: "
+                                   f"{esc(r.get('bound', ''))}</p>" for r in mop["roofline"])
+                         + "".join(f"<p>advice: {esc(a)}</p>" for a in mop["advice"])))
     pc = d.get("pypto_check")
     if pc:
-        items = "".join(f"<li>{_e(a)}</li>" for a in pc.get("anomalies") or [])
+        items = "".join(f"<li>{esc(a)}</li>" for a in pc.get("anomalies") or [])
         sections.append(("pypto-check", "<h2>PyPTO's own figures (bubble_analysis.log)</h2>"
                          f"<p>{pc['cores_matching']} of {pc['cores_checked']} cores match "
                          f"within {pc['tolerance_us']} µs (or the integer-ns rounding bound)."
@@ -509,18 +251,18 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     warnings = d.get("warnings") or []
     if warnings:
         sections.append(("warnings", "<h2>Warnings</h2><ul>"
-                         + "".join(f"<li>{_e(w)}</li>" for w in warnings[:30]) + "</ul>"))
+                         + "".join(f"<li>{esc(w)}</li>" for w in warnings[:30]) + "</ul>"))
     need = [sid for sid, _ in sections]
     need += [x for x in ("util-bars", "bubble-breakdown", "timeline-strip",
                          "critical-path-strip") if f'id="{x}"' in "".join(h for _, h in sections)]
     body = "".join(f'<section id="{sid}">{h}</section>' for sid, h in sections)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>tracecvt · {_e(d['run'])}</title><style>{CSS}</style></head><body>"
-            f"<header><h1>Profile report: {_e(d['run'])}</h1><div class=\"sub\">"
-            f"{_e(tool or conf.get('format', ''))} · {_e(conf.get('device') or '')} · "
-            f"{_e(us_(makespan))}</div></header><main>{body}</main>"
-            f"<footer>made by tracecvt {_e(d.get('tracecvt_version', ''))} · self-contained, "
+            f"<title>tracecvt · {esc(d['run'])}</title><style>{CSS}</style></head><body>"
+            f"<header><h1>Profile report: {esc(d['run'])}</h1><div class=\"sub\">"
+            f"{esc(tool or conf.get('format', ''))} · {esc(conf.get('device') or '')} · "
+            f"{esc(us_(makespan))}</div></header><main>{body}</main>"
+            f"<footer>made by tracecvt {esc(d.get('tracecvt_version', ''))} · self-contained, "
             "no network access needed</footer><div id=\"tip\"></div>"
             f"<script>{SCRIPT % json.dumps(need)}</script></body></html>\n")
 
@@ -529,8 +271,8 @@ def render_compare_html(c: dict[str, Any]) -> str:
     base, cur = c["baseline"], c["current"]
     sections = [("baseline", "<h2>Key figures</h2>" + _table(
         ["figure", "previous", "current", "change"], _change_rows(c["rows"]), "", {3}))]
-    bl = "".join(f"<li><b>{who}</b>: {_e((d.get('bottleneck') or {}).get('summary', ''))} "
-                 f"{_e((d.get('bottleneck') or {}).get('root_cause', ''))}</li>"
+    bl = "".join(f"<li><b>{who}</b>: {esc((d.get('bottleneck') or {}).get('summary', ''))} "
+                 f"{esc((d.get('bottleneck') or {}).get('root_cause', ''))}</li>"
                  for who, d in (("previous", base), ("current", cur)))
     sections.append(("bottleneck", f"<h2>Bottleneck</h2><ul>{bl}</ul>"))
     if c.get("labels"):
@@ -542,8 +284,8 @@ def render_compare_html(c: dict[str, Any]) -> str:
     need = [sid for sid, _ in sections]
     body = "".join(f'<section id="{sid}">{h}</section>' for sid, h in sections)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>tracecvt · {_e(cur['run'])} vs {_e(base['run'])}</title>"
-            f"<style>{CSS}</style></head><body><header><h1>Comparison: {_e(cur['run'])} vs "
-            f"{_e(base['run'])}</h1></header><main>{body}</main><footer>made by tracecvt "
-            f"{_e(c.get('tracecvt_version', ''))}</footer><div id=\"tip\"></div>"
+            f"<title>tracecvt · {esc(cur['run'])} vs {esc(base['run'])}</title>"
+            f"<style>{CSS}</style></head><body><header><h1>Comparison: {esc(cur['run'])} vs "
+            f"{esc(base['run'])}</h1></header><main>{body}</main><footer>made by tracecvt "
+            f"{esc(c.get('tracecvt_version', ''))}</footer><div id=\"tip\"></div>"
             f"<script>{SCRIPT % json.dumps(need)}</script></body></html>\n")
