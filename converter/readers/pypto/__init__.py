@@ -13,6 +13,7 @@ from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_b
                        read_head)
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
+from ..simpler import sniff_converter_output
 from .common import MERGED_US, MachineView, declarations
 
 MERGED = "merged_swimlane.json"
@@ -24,7 +25,7 @@ SIM_DIR = "CostModelSimulationOutput"
 
 
 def sniff_merged(head: bytes) -> bool:
-    if b'"Worker View"' in head and b"Machine View" not in head:
+    if sniff_converter_output(head):
         return False        # the simpler runtime's converter output (readers/simpler)
     return b"traceEvents" in head and (b"Machine View" in head or b"machine-view" in head
                                        or b"event-hint" in head)
