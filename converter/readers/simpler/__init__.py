@@ -8,22 +8,15 @@ docs/formats/simpler.md.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ...fileio import find_variant, is_file, listdir, logical_name, read_head
-from ...model import LABEL_ARGS, RESOURCES, TASK_GRAPH, Clock, RunMeta, Trace, split_overlaps
+from ...model import LABEL_ARGS, RESOURCES, TASK_GRAPH, RunMeta, Trace
 from ..base import ReadOptions, Source
+from .files import DEPS, HOST_PHASES, LEGACY_PREFIXES, LEGACY_RECORDS, RECORDS, TOOL_REPORTS
 
-RECORDS = "chip_swimlane_records.json"
-LEGACY_RECORDS = ("l2_swimlane_records.json",)
-LEGACY_PREFIXES = ("l2_perf_records", "perf_swimlane_")
-DEPS = "deps.json"
-HOST_PHASES = "host_phase_records.jsonl"
-_PLATFORM_RE = re.compile(r"(?:^|[_\W])(a2a3sim|a5sim|a2a3|a5)(?:[_\W]|$)")
-_PLATFORMS = {"a2a3": "Ascend A2/A3", "a5": "Ascend A5"}
 
 
 def sniff_records(head: bytes) -> bool:
@@ -130,13 +123,6 @@ class SimplerReader:
         return build(source, options)
 
 
-# The runtime's own analyses of a run, where they sit beside its records (critical_path writes
-# its report there; sched_overhead_analysis prints to the console, saved under this name):
-# the summary compares every figure with them.
-TOOL_REPORTS = {"critical_path_report": "critical_path_report.md",
-                "sched_overhead_analysis": "sched_overhead_analysis.txt"}
-
-
 def run_name(records: Path, root: Path) -> str:
     """The case folder's name (``outputs/<Case>_<ts>/``); for PyPTO's ``dfx_outputs/`` the
     work dir's, with ``rank<r>-d<k>`` for L3 per-card folders; a renamed records file alone:
@@ -153,30 +139,6 @@ def run_name(records: Path, root: Path) -> str:
         d = d.parent
     name = d.name or "simpler"
     return "-".join([name, *reversed(parts)]) if parts else name
-
-
-def platform_of(path: Path) -> str | None:
-    for part in reversed(Path(path).absolute().parts):
-        m = _PLATFORM_RE.search(part)
-        if m:
-            return m.group(1)
-    return None
-
-
-def device_name(platform: str | None, freq_hz: int | None) -> str:
-    """The platform a path names, else what the counter rate says (None: no rate known)."""
-    if platform is not None:
-        return f"{_PLATFORMS[platform.removesuffix('sim')]} ({platform})"
-    if freq_hz == 50_000_000:
-        return "Ascend A2/A3"
-    if freq_hz == 1_000_000_000:
-        return "Ascend A5"
-    return "Ascend" if freq_hz is None else f"Ascend ({freq_hz:,} Hz counter)"
-
-
-def clock_of(freq_hz: int) -> Clock:
-    return Clock("simpler-syscnt", "cycle", Fraction(10**9, freq_hz),
-                 f"device system counter at {freq_hz:,} Hz (metadata.clock_freq_hz)")
 
 
 READER = SimplerReader()

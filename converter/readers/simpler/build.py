@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import InputError
 from ...fileio import read_text
 from ...model import GROUP, MAX_NS, Clock, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
+from .files import TOOL_REPORTS
 from .flows import add_dependency_flows
 from .hostclock import host_mapping
 from .lanes import Built, add_scheduler_view, add_worker_view
@@ -20,10 +23,11 @@ from .records import (Deps, Records, load_deps, load_host_phases, load_name_map,
 TOOL = "simpler (PyPTO 3.0)"
 LEGACY_US = Clock("simpler-us", "us", Fraction(1000),
                   "microseconds as written by simpler before June 2026 (rounded to the ns)")
+_PLATFORM_RE = re.compile(r"(?:^|[_\W])(a2a3sim|a5sim|a2a3|a5)(?:[_\W]|$)")
+_PLATFORMS = {"a2a3": "Ascend A2/A3", "a5": "Ascend A5"}
 
 
 def build(source: Source, options: ReadOptions) -> Trace:
-    from . import READER, clock_of, device_name, platform_of
     files = source.files
     path = files["records"]
     meta = RunMeta(source.name, "simpler", tool=TOOL, source_files=[str(path)])
@@ -127,7 +131,7 @@ def build(source: Source, options: ReadOptions) -> Trace:
         "core_to_thread": rec.core_to_thread, "platform": platform,
         "orchestration": orchestration, "task_graph": deps is not None,
         "missing": missing, "counts": counts, **info}
-    meta.extra.update(READER.declarations(meta))
+    meta.extra.update(source.reader.declarations(meta))
     split_overlaps(trace)
     options.report(f"reading {path.name}", 1, 1)
     return trace
@@ -136,7 +140,6 @@ def build(source: Source, options: ReadOptions) -> Trace:
 def _tool_reports(source: Source, meta: RunMeta, warn: Callable[[str], None]
                   ) -> dict[str, str]:
     """The text of the runtime tools' reports found beside the records (TOOL_REPORTS)."""
-    from . import TOOL_REPORTS
     out: dict[str, str] = {}
     for role in TOOL_REPORTS:
         path = source.files.get(role)
@@ -227,7 +230,6 @@ def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[s
     ends = [r["end_host_ns"] for t in rec.host_orch or () for r in t]
     ends += [r["end_host_ns"] for r in rec.uploads or ()]
     ends += [r["end_ns"] for r in host_phases]
-    from . import clock_of
     mapping, facts = host_mapping(rec.meta.get("clock_anchors"),
                                   clock_of(rec.freq_hz).ns_per_unit, lo, hi,
                                   max(ends) if ends else None,
@@ -248,3 +250,27 @@ def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[s
              "records are placed to end where the device's first record starts; the real "
              "gap is unknown")
     return host
+
+
+def platform_of(path: Path) -> str | None:
+    for part in reversed(Path(path).absolute().parts):
+        m = _PLATFORM_RE.search(part)
+        if m:
+            return m.group(1)
+    return None
+
+
+def device_name(platform: str | None, freq_hz: int | None) -> str:
+    """The platform a path names, else what the counter rate says (None: no rate known)."""
+    if platform is not None:
+        return f"{_PLATFORMS[platform.removesuffix('sim')]} ({platform})"
+    if freq_hz == 50_000_000:
+        return "Ascend A2/A3"
+    if freq_hz == 1_000_000_000:
+        return "Ascend A5"
+    return "Ascend" if freq_hz is None else f"Ascend ({freq_hz:,} Hz counter)"
+
+
+def clock_of(freq_hz: int) -> Clock:
+    return Clock("simpler-syscnt", "cycle", Fraction(10**9, freq_hz),
+                 f"device system counter at {freq_hz:,} Hz (metadata.clock_freq_hz)")
