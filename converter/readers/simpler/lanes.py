@@ -160,7 +160,7 @@ def add_scheduler_view(trace: Trace, rec: Records, built: Built, order: int) -> 
                 extra = len(sub)       # the core got its next task before this one finished
                 lane = [trace.add_track(f"{name} ({extra + 1})" if extra else name, group,
                                         LANE, rank, "" if not extra else
-                                        f"dispatch -> finish overlapping the lane above"), d]
+                                        "dispatch -> finish overlapping the lane above"), d]
                 rank += 1
                 sub.append(lane)
             lane[1] = f
