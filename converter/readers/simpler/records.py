@@ -120,26 +120,14 @@ def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> list[list[Any]]:
     if not isinstance(rows, list):
         warn(f"{path}: aicore_tasks is not a list; no task executions read")
         return []
-    out = []
-    bad = backwards = 0
-    for r in rows:
-        if type(r) is list and (len(r) == 6 or len(r) == 5) and set(map(type, r)) == _INT \
-                and min(r) >= 0 and max(r) < UINT64_END:
-            if r[4] < r[3] or r[4] > limit or (len(r) == 6 and r[5] > r[3]):
-                backwards += 1
-                continue
-            if len(r) == 5:
-                r.append(None)
-            out.append(r)
-        else:
-            bad += 1
-    if bad:
-        warn(f"{path}: {bad} of {len(rows)} aicore_tasks rows dropped: not 5 or 6 "
-             "non-negative integers [core_id, task_id, reg_task_id, start, end, "
-             "receive_to_start]")
-    if backwards:
-        warn(f"{path}: {backwards} aicore_tasks rows dropped: end before start, receive "
-             "before cycle 0, or times beyond the model's range")
+    out = _int_rows(path, "aicore_tasks", rows, (6, 5), "5 or 6 non-negative integers "
+                    "[core_id, task_id, reg_task_id, start, end, receive_to_start]",
+                    lambda r: r[3] <= r[4] <= limit and (len(r) == 5 or r[5] <= r[3]),
+                    "end before start, receive before cycle 0, or times beyond the model's "
+                    "range", warn)
+    for r in out:
+        if len(r) == 5:
+            r.append(None)
     return out
 
 
@@ -151,23 +139,29 @@ def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn) -> list[li
     if not isinstance(rows, list):
         warn(f"{path}: aicpu_tasks is not a list; dispatch/finish times not read")
         return []
+    return _int_rows(path, "aicpu_tasks", rows, (4,), "4 non-negative integers [core_id, "
+                     "reg_task_id, dispatch, finish]", lambda r: r[2] <= r[3] <= limit,
+                     "finish before dispatch or beyond the model's time range", warn)
+
+
+def _int_rows(path: Path, key: str, rows: list, widths: tuple[int, ...], shape: str,
+              in_order: Callable[[list[int]], bool], why: str, warn: Warn) -> list[list[int]]:
+    """The rows of ``key`` that are ``widths`` unsigned 64-bit integers whose times are
+    ``in_order``; the others dropped, counted in one warning per kind."""
     out = []
     bad = backwards = 0
     for r in rows:
-        if type(r) is list and len(r) == 4 and set(map(type, r)) == _INT and min(r) >= 0 \
-                and max(r) < UINT64_END:
-            if r[3] < r[2] or r[3] > limit:
-                backwards += 1
-            else:
-                out.append(r)
-        else:
+        if not (type(r) is list and len(r) in widths and set(map(type, r)) == _INT
+                and min(r) >= 0 and max(r) < UINT64_END):
             bad += 1
+        elif in_order(r):
+            out.append(r)
+        else:
+            backwards += 1
     if bad:
-        warn(f"{path}: {bad} of {len(rows)} aicpu_tasks rows dropped: not 4 non-negative "
-             "integers [core_id, reg_task_id, dispatch, finish]")
+        warn(f"{path}: {bad} of {len(rows)} {key} rows dropped: not {shape}")
     if backwards:
-        warn(f"{path}: {backwards} aicpu_tasks rows dropped: finish before dispatch or "
-             "beyond the model's time range")
+        warn(f"{path}: {backwards} {key} rows dropped: {why}")
     return out
 
 
