@@ -12,13 +12,13 @@ from ...errors import InputError
 from ...fileio import read_text
 from ...model import GROUP, MAX_NS, Clock, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
+from .deps import Deps, load_deps
 from .files import TOOL_REPORTS
 from .flows import add_dependency_flows
 from .hostclock import host_mapping
 from .lanes import Built, add_scheduler_view, add_worker_view
 from .phases import add_device_orchestrator, add_host_orchestrator, add_scheduler_phases
-from .records import (Deps, Records, load_deps, load_host_phases, load_name_map,
-                      load_records)
+from .records import Records, load_host_phases, load_name_map, load_records
 
 TOOL = "simpler (PyPTO 3.0)"
 LEGACY_US = Clock("simpler-us", "us", Fraction(1000),

@@ -9,9 +9,9 @@ warning line per reason says how many and which.
 from __future__ import annotations
 
 from ...model import Trace
+from .deps import Deps
 from .lanes import Built
 from .names import token
-from .records import Deps
 
 def add_dependency_flows(trace: Trace, deps: Deps, built: Built, level: int) -> int:
     slices = trace.slices

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...model import COMPLETION, GROUP, KERNEL, LANE, PICKUP, TASK_ID, Slice, Trace
+from .deps import Deps
 from .names import core_lane, function_name, row_func_id, spmd, token
-from .records import Deps, Records
+from .records import Records
 
 WORKER_VIEW = "Worker View"
 SCHEDULER_VIEW = "Scheduler View"

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ...model import MAX_NS
-from .records import Deps, Records, Warn
+from .deps import Deps
+from .records import Records, Warn
 
 _US_LEVEL_KEYS = ("l2_swimlane_level", "l2_perf_level")
 

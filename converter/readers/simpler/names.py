@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .records import Deps
+from .deps import Deps
 
 
 def token(task_id: int) -> str:

@@ -7,9 +7,10 @@ from operator import itemgetter
 from typing import Any, Callable
 
 from ...model import GROUP, INT64_END, INT64_MIN, LANE, TASK_ID, Slice, Trace
+from .deps import Deps
 from .lanes import Built
 from .names import task_function, token
-from .records import Deps, Records
+from .records import Records
 
 SCHEDULER = "AICPU Scheduler"
 KNOWN_KINDS = {"complete", "async_poll", "dispatch", "release", "dummy", "early_dispatch",

@@ -1,7 +1,8 @@
 """Loading a simpler run's files into checked, plain Python data.
 
 ``chip_swimlane_records.json`` (format reference ../shared/docs/formats/simpler.md, section
-2), ``deps.json`` (3), ``name_map*.json`` (4) and ``host_phase_records.jsonl`` (2.8).  What is
+2), ``name_map*.json`` (4) and ``host_phase_records.jsonl`` (2.8); ``deps.json`` (3) in
+``deps``.  What is
 malformed is dropped here, counted, and reported as one warning line per file and kind of
 loss; what is left is trusted by the builders (``lanes``, ``phases``, ``flows``).
 """
@@ -10,14 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import msgspec
 import orjson
 
 from ...errors import InputError
 from ...fileio import load_json, load_json_records, read_bytes
 from ...model import MAX_NS
+
+if TYPE_CHECKING:
+    from .deps import Deps
 
 Warn = Callable[[str], None]
 
@@ -51,7 +54,7 @@ class Records:
     five_columns: int = 0
     keys: list[str] = field(default_factory=list)
     microseconds: bool = False                 # the pre-June-2026 layout: times already ns
-    deps: "Deps | None" = None                 # its functions and fanout edges (legacy)
+    deps: Deps | None = None                   # its functions and fanout edges (legacy)
 
 
 def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records:
@@ -200,150 +203,6 @@ def _records(path: Path, key: str, rows: list | None, times: tuple[str, str], li
         warn(f"{path}: {len(rows) - len(out)} {key} records dropped: not objects with "
              f"integer {a} <= {b} in range")
     return out
-
-
-# -- deps.json -------------------------------------------------------------------------------
-# Only the fields tracecvt uses are decoded (msgspec skips the rest, e.g. every task's args,
-# unparsed): 5x faster than a full parse.  Fields are Any: their checks are ours, below.
-
-class _Task(msgspec.Struct, gc=False):
-    task_id: Any = None
-    kernel_ids: Any = None
-    block_num: Any = None
-
-
-class _Edge(msgspec.Struct, gc=False):
-    pred: Any = None
-    succ: Any = None
-    arg: Any = None
-    source: Any = None
-    overlap: Any = None
-    tensor_id: Any = None
-    flags: Any = None
-
-
-class _DepsDoc(msgspec.Struct, gc=False):
-    tasks: list[_Task] | None = None
-    edges: list[_Edge] | None = None
-
-
-_DEPS = msgspec.json.Decoder(_DepsDoc)
-
-
-def _tolerant(doc: Any) -> _DepsDoc | None:
-    """The same view of a deps.json whose shape the fast decoder refused (an entry that is
-    not an object, a list where an object belongs): entries kept as they are, to be counted
-    as dropped."""
-    if not isinstance(doc, dict):
-        return None
-
-    def entries(value: Any, cls: type) -> Any:
-        if not isinstance(value, list):
-            return value
-        names = cls.__struct_fields__
-        return [cls(**{k: e.get(k) for k in names}) if isinstance(e, dict) else e
-                for e in value]
-
-    return _DepsDoc(entries(doc.get("tasks"), _Task), entries(doc.get("edges"), _Edge))
-
-
-@dataclass
-class Deps:
-    path: Path
-    tasks: dict[int, tuple[list[int], int]]     # task id -> (kernel_ids [aic, aiv0, aiv1], block_num)
-    edges: list[tuple[int, int, dict[str, Any] | None]]   # (pred, succ, flow args) per row
-    order: list[int]                            # task ids in submit order
-
-
-def _id(v: Any) -> int | None:
-    """A 64-bit task id: a decimal string in deps.json (a number is accepted too)."""
-    if type(v) is int:
-        return v if 0 <= v < UINT64_END else None
-    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 20:
-        n = int(v)
-        return n if n < UINT64_END else None
-    return None
-
-
-def load_deps(path: Path, warn: Warn) -> Deps | None:
-    """``deps.json``, or None (with a warning) when it cannot be used at all."""
-    try:
-        data = read_bytes(path)
-        if data[:3] == b"\xef\xbb\xbf":
-            data = data[3:]
-        doc = _DEPS.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        try:
-            doc = _tolerant(load_json(path))    # or the one-line reason it is not JSON
-        except InputError as e:
-            warn(f"{e}; no function names or dependencies")
-            return None
-    except InputError as e:
-        warn(f"{e}; no function names or dependencies")
-        return None
-    if doc is None or not isinstance(doc.tasks, list):
-        warn(f"{path}: not a deps.json (no tasks list); no function names or dependencies")
-        return None
-    tasks: dict[int, tuple[list[int], int]] = {}
-    order = []
-    bad = 0
-    for t in doc.tasks:
-        tid = _id(t.task_id) if type(t) is _Task else None
-        if tid is None:
-            bad += 1
-            continue
-        k = t.kernel_ids
-        kernels = [x if type(x) is int and -1 <= x < 1 << 62 else -1 for x in k[:3]] \
-            if isinstance(k, list) else []
-        kernels += [-1] * (3 - len(kernels))
-        block = t.block_num
-        tasks[tid] = (kernels, block if type(block) is int and block >= 1 else 1)
-        order.append(tid)
-    if bad:
-        warn(f"{path}: {bad} tasks[] entries without a valid task_id dropped")
-    edges = []
-    raw = doc.edges
-    if raw is None:
-        raw = []
-    if not isinstance(raw, list):
-        warn(f"{path}: edges is not a list; no dependencies read")
-        raw = []
-    bad = 0
-    for e in raw:
-        if type(e) is not _Edge:
-            bad += 1
-            continue
-        p, s = _id(e.pred), _id(e.succ)
-        if p is None or s is None:
-            bad += 1
-            continue
-        edges.append((p, s, _edge_args(e)))
-    if bad:
-        warn(f"{path}: {bad} of {len(raw)} edges dropped: pred/succ not task ids")
-    return Deps(path, tasks, edges, order)
-
-
-def _edge_args(e: _Edge) -> dict[str, Any] | None:
-    """A flow's args: source, overlap, tensor_id (text), arg, flags ("wait,retain")."""
-    args: dict[str, Any] = {}
-    if type(e.source) is str:
-        args["source"] = e.source
-    if type(e.overlap) is str:
-        args["overlap"] = e.overlap
-    t = e.tensor_id
-    if type(t) is str:
-        args["tensor_id"] = t
-    elif type(t) is int:
-        args["tensor_id"] = str(t)
-    a = e.arg
-    if type(a) is int and -(1 << 63) <= a < 1 << 63:
-        args["arg"] = a
-    if type(e.flags) is list:
-        try:
-            args["flags"] = ",".join(e.flags)
-        except TypeError:           # not all text
-            pass
-    return args or None
 
 
 def load_name_map(path: Path, warn: Warn) -> dict[int, str]:
