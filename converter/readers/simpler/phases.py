@@ -154,12 +154,11 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
                                    nesting=False)
             for u in rec.uploads:
                 ph = u.get("phase")
-                s, e = host(u["start_host_ns"]), host(u["end_host_ns"])
-                if s is None or e is None:
-                    built.off_clock += 1
+                span = _span(built, host, u["start_host_ns"], u["end_host_ns"])
+                if span is None:
                     continue
                 args = {"bytes": u["detail"]} if _int(u.get("detail")) is not None else None
-                trace.add_slice(lane, s, e - s, ph if isinstance(ph, str) else "upload",
+                trace.add_slice(lane, *span, ph if isinstance(ph, str) else "upload",
                                 "host_h2d", args)
         lanes: dict[Any, int] = {}
         for r in sorted(host_phases, key=lambda r: (r["start_ns"], -r["end_ns"])):
@@ -171,9 +170,8 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
                     f"Host thread {key}" if key is not None else "Host thread", group, LANE,
                     60 + len(lanes), "host_phase_records.jsonl: bind segments and "
                     "orchestrator operations of the host pass")
-            s, e = host(r["start_ns"]), host(r["end_ns"])
-            if s is None or e is None:
-                built.off_clock += 1
+            span = _span(built, host, r["start_ns"], r["end_ns"])
+            if span is None:
                 continue
             args: dict[str, Any] = {}
             detail = _int(r.get("detail"))
@@ -181,7 +179,7 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
                 args["detail"] = detail
                 if r["phase"] in _SUBMITS and 0 <= detail < 1 << 64:
                     args["task"] = token(detail)    # detail is the task id (2.8)
-            trace.add_slice(lane, s, e - s, r["phase"], "host_phase", args or None)
+            trace.add_slice(lane, *span, r["phase"], "host_phase", args or None)
     return n
 
 
@@ -199,17 +197,17 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
         lane = trace.add_track(f"{prefix}_{k}", group, LANE, k, nesting=False)
         for r in records:
             tid = r.get("task_id")
-            s, e = to_ns(r[keys[0]]), to_ns(r[keys[1]])
-            if s is None or e is None:
-                built.off_clock += 1
+            span = _span(built, to_ns, r[keys[0]], r[keys[1]])
+            if span is None:
                 continue
+            s, dur = span
             args: dict[str, Any] = {}
             idx = _int(r.get("submit_idx"))
             if idx is not None:
                 args["submit_idx"] = idx
             n += 1
             if not (type(tid) is int and 0 <= tid < 1 << 64):
-                trace.add_slice(lane, s, e - s, "submit(?)", "orchestrator", args)
+                trace.add_slice(lane, s, dur, "submit(?)", "orchestrator", args)
                 continue
             tok = token(tid)
             args["task"] = tok
@@ -217,10 +215,21 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
                      and tid not in built.markers)
             if alloc:
                 args[TASK_ID] = tid
-                i = trace.add_slice(lane, s, e - s, f"alloc({tok})", "alloc", args)
+                i = trace.add_slice(lane, s, dur, f"alloc({tok})", "alloc", args)
                 built.markers.setdefault(tid, i)
             else:
                 step = r.get("phase")        # pre-June-2026 records: orch_submit, orch_alloc …
                 step = step if isinstance(step, str) and step != "orch_submit" else "submit"
-                trace.add_slice(lane, s, e - s, f"{step}({tok})", "orchestrator", args)
+                trace.add_slice(lane, s, dur, f"{step}({tok})", "orchestrator", args)
     return n
+
+
+def _span(built: Built, to_ns: Callable[[int], int | None], start: int, end: int
+          ) -> tuple[int, int] | None:
+    """(ts, dur) of a record on the trace's clock; None, counted in ``built.off_clock``, when
+    an end falls outside it."""
+    s, e = to_ns(start), to_ns(end)
+    if s is None or e is None:
+        built.off_clock += 1
+        return None
+    return s, e - s
