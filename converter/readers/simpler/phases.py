@@ -132,7 +132,7 @@ def add_device_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
     record, ``alloc(<task>)`` for alloc_tensors records (2.7)."""
     return _orchestrator(trace, rec.orch or [], deps, built, order, "AICPU Orchestrator",
                          "Orch", ("start_cycles", "end_cycles"), ns,
-                         "submit_task() / alloc_tensors() calls of the device orchestrator")
+                         "submit_task() / alloc_tensors() calls of the device orchestrator")[0]
 
 
 def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
@@ -140,12 +140,10 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
                           host_phases: list[dict[str, Any]]) -> int:
     """``host_orchestrator_phases`` (host ns mapped onto the device timeline), the
     ``host_device_uploads`` lane and the host phase records."""
-    n = _orchestrator(trace, rec.host_orch or [], deps, built, order, "Host Orchestrator",
-                      "Host", ("start_host_ns", "end_host_ns"), host,
-                      "host_build_graph submits on the host (host ns mapped onto the device "
-                      "timeline through the clock anchors)")
-    group = next((t.index for t in trace.tracks if t.name == "Host Orchestrator"
-                  and t.parent == built.root), None)
+    n, group = _orchestrator(trace, rec.host_orch or [], deps, built, order,
+                             "Host Orchestrator", "Host", ("start_host_ns", "end_host_ns"),
+                             host, "host_build_graph submits on the host (host ns mapped "
+                             "onto the device timeline through the clock anchors)")
     if rec.uploads or host_phases:
         if group is None:
             group = trace.add_track("Host Orchestrator", built.root, GROUP, order)
@@ -185,9 +183,10 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
 
 def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, order: int,
                   title: str, prefix: str, keys: tuple[str, str], to_ns: Callable[[int], int],
-                  description: str) -> int:
+                  description: str) -> tuple[int, int | None]:
+    """(records drawn, the group track: None when there are no records)."""
     if not any(threads):
-        return 0
+        return 0, None
     group = trace.add_track(title, built.root, GROUP, order, description)
     known = deps.tasks if deps is not None else None
     n = 0
@@ -221,7 +220,7 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
                 step = r.get("phase")        # pre-June-2026 records: orch_submit, orch_alloc …
                 step = step if isinstance(step, str) and step != "orch_submit" else "submit"
                 trace.add_slice(lane, s, dur, f"{step}({tok})", "orchestrator", args)
-    return n
+    return n, group
 
 
 def _span(built: Built, to_ns: Callable[[int], int | None], start: int, end: int
