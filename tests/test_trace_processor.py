@@ -39,9 +39,9 @@ from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.flows import drawable
 from tracecvt.writers.perfetto import time_origin, write_perfetto
 
-from conftest import FIXTURES, SAMPLES, SHARED
+from conftest import FIXTURES, SAMPLES
+from tp_helper import TP_BIN, rows, trace_processor
 
-TP_BIN = SHARED / "tools" / "trace_processor" / "trace_processor_shell"
 # (label, where, format): every run ``find_runs`` finds there.  Add a family's samples here.
 PLACES = [
     ("pypto", SAMPLES / "pypto", None),
@@ -104,13 +104,8 @@ QUERIES = {
 
 
 def _load(path: Path) -> dict:
-    from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
-    tp = TraceProcessor(trace=str(path),
-                        config=TraceProcessorConfig(bin_path=str(TP_BIN), load_timeout=60))
-    try:
-        return {k: [r.__dict__ for r in tp.query(q)] for k, q in QUERIES.items()}
-    finally:
-        tp.close()
+    with trace_processor(path) as tp:
+        return {k: rows(tp, q) for k, q in QUERIES.items()}
 
 
 @pytest.fixture(scope="module")

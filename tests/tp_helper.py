@@ -13,9 +13,11 @@ TP_BIN = SHARED / "tools" / "trace_processor" / "trace_processor_shell"
 
 @contextmanager
 def trace_processor(path: Path) -> Iterator[object]:
-    """A TraceProcessor on ``path`` (closed on exit)."""
+    """A TraceProcessor on ``path`` (closed on exit); a minute to load it, as several may be
+    starting at once."""
     from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
-    tp = TraceProcessor(trace=str(path), config=TraceProcessorConfig(bin_path=str(TP_BIN)))
+    tp = TraceProcessor(trace=str(path),
+                        config=TraceProcessorConfig(bin_path=str(TP_BIN), load_timeout=60))
     try:
         yield tp
     finally:
