@@ -16,17 +16,17 @@ from test_simpler import IDS, RUNS
 from tp_helper import problems, rows, trace_processor
 
 
-def _source(run):
+def _written(run, tmp_path, writer: str, name: str):
+    """(the run written by ``writer`` without derived tracks, the model it was read into)."""
     (src,) = find_runs(run)
-    return src
+    out = tmp_path / name
+    convert_source(src, writer, out, True, ReadOptions(), derived=False)
+    return out, src.read()
 
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
 def test_trace_processor_reads_what_the_model_holds(run, tmp_path):
-    src = _source(run)
-    out = tmp_path / "run.pftrace"
-    convert_source(src, "perfetto", out, True, ReadOptions(), derived=False)
-    trace = src.read()
+    out, trace = _written(run, tmp_path, "perfetto", "run.pftrace")
     with trace_processor(out) as tp:
         assert problems(tp) == []
         n_slices = rows(tp, "select count(*) as n from slice")[0]["n"]
@@ -63,10 +63,7 @@ def test_trace_processor_reads_what_the_model_holds(run, tmp_path):
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
 def test_chrome_json_carries_the_same_content(run, tmp_path):
-    src = _source(run)
-    out = tmp_path / "run.json"
-    convert_source(src, "chrome", out, True, ReadOptions(), derived=False)
-    trace = src.read()
+    out, trace = _written(run, tmp_path, "chrome", "run.json")
     doc = json.loads(out.read_bytes())
     base = doc["metadata"]["base_time_ns"]
     events = doc["traceEvents"]
