@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ...errors import InputError
 from ...fileio import read_text
@@ -210,23 +210,8 @@ def _join_warnings(trace: Trace, rec: Records, counts: dict[str, Any]) -> None:
 def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[str, Any]],
                 info: dict[str, Any],
                 warn: Callable[[str], None]) -> Callable[[int], int | None]:
-    lo = hi = None
-    for r in rec.aicore:
-        for c in (r[3] - (r[5] or 0), r[4]):
-            if c:
-                lo = c if lo is None or c < lo else lo
-                hi = c if hi is None or c > hi else hi
-    for r in rec.aicpu:
-        for c in (r[2], r[3]):
-            if c:
-                lo = c if lo is None or c < lo else lo
-                hi = c if hi is None or c > hi else hi
-    for thread in rec.sched or ():
-        for r in thread:
-            for c in (r["start_cycles"], r["end_cycles"]):
-                if c:
-                    lo = c if lo is None or c < lo else lo
-                    hi = c if hi is None or c > hi else hi
+    cycles = [c for c in _device_cycles(rec) if c]
+    lo, hi = (min(cycles), max(cycles)) if cycles else (None, None)
     ends = [r["end_host_ns"] for t in rec.host_orch or () for r in t]
     ends += [r["end_host_ns"] for r in rec.uploads or ()]
     ends += [r["end_ns"] for r in host_phases]
@@ -250,6 +235,21 @@ def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[s
              "records are placed to end where the device's first record starts; the real "
              "gap is unknown")
     return host
+
+
+def _device_cycles(rec: Records) -> Iterator[int]:
+    """Every device counter value the records hold (0: not recorded): AICore receive and end,
+    AICPU dispatch and finish, scheduler phase start and end."""
+    for r in rec.aicore:
+        yield r[3] - (r[5] or 0)
+        yield r[4]
+    for r in rec.aicpu:
+        yield r[2]
+        yield r[3]
+    for thread in rec.sched or ():
+        for r in thread:
+            yield r["start_cycles"]
+            yield r["end_cycles"]
 
 
 def platform_of(path: Path) -> str | None:
