@@ -78,10 +78,11 @@ class SimplerReader:
         head = read_head(path)
         if sniff_records(head):
             return self._source(path, path)
-        if sniff_converter_output(head) or sniff_deps(head):
+        drawing = sniff_converter_output(head)
+        if drawing or sniff_deps(head):
             records = find_variant(path.parent, RECORDS)
             what = ("the simpler runtime's swimlane_converter output (a drawing of "
-                    "chip_swimlane_records.json)" if sniff_converter_output(head) else
+                    "chip_swimlane_records.json)" if drawing else
                     "a simpler deps.json (the task graph, without times)")
             if records is None:
                 raise InputError(path, f"{what}: convert the run's {RECORDS} (with deps.json "
