@@ -95,7 +95,7 @@ def from_microseconds(path: Path, doc: dict, warn: Warn) -> tuple[Records, Deps 
     rec = Records(path, level, level_key, {}, 10**9, core_types, c2t, aicore, aicpu,
                   _phases(doc.get("aicpu_scheduler_phases"), False),
                   _phases(doc.get("aicpu_orchestrator_phases"), True), None, None,
-                  keys=list(doc), microseconds=True)
+                  microseconds=True)
     warn(f"{path}: pre-June-2026 layout (tasks[] in microseconds): times are the file's "
          "microseconds (to the ns), no receive times (no setup_ns)")
     deps = Deps(path, {t: (k, 1) for t, k in funcs.items()}, edges, list(funcs)) \

@@ -9,7 +9,7 @@ loss; what is left is trusted by the builders (``lanes``, ``phases``, ``flows``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -52,7 +52,6 @@ class Records:
     host_orch: list[list[dict[str, Any]]] | None
     uploads: list[dict[str, Any]] | None
     five_columns: int = 0
-    keys: list[str] = field(default_factory=list)
     microseconds: bool = False                 # the pre-June-2026 layout: times already ns
     deps: Deps | None = None                   # its functions and fanout edges (legacy)
 
@@ -100,7 +99,7 @@ def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records
     limit = MAX_NS * freq // 10**9          # the last cycle whose ns fits the model
     rec = Records(path, level, level_key, meta, freq, core_types, c2t,
                   _aicore(path, doc.get("aicore_tasks"), limit, warn), [], None, None, None,
-                  None, keys=list(doc))
+                  None)
     rec.five_columns = sum(1 for r in rec.aicore if r[5] is None)
     rec.aicpu = _aicpu(path, doc.get("aicpu_tasks"), level, limit, warn)
     rec.sched = _thread_lists(path, doc, "aicpu_scheduler_phases", ("start_cycles",
