@@ -87,7 +87,7 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
                     slices.append(Slice(lane, s, dur, name, kind, args))
                     continue
             slices.append(Slice(lane, s, dur, f"{kind}({tp})", "scheduler", args))
-            if kind == "complete" or kind == "dispatch":
+            if kind in QUEUE_KINDS:
                 q = r.get("shared_at_end")
                 if type(q) is list and len(q) == 3 and set(map(type, q)) == _INT \
                         and min(q) >= 0 and max(q) < 1 << 53:
