@@ -13,6 +13,7 @@ from .deps import Deps
 from .lanes import Built
 from .names import token
 
+
 def add_dependency_flows(trace: Trace, deps: Deps, built: Built, level: int) -> int:
     slices = trace.slices
     last: dict[int, int] = {}
