@@ -66,7 +66,6 @@ def from_microseconds(path: Path, doc: dict, warn: Warn) -> tuple[Records, Deps 
     regs: dict[int, int] = {}
     funcs: dict[int, list[int]] = {}
     edges = []
-    fanout_seen = False
     for r in rows:
         core, tid = r["_core"], r["_tid"]
         ctype = r.get("core_type") if r.get("core_type") in ("aic", "aiv") else ""
@@ -82,7 +81,6 @@ def from_microseconds(path: Path, doc: dict, warn: Warn) -> tuple[Records, Deps 
             kernels[0 if ctype == "aic" else 1] = fid
         fan = r.get("fanout")
         if isinstance(fan, list):
-            fanout_seen = True
             edges += [(tid, s, {"source": "fanout"}) for s in fan if _int(s) is not None]
     if level is None:       # a "version" file: what it holds
         level = 1 + bool(aicpu) + ("aicpu_scheduler_phases" in doc) + \
@@ -100,8 +98,6 @@ def from_microseconds(path: Path, doc: dict, warn: Warn) -> tuple[Records, Deps 
          "microseconds (to the ns), no receive times (no setup_ns)")
     deps = Deps(path, {t: (k, 1) for t, k in funcs.items()}, edges, list(funcs)) \
         if funcs else None
-    if deps is not None and not fanout_seen:
-        deps.edges = []
     return rec, deps
 
 
