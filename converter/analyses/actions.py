@@ -149,16 +149,10 @@ _TITLES = (
 )
 
 
-def _family(trace: Trace) -> str:
-    fmt = trace.meta.format
-    if fmt in _CATALOG:
-        return fmt
-    return "simpler" if "simpler" in (trace.meta.tool or "").lower() else fmt
-
-
 def catalog(trace: Trace, label: str) -> list[dict[str, str]]:
-    """The knobs and pages of the run's tool for ``label`` (copies)."""
-    return [dict(x) for x in _CATALOG.get(_family(trace), {}).get(label, ())]
+    """The knobs and pages of the run's tool for ``label`` (copies); the catalog is keyed
+    by ``meta.format``, which every reader (and a reopened model file) sets."""
+    return [dict(x) for x in _CATALOG.get(trace.meta.format, {}).get(label, ())]
 
 
 # -- run-level labels ---------------------------------------------------------------------
