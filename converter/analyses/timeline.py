@@ -158,8 +158,8 @@ class Timeline:
         source_preds = None
         fakes: set[int] | tuple = ()
         if has_graph and tasks is not None:
-            preds = _task_preds(trace, ordered, lane_of, tasks[0], tasks[1], node_of, untrusted)
-            for lane in ordered:
+            preds = _task_preds(trace, lane_of, tasks[0], tasks[1], node_of, untrusted)
+            for lane in ordered:  # every task is a node, with or without flows
                 lane.graph = True
         elif has_graph:
             for f in trace.flows:
@@ -230,9 +230,8 @@ def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], di
     return node_of, node_first
 
 
-def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
-                task_of: dict[int, object], members: dict[object, list[int]],
-                node_of: dict[int, int], untrusted: dict[int, int]) -> dict[int, list[int]]:
+def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object],
+                members: dict[object, list[int]], node_of: dict[int, int], untrusted: dict[int, int]) -> dict[int, list[int]]:
     """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
     of a task is a dependency of every slice of it, on the predecessor task's node (its
     last-ending analysed slice; a task without analysed slices, such as a dummy task's
@@ -266,12 +265,6 @@ def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
     for key, plist in by_task.items():
         for i in members[key]:
             preds[i] = plist
-    in_graph = set(by_task)
-    in_graph.update(task_of[p] for plist in loose.values() for p in plist if p in task_of)
-    in_graph.update(task_of[p] for plist in by_task.values() for p in plist if p in task_of)
-    for key in in_graph:
-        for i in members[key]:
-            lanes[lane_of[i]].graph = True
     return preds
 
 
