@@ -106,7 +106,7 @@ def loop_idle(trace: Trace) -> dict[int, list[tuple[int, int]]]:
     if not lanes:
         return {}
     for s in trace.slices:
-        if s.track in lanes and phase_kind(s.name, s.all_args, s.cat) in WORK_KINDS:
+        if s.track in lanes and phase_kind(s.name, s.all_args) in WORK_KINDS:
             by_lane.setdefault(s.track, []).append((s.ts, s.ts + s.dur))
     out: dict[int, list[tuple[int, int]]] = {}
     for lane, recs in by_lane.items():
