@@ -61,6 +61,12 @@ class Timeline:
     node_of: dict[int, int] = field(default_factory=dict)
     node_first: dict[int, int] = field(default_factory=dict)
     has_pickup: bool = False      # some analysed slice says when it was dispatched (PICKUP)
+    untrusted: dict[int, int] = field(default_factory=dict)   # slice -> untrusted flows into it
+    fake_in_graph: int = 0        # slices with invented times that a flow starts or ends at
+    # The graph as the source tool bound it (model.SOURCE_BINDING, untrusted flows included):
+    # for checks that recompute the tool's own figures.  None: the same as ``preds`` plus
+    # the untrusted flows.
+    source_preds: dict[int, list[int]] | None = None
 
     def node(self, i: int) -> int:
         return self.node_of.get(i, i)
@@ -71,12 +77,6 @@ class Timeline:
         for i, n in self.node_of.items():
             out.setdefault(n, []).append(i)
         return out
-    untrusted: dict[int, int] = field(default_factory=dict)   # slice -> untrusted flows into it
-    fake_in_graph: int = 0        # slices with invented times that a flow starts or ends at
-    # The graph as the source tool bound it (model.SOURCE_BINDING, untrusted flows included):
-    # for checks that recompute the tool's own figures.  None: the same as ``preds`` plus
-    # the untrusted flows.
-    source_preds: dict[int, list[int]] | None = None
 
     @property
     def makespan(self) -> int:
@@ -93,18 +93,12 @@ class Timeline:
         lanes: dict[int, Lane] = {}
         fake = 0
         lane_counts: dict[str, int] = {}
-        resources = extra.get(RESOURCES)
-        resources = None if resources is None else set(resources)
+        ok = source_lanes(trace)    # (an overlap lane has its main lane's name and parent)
         for t in _lanes_in_order(trace):
-            track = tracks[t]
-            if track.derived:
+            if not ok[t]:
                 continue
+            track = tracks[t]
             main = main_of.get(t, t)
-            if resources is not None:
-                m = tracks[main]
-                kind = lane_kind(m.name, tracks[m.parent].name if m.parent is not None else "")
-                if kind not in resources:
-                    continue
             ids = by_track.get(t)
             if not ids:
                 if main == t:       # an idle lane (PyPTO SIM lists every core) still counts
