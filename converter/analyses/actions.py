@@ -136,29 +136,11 @@ _MSPROF = {
 
 _CATALOG = {"pypto": _PYPTO, "simpler": _PYPTO3, "msprof": _MSPROF}
 
-# Opportunity titles (findings.py) -> label; None: the label comes from the finding itself.
-_TITLES = (
-    ("Dispatch ready tasks sooner", DISPATCH),
-    ("Spread the ", COMPUTE),
-    ("Speed up ", COMPUTE),
-    ("Overlap more work", DEPENDENCY),
-    ("Fill the idle gaps", DISPATCH),
-    ("Fill every core", DISPATCH),
-    ("Relieve the ", None),
-    ("msprof advice", None),
-)
-
-
-def _family(trace: Trace) -> str:
-    fmt = trace.meta.format
-    if fmt in _CATALOG:
-        return fmt
-    return "simpler" if "simpler" in (trace.meta.tool or "").lower() else fmt
-
 
 def catalog(trace: Trace, label: str) -> list[dict[str, str]]:
-    """The knobs and pages of the run's tool for ``label`` (copies)."""
-    return [dict(x) for x in _CATALOG.get(_family(trace), {}).get(label, ())]
+    """The knobs and pages of the run's tool for ``label`` (copies); the catalog is keyed
+    by ``meta.format``, which every reader (and a reopened model file) sets."""
+    return [dict(x) for x in _CATALOG.get(trace.meta.format, {}).get(label, ())]
 
 
 # -- run-level labels ---------------------------------------------------------------------
@@ -239,20 +221,15 @@ def _merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- opportunities ------------------------------------------------------------------------
 
 def annotate(trace: Trace, a: "Analysis") -> None:
-    """Give every opportunity of ``a`` its label and its actions."""
+    """Give every opportunity of ``a`` its actions (and NCU's their label)."""
     kernels = {k.name: k for k in a.ncu.kernels} if a.ncu is not None else {}
     for o in a.opportunities:
         if o.source in ("ncu rules", "ncu checks"):
             _ncu(o, kernels)
             continue
-        label = next((lab for prefix, lab in _TITLES if o.title.startswith(prefix)), "?")
-        if label == "?":
+        if o.bottleneck is None:    # (findings.opportunities labels the others)
             continue
-        if label is None:           # msprof: the pipe the blocks are bound by
-            pipe = a.msprof_op.dominant_bound if a.msprof_op is not None else None
-            label = MSPROF_PIPE_LABEL.get(pipe or "", COMPUTE)
-        o.bottleneck = label
-        o.actions = catalog(trace, label)
+        o.actions = catalog(trace, o.bottleneck)
         if o.title == "msprof advice":
             o.actions.insert(0, _act("msprof", "advice", o.metric[:120],
                                      "visualize_data.bin (msprof op)", o.metric))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, RESOURCES, Trace
+from .actions import COMPUTE, DEPENDENCY, DISPATCH, MSPROF_PIPE_LABEL
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
 from .timeline import source_lanes
@@ -23,7 +24,7 @@ class Opportunity:
     gain_ns: float | None         # estimated gain on the run, None when it cannot be said
     how: str                      # how the gain was estimated
     source: str                   # which analysis raised it
-    bottleneck: str | None = None  # its label in actions.LABELS (set by actions.annotate)
+    bottleneck: str | None = None  # its label in actions.LABELS (NCU's: actions.annotate)
     actions: list[dict[str, str]] = field(default_factory=list)   # knobs and pages to use
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_f(pct(cp.wait_time, cp.length))} of {_us(cp.length)}, "
                     f"{waits} waits of {_us(cp.wait_time / max(waits, 1))} on average",
                     cp.wait_time, "the critical path's wait time (upper bound: another path "
-                    "may become critical)", "critical path"))
+                    "may become critical)", "critical path", DISPATCH))
             work_bound = max([k.busy / k.lanes for k in b.kinds if k.lanes] or [0])
             floor = max(cp.graph_bound, work_bound)
             gain = cp.task_time - floor
@@ -191,7 +192,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_us(k.busy / k.lanes if k else 0)}{idle}",
                     gain, "the critical path's task time minus the larger of the longest "
                     "dependency chain and each kind's work spread over all its lanes",
-                    "critical path"))
+                    "critical path", COMPUTE))
             table, row = _top_critical_label(a)
             if row is not None:
                 out.append(Opportunity(
@@ -202,7 +203,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_f(pct(row.total, table.total))} of all task time, "
                     f"{row.count} tasks of {_us(row.total / row.count)} on average",
                     row.critical / 2, "what halving its tasks' time would save on the "
-                    "critical path", "critical path"))
+                    "critical path", "critical path", COMPUTE))
             if b.cause_model == "task graph" and run.wait and \
                     run.wait_predecessor >= run.wait_schedule and \
                     (run.bubble_rate_pct or 0) >= 20:
@@ -212,7 +213,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_f(pct(run.wait_predecessor, run.wait))} of it waiting for "
                     f"predecessors; utilization {_f(run.utilization_pct)}",
                     None, "off the critical path: frees lanes, does not shorten the run by "
-                    "itself", "bubbles"))
+                    "itself", "bubbles", DEPENDENCY))
         else:
             busiest = max(b.lanes, key=lambda f: f.busy)
             gain = makespan - busiest.busy
@@ -221,7 +222,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     "Fill the idle gaps between tasks (launch or host overhead)",
                     f"bubble rate {_f(run.bubble_rate_pct)}; busiest lane {busiest.name} "
                     f"busy {_f(busiest.utilization_pct)} of the run", gain,
-                    "makespan minus the busiest lane's busy time", "bubbles"))
+                    "makespan minus the busiest lane's busy time", "bubbles", DISPATCH))
     if a.ncu is not None:
         for adv in a.ncu.advice:
             gain = adv.get("estimated_gain_us")
@@ -250,17 +251,19 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
             out.append(Opportunity("Fill every core: change the block count", m.fill_note,
                                    dur * 1000 * frac if dur else None,
                                    "the longest block's duration x the share of core slots "
-                                   "left empty (if the work divides evenly)", "msprof op"))
+                                   "left empty (if the work divides evenly)", "msprof op",
+                                   DISPATCH))
+        pipe_label = MSPROF_PIPE_LABEL.get(m.dominant_bound or "", COMPUTE)
         if m.dominant_bound:
             ratio = max((b_["bound_ratio"] or 0.0) for b_ in m.blocks) if m.blocks else 0.0
             out.append(Opportunity(
                 f"Relieve the {m.dominant_bound} pipe",
                 f"{m.bound_counts.get(m.dominant_bound, 0)} of {len(m.blocks)} blocks bound "
                 f"by {m.dominant_bound} (ratio up to {ratio:.2f})", None,
-                "no estimate from pipe ratios alone", "msprof op"))
+                "no estimate from pipe ratios alone", "msprof op", pipe_label))
         for adv in m.advice[:3]:
             out.append(Opportunity("msprof advice", adv[:200], None,
-                                   "advice from visualize_data.bin", "msprof op"))
+                                   "advice from visualize_data.bin", "msprof op", pipe_label))
     out.sort(key=lambda o: (o.gain_ns is None, -(o.gain_ns or 0.0)))
     return out
 

@@ -61,6 +61,12 @@ class Timeline:
     node_of: dict[int, int] = field(default_factory=dict)
     node_first: dict[int, int] = field(default_factory=dict)
     has_pickup: bool = False      # some analysed slice says when it was dispatched (PICKUP)
+    untrusted: dict[int, int] = field(default_factory=dict)   # slice -> untrusted flows into it
+    fake_in_graph: int = 0        # slices with invented times that a flow starts or ends at
+    # The graph as the source tool bound it (model.SOURCE_BINDING, untrusted flows included):
+    # for checks that recompute the tool's own figures.  None: the same as ``preds`` plus
+    # the untrusted flows.
+    source_preds: dict[int, list[int]] | None = None
 
     def node(self, i: int) -> int:
         return self.node_of.get(i, i)
@@ -71,12 +77,6 @@ class Timeline:
         for i, n in self.node_of.items():
             out.setdefault(n, []).append(i)
         return out
-    untrusted: dict[int, int] = field(default_factory=dict)   # slice -> untrusted flows into it
-    fake_in_graph: int = 0        # slices with invented times that a flow starts or ends at
-    # The graph as the source tool bound it (model.SOURCE_BINDING, untrusted flows included):
-    # for checks that recompute the tool's own figures.  None: the same as ``preds`` plus
-    # the untrusted flows.
-    source_preds: dict[int, list[int]] | None = None
 
     @property
     def makespan(self) -> int:
@@ -93,18 +93,12 @@ class Timeline:
         lanes: dict[int, Lane] = {}
         fake = 0
         lane_counts: dict[str, int] = {}
-        resources = extra.get(RESOURCES)
-        resources = None if resources is None else set(resources)
+        ok = source_lanes(trace)    # (an overlap lane has its main lane's name and parent)
         for t in _lanes_in_order(trace):
-            track = tracks[t]
-            if track.derived:
+            if not ok[t]:
                 continue
+            track = tracks[t]
             main = main_of.get(t, t)
-            if resources is not None:
-                m = tracks[main]
-                kind = lane_kind(m.name, tracks[m.parent].name if m.parent is not None else "")
-                if kind not in resources:
-                    continue
             ids = by_track.get(t)
             if not ids:
                 if main == t:       # an idle lane (PyPTO SIM lists every core) still counts
@@ -158,8 +152,8 @@ class Timeline:
         source_preds = None
         fakes: set[int] | tuple = ()
         if has_graph and tasks is not None:
-            preds = _task_preds(trace, ordered, lane_of, tasks[0], tasks[1], node_of, untrusted)
-            for lane in ordered:
+            preds = _task_preds(trace, lane_of, tasks[0], tasks[1], node_of, untrusted)
+            for lane in ordered:  # every task is a node, with or without flows
                 lane.graph = True
         elif has_graph:
             for f in trace.flows:
@@ -230,9 +224,8 @@ def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], di
     return node_of, node_first
 
 
-def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
-                task_of: dict[int, object], members: dict[object, list[int]],
-                node_of: dict[int, int], untrusted: dict[int, int]) -> dict[int, list[int]]:
+def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object],
+                members: dict[object, list[int]], node_of: dict[int, int], untrusted: dict[int, int]) -> dict[int, list[int]]:
     """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
     of a task is a dependency of every slice of it, on the predecessor task's node (its
     last-ending analysed slice; a task without analysed slices, such as a dummy task's
@@ -266,12 +259,6 @@ def _task_preds(trace: Trace, lanes: list[Lane], lane_of: dict[int, int],
     for key, plist in by_task.items():
         for i in members[key]:
             preds[i] = plist
-    in_graph = set(by_task)
-    in_graph.update(task_of[p] for plist in loose.values() for p in plist if p in task_of)
-    in_graph.update(task_of[p] for plist in by_task.values() for p in plist if p in task_of)
-    for key in in_graph:
-        for i in members[key]:
-            lanes[lane_of[i]].graph = True
     return preds
 
 

@@ -85,6 +85,22 @@ def _ticks(left: float, bar: float, y: float, total_us: float) -> list[str]:
             for p in range(0, 101, 25)]
 
 
+def _svg(id_: str, width: float, height: float, label: str) -> str:
+    """The opening tag of a picture."""
+    return (f'<svg id="{id_}" class="chart" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{label}">')
+
+
+def _fill(cause: str, kind: str, colors: dict[str, str]) -> str:
+    """A part's colour: the lane kind's for busy time, the cause's for a bubble."""
+    return colors.get(kind, PALETTE[0]) if cause == "busy" else CAUSE_COLORS[cause]
+
+
+def _tip(tip: str) -> str:
+    """A hover tip's attribute and title, to close an element's opening tag with."""
+    return f' data-tip="{esc(tip)}"><title>{esc(tip)}</title>'
+
+
 def _shares(row: dict[str, Any], graph: bool) -> list[tuple[str, float]]:
     """(part, µs) of a lane or kind row: busy, then its bubbles by cause."""
     return [("busy", row["busy_us"] or 0.0)] + [
@@ -105,9 +121,7 @@ def util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
     if "wait_start_us" in lanes[0]:            # room for the legend's fourth cause
         width = max(width, 720)
     graph = bub.get("cause_model") == "task graph"
-    parts = [f'<svg id="util-bars" class="chart" width="{width:.0f}" height="{h + top + 46}" '
-             f'viewBox="0 0 {width:.0f} {h + top + 46}" role="img" '
-             'aria-label="utilization per lane">']
+    parts = [_svg("util-bars", width, h + top + 46, "utilization per lane")]
     for p in (0, 25, 50, 75, 100):
         y = top + h - h * p / 100
         parts.append(f'<line x1="{left}" x2="{width - 40:.0f}" y1="{y:.1f}" y2="{y:.1f}" '
@@ -122,16 +136,14 @@ def util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
         tip = (f"{lane['name']}: utilization {pct_(lane['utilization_pct'])}, bubble rate "
                f"{pct_(lane['bubble_rate_pct'])}, busy {us_(lane['busy_us'])}, wait "
                f"{us_(lane['total_wait_us'])}")
-        parts.append(f'<g class="lane-bar" data-tip="{esc(tip)}"><title>{esc(tip)}</title>')
+        parts.append('<g class="lane-bar"' + _tip(tip))
         for cause, v in shares:
             bh = h * v / makespan
             if bh <= 0:
                 continue
             y -= bh
-            color = colors.get(lane["kind"], PALETTE[0]) if cause == "busy" \
-                else CAUSE_COLORS[cause]
             parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{col - gap:.2f}" '
-                         f'height="{bh:.2f}" fill="{color}" class="c-{cause.replace(" ", "-")}"'
+                         f'height="{bh:.2f}" fill="{_fill(cause, lane["kind"], colors)}" class="c-{cause.replace(" ", "-")}"'
                          '/>')
         parts.append("</g>")
     # kind labels under the columns
@@ -171,8 +183,7 @@ def bubble_breakdown(d: dict[str, Any], colors: dict[str, str]) -> str:
     graph = bub.get("cause_model") == "task graph"
     row, left, bar = 26, 150, W - 150 - 120
     height = row * len(kinds) + 40
-    parts = [f'<svg id="bubble-breakdown" class="chart" width="{W}" height="{height}" '
-             f'viewBox="0 0 {W} {height}" role="img" aria-label="bubbles by cause">']
+    parts = [_svg("bubble-breakdown", W, height, "bubbles by cause")]
     for k, kind in enumerate(kinds):
         total = (kind["lanes_used"] or 0) * makespan
         if not total:
@@ -189,12 +200,9 @@ def bubble_breakdown(d: dict[str, Any], colors: dict[str, str]) -> str:
             w = bar * v / total
             if w <= 0:
                 continue
-            color = colors.get(kind["name"], PALETTE[0]) if cause == "busy" \
-                else CAUSE_COLORS[cause]
             tip = f"{kind['name']} {cause}: {us_(v)} ({100 * v / total:.1f} % of lane time)"
             parts.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="20" '
-                         f'fill="{color}" data-tip="{esc(tip)}"><title>{esc(tip)}</title>'
-                         '</rect>')
+                         f'fill="{_fill(cause, kind["name"], colors)}"{_tip(tip)}</rect>')
             x += w
         parts.append(f'<text x="{left + bar + 8}" y="{y + 15}" class="label">'
                      f'{pct_(kind["bubble_rate_pct"])} bubbles</text>')
@@ -214,8 +222,7 @@ def timeline_strip(v: dict[str, Any], colors: dict[str, str], makespan_us: float
     height = row * len(lanes) + 24
     bins = len(lanes[0]["busy"])
     bw = bar / bins
-    parts = [f'<svg id="timeline-strip" class="chart" width="{W}" height="{height}" '
-             f'viewBox="0 0 {W} {height}" role="img" aria-label="busy and idle per lane">']
+    parts = [_svg("timeline-strip", W, height, "busy and idle per lane")]
     for k, lane in enumerate(lanes):
         y = k * row
         color = colors.get(lane["kind"], PALETTE[0])
@@ -249,21 +256,16 @@ def cp_strip(v: dict[str, Any], colors: dict[str, str], length_us: float) -> str
     left, bar = 10, W - 20
     span = max(sum(s["dur"] for s in segs), 1)
     origin = segs[0]["ts"]
-    parts = [f'<svg id="critical-path-strip" class="chart" width="{W}" height="54" '
-             f'viewBox="0 0 {W} 54" role="img" aria-label="critical path">']
+    parts = [_svg("critical-path-strip", W, 54, "critical path")]
     for s in segs:
         x = left + bar * (s["ts"] - origin) / span
         w = max(bar * s["dur"] / span, 0.5 if s["dur"] else 0)
         if w <= 0:
             continue
-        if s["kind"] == "task":
-            fill = colors.get(s["lane_kind"], PALETTE[0])
-        else:
-            fill = CAUSE_COLORS["wait schedule"]
+        fill = _fill("busy" if s["kind"] == "task" else "wait schedule", s["lane_kind"], colors)
         tip = f"{s['name']} on {s['lane']}: {us_(s['dur'] / 1000)}"
         parts.append(f'<rect x="{x:.2f}" y="6" width="{w:.2f}" height="24" fill="{fill}" '
-                     f'class="cp-{s["kind"]}" data-tip="{esc(tip)}"><title>{esc(tip)}</title>'
-                     '</rect>')
+                     f'class="cp-{s["kind"]}"{_tip(tip)}</rect>')
     parts += _ticks(left, bar, 46, length_us)
     parts.append("</svg>")
     return "".join(parts)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from .markdown import table
+
 TOOLS = (("critical_path", "critical_path (python -m simpler_setup.tools.critical_path)"),
          ("sched_overhead", "sched_overhead_analysis, Parts 1 to 4 and 6"),
          ("sched_loop", "sched_overhead_analysis, Part 5: scheduler loop"))
@@ -63,26 +65,24 @@ def _rows(s: dict[str, Any], tool: str) -> tuple[list[tuple[str, str, str, str]]
 
 def markdown_questions(s: dict[str, Any]) -> list[str]:
     out = ["## First questions (PyPTO 3.0 swimlane guide)", ""]
-    out += ["| question | answer | because |", "|---|---|---|"]
-    for q in s.get("questions") or []:
-        out.append(f"| {q['question']} | **{q['answer']}** | "
-                   f"{q['because'].replace('|', '/')} |")
+    out += table(["question", "answer", "because"],
+                 [(q["question"], f"**{q['answer']}**", q["because"].replace("|", "/"))
+                  for q in s.get("questions") or []])
     out += ["", "Rules: " + "; ".join(f"{q['question'].rstrip('?').lower()}: {q['rule']}"
                                       for q in s.get("questions") or []) + ".", ""]
     funcs = s.get("functions") or []
     if funcs:
         out += ["Time by function (kernel = start → end; head = dispatch → start; tail = end "
                 "→ finish):", ""]
-        out += ["| function | rows | tasks | kernel | mean kernel | mean head | mean tail | "
-                "kernel / (head + tail) |", "|---|---|---|---|---|---|---|---|"]
-        for f in funcs[:15]:
-            out.append("| " + " | ".join(str(x) for x in (
-                f["function"], f["rows"], f["tasks"], f"{f['kernel_us']} µs",
-                f"{f['mean_kernel_us']} µs",
-                f"{f['mean_head_us']} µs" if "mean_head_us" in f else "—",
-                f"{f['mean_tail_us']} µs" if "mean_tail_us" in f else "—",
-                f.get("kernel_per_overhead") if f.get("kernel_per_overhead") is not None
-                else "—")) + " |")
+        out += table(
+            ["function", "rows", "tasks", "kernel", "mean kernel", "mean head", "mean tail",
+             "kernel / (head + tail)"],
+            [(f["function"], f["rows"], f["tasks"], f"{f['kernel_us']} µs",
+              f"{f['mean_kernel_us']} µs",
+              f"{f['mean_head_us']} µs" if "mean_head_us" in f else "—",
+              f"{f['mean_tail_us']} µs" if "mean_tail_us" in f else "—",
+              f.get("kernel_per_overhead") if f.get("kernel_per_overhead") is not None
+              else "—") for f in funcs[:15]])
         out.append("")
     return out
 
@@ -109,11 +109,11 @@ def markdown_tools(s: dict[str, Any]) -> list[str]:
             continue
         out += [f"### {title}", ""]
         if tool in comps:
+            # by hand: table() would write the unnamed mark column's header as "|  |"
             out += ["| figure | tracecvt | runtime's tool | |", "|---|---|---|---|"]
             out += [f"| {a} | {b} | {c} | {m} |" for a, b, c, m in rows]
         else:
-            out += ["| figure | tracecvt |", "|---|---|"]
-            out += [f"| {a} | {b} |" for a, b, _, _ in rows]
+            out += table(["figure", "tracecvt"], [r[:2] for r in rows])
         out.append("")
         if line:
             out += [line, ""]

@@ -32,7 +32,6 @@ class ThreadLoop:
     fanout_max: int = 0
     fanin_edges: int = 0
     fanin_max: int = 0
-    gaps: list[tuple[int, int]] = field(default_factory=list)   # idle [start, end) in ns
 
     @property
     def total(self) -> int:
@@ -67,11 +66,8 @@ def compute_loops(run: Run) -> list[ThreadLoop]:
         if not recs:
             continue
         t = ThreadLoop(n, {k: 0 for k in WORK_KINDS})
-        prev_end = None
+        t.idle = sum(b - a for a, b in idle_gaps([(r.start, r.end) for r in recs]))
         for r in recs:
-            if prev_end is not None and r.start > prev_end:
-                t.idle += r.start - prev_end
-                t.gaps.append((prev_end, r.start))
             if r.end > r.start:
                 t.work[r.kind] += r.end - r.start
             if r.kind == "complete":
@@ -80,8 +76,6 @@ def compute_loops(run: Run) -> list[ThreadLoop]:
                 t.pop_hit += r.pop_hit
                 t.pop_miss += r.pop_miss
             t.loops = max(t.loops, r.loop_iter)
-            if prev_end is None or r.end > prev_end:
-                prev_end = r.end
         t.completed = completed.get(n, 0) if last_finish else t.finishes
         for task, thr in first_thread.items():
             if thr != n:
@@ -106,18 +100,25 @@ def loop_idle(trace: Trace) -> dict[int, list[tuple[int, int]]]:
     if not lanes:
         return {}
     for s in trace.slices:
-        if s.track in lanes and phase_kind(s.name, s.all_args, s.cat) in WORK_KINDS:
+        if s.track in lanes and phase_kind(s.name, s.all_args) in WORK_KINDS:
             by_lane.setdefault(s.track, []).append((s.ts, s.ts + s.dur))
     out: dict[int, list[tuple[int, int]]] = {}
     for lane, recs in by_lane.items():
         recs.sort(key=lambda r: r[0])
-        prev = None
-        gaps = []
-        for a, b in recs:
-            if prev is not None and a > prev:
-                gaps.append((prev, a))
-            if prev is None or b > prev:
-                prev = b
+        gaps = idle_gaps(recs)
         if gaps:
             out[lane] = gaps
     return out
+
+
+def idle_gaps(recs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The idle gaps [start, end) between work records ([start, end), sorted by start): where
+    a record starts after the latest end so far."""
+    gaps = []
+    prev = None
+    for a, b in recs:
+        if prev is not None and a > prev:
+            gaps.append((prev, a))
+        if prev is None or b > prev:
+            prev = b
+    return gaps

@@ -59,8 +59,6 @@ class Run:
     rows: list[Row]               # in the runtime's task order: task id, core, finish
     edges: list[tuple[int, int]]  # unique (pred, succ) task pairs, in flow order
     threads: dict[int, list[Phase]] = field(default_factory=dict)   # thread -> records
-    thread_lanes: dict[int, int] = field(default_factory=dict)      # thread -> lane track
-    names: dict[int, str] = field(default_factory=dict)             # func id -> kernel name
 
     @property
     def has_dispatch(self) -> bool:
@@ -71,7 +69,7 @@ def _int(v: Any, default: int = 0) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
-def phase_kind(name: str, args: dict[str, Any], cat: str) -> str:
+def phase_kind(name: str, args: dict[str, Any]) -> str:
     """A scheduler record's kind: its ``kind`` or ``phase`` arg, else the slice name before
     "(" (the runtime's own ``<kind>(<tasks_processed>)``)."""
     for key in ("kind", "phase"):
@@ -94,7 +92,6 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
         npt = Fraction(1)
     slices = trace.slices
     rows: list[Row] = []
-    names: dict[int, str] = {}
     for lane in tl.lanes:
         m = re.search(r"(\d+)$", lane.name)
         lane_core = int(m.group(1)) if m else -1
@@ -114,8 +111,6 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
                             s.ts - pick if isinstance(pick, int) else None,
                             end + comp if isinstance(comp, int) else None,
                             a.get("block") is not None))
-            if fid >= 0 and fn:
-                names.setdefault(fid, fn)
     if not rows:
         return None
     rows.sort(key=lambda r: (r.task, r.core, r.finish or 0, r.start))
@@ -134,23 +129,20 @@ def read_run(trace: Trace, tl: Timeline) -> Run | None:
     c2t = [t if isinstance(t, int) and not isinstance(t, bool) else -1 for t in c2t] \
         if isinstance(c2t, list) else []
     level = info.get("level")
-    run = Run(level if isinstance(level, int) else None, freq, npt, c2t, rows, list(edges),
-              names=names)
+    run = Run(level if isinstance(level, int) else None, freq, npt, c2t, rows, list(edges))
     lane_thread: dict[int, int] = {}       # every lane of a thread (inner phases may have
     for t in trace.tracks:                 # a lane of their own with the same name)
         if t.kind != LANE or t.derived:
             continue
         m = THREAD_RE.match(t.name)
         if m:
-            n = int(m.group(1))
-            lane_thread[t.index] = n
-            run.thread_lanes.setdefault(n, t.index)
+            lane_thread[t.index] = int(m.group(1))
     for s in slices:
         n = lane_thread.get(s.track)
         if n is None:
             continue
         a = s.all_args
         run.threads.setdefault(n, []).append(Phase(
-            phase_kind(s.name, a, s.cat), s.ts, s.ts + s.dur, _int(a.get("loop_iter")),
+            phase_kind(s.name, a), s.ts, s.ts + s.dur, _int(a.get("loop_iter")),
             _int(a.get("tasks_processed")), _int(a.get("pop_hit")), _int(a.get("pop_miss"))))
     return run
