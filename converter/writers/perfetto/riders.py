@@ -58,23 +58,16 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
                 extra = extras[value] = head + varint(value)
             if repeated and ts in repeated:
                 continue
-            if i is not None:
-                on = riders.get(i)
-                if on is None:
-                    riders[i] = [extra]
-                elif len(on) < _MAX_EXTRA:
-                    on.append(extra)
-                else:
-                    continue
+            # On the BEGIN of slice i, else on the first END at ts.
+            at, key = (riders, i) if i is not None else \
+                (end_riders.setdefault(ends[ts], {}), ts)
+            on = at.get(key)
+            if on is None:
+                at[key] = [extra]
+            elif len(on) < _MAX_EXTRA:
+                on.append(extra)
             else:
-                at = end_riders.setdefault(ends[ts], {})
-                on = at.get(ts)
-                if on is None:
-                    at[ts] = [extra]
-                elif len(on) < _MAX_EXTRA:
-                    on.append(extra)
-                else:
-                    continue
+                continue
             rode.add(ts)
         if rode:
             rides[id(counter)] = rode
