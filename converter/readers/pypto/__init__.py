@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import InputError
 from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_bytes,
                        read_head)
-from ...model import RunMeta, Trace, split_overlaps
+from ...model import UNTRUSTED_PREDECESSORS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .common import MERGED_US, MachineView, declarations
 
@@ -223,7 +223,7 @@ def _bind_flows(trace: Trace, source: Source) -> None:
         trace.warn(f"{name}: {counts['flows_untrusted']} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
                    "kept as PyPTO bound them, marked 'untrusted dependency' (named in "
-                   "args.untrustedPredecessors of each successor; Chrome JSON draws those it "
+                   f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
                    "can as flows of that name, with args saying why) and not followed by the "
                    "analyses")
 
