@@ -1,12 +1,12 @@
 """Which dependencies a trace can draw in their true direction (both writers).
 
 Trace Processor binds a flow's two ends in time order: the first end it meets becomes the
-flow's source.  A dependency whose successor starts before its predecessor (a source's quirk can make them;
-the reader then marks them ``model.UNTRUSTED_FLOW``) can therefore only be drawn backwards, from
-the successor to the predecessor.  The writers leave such flows out, count them
-(``flows_not_drawn``) and say so in a warning; the destination's args name the predecessor
-where the reader marked it (``model.UNTRUSTED_PREDECESSORS``).  The .pftrace also leaves out the
-untrusted flows it could draw: its flows have no name to mark them by.
+flow's source.  A dependency whose successor starts before its predecessor (a source's quirk
+can make them; the reader then marks them ``model.UNTRUSTED_FLOW``) can therefore only be
+drawn backwards, from the successor to the predecessor.  The writers leave such flows out,
+count them (``flows_not_drawn``) and say so in a warning; the destination's args name the
+predecessor where the reader marked it (``model.UNTRUSTED_PREDECESSORS``).  The .pftrace also
+leaves out the untrusted flows it could draw: its flows have no name to mark them by.
 
 * ``.pftrace``: the source's ``flow_ids`` ride on its BEGIN; the destination's
   ``terminating_flow_ids`` on its BEGIN when it starts later, on its END when both start at the
