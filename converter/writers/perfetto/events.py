@@ -138,7 +138,7 @@ class SequenceWriter:
 
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
         """Let the samples of ``counters`` ride on the events of the slices of ``units``
-        (``riders.ride``); both must be written by this process."""
+        (``riders.ride``): before a fork that splits them, or where both are written."""
         ride(self.slices, units, counters, self.riders, self.end_riders, self.rides)
 
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:

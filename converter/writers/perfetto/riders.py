@@ -28,8 +28,9 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
 
     Fills ``riders`` (slice id -> the extra counter fields of its BEGIN), ``end_riders``
     (track -> end time -> those of the first END there) and ``rides`` (id of a counter ->
-    the times of its samples that ride, which then get no packet).  The slices and the
-    counters must be written by one process."""
+    the times of its samples that ride, which then get no packet).  Every process that
+    writes some of these slices or counters must know the result (``write_perfetto`` rides
+    before it forks, or in the process that writes both)."""
     # The first slice (in the order of ``units``) to begin at each time, and the first
     # track where one ends: built backwards, so that the first one stays.
     begins: dict[int, int] = {}
