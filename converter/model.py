@@ -70,6 +70,10 @@ PICKUP, COMPLETION = "pickup_ns", "completion_ns"
 # destination starts); its args say why.  Writers draw it under that name where they can; the
 # analyses never follow it (no ready time, no critical-path step, no graph bound).
 UNTRUSTED_FLOW = "untrusted dependency"
+# Slice args[UNTRUSTED_PREDECESSORS]: the names of the predecessors whose dependencies on the
+# slice are UNTRUSTED_FLOW (", "-joined), set by the reader that marks them: the writers that
+# cannot draw such a flow, and the analyses that do not follow it, point there.
+UNTRUSTED_PREDECESSORS = "untrustedPredecessors"
 # Flow args[SOURCE_BINDING]: [src, dst] slice indexes where the source tool itself bound a
 # dependency the reader re-bound to the executions it belongs to; checks that recompute the
 # tool's own figures use that binding.  Writers leave it out of traces.

@@ -198,22 +198,18 @@ class _Validator(TraceChecks):
                     slice_events[key] = [(ts, typ, index)]
                 else:
                     lst.append((ts, typ, index))
-            elif typ == COUNTER:
-                use = counter_uses.get(key)
+            elif typ == COUNTER or typ == INSTANT:
+                uses = counter_uses if typ == COUNTER else instants
+                use = uses.get(key)
                 if use is None:
-                    counter_uses[key] = [index, 1]
+                    uses[key] = [index, 1]
                 else:
                     use[1] += 1
-                report.counter_samples += 1
-                dval = te.double_counter_value
-                if not -inf < dval < inf:
-                    add("non-finite-counter-value", index, f"value {dval} on track {uuid}")
-            elif typ == INSTANT:
-                use = instants.get(key)
-                if use is None:
-                    instants[key] = [index, 1]
-                else:
-                    use[1] += 1
+                if typ == COUNTER:
+                    report.counter_samples += 1
+                    dval = te.double_counter_value
+                    if not -inf < dval < inf:
+                        add("non-finite-counter-value", index, f"value {dval} on track {uuid}")
             elif typ == 0:
                 add("legacy-event", index, "TYPE_UNSPECIFIED"
                     + (" with legacy_event" if rare is not None and rare.HasField("legacy_event")
@@ -360,10 +356,11 @@ class _Validator(TraceChecks):
                 add("extra-counter-lost", index, f"{len(values)} {what} on one event")
             elif 0 in values:
                 add("extra-counter-lost", index, f"a 0 among the {what}")
+            uses = self.counter_uses
             for uuid in ids:
-                use = self.counter_uses.get(uuid)
+                use = uses.get(uuid)
                 if use is None:
-                    self.counter_uses[uuid] = [index, 1]
+                    uses[uuid] = [index, 1]
                 else:
                     use[1] += 1
             self.report.counter_samples += min(len(ids), len(values))

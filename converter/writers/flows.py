@@ -1,12 +1,12 @@
 """Which dependencies a trace can draw in their true direction (both writers).
 
 Trace Processor binds a flow's two ends in time order: the first end it meets becomes the
-flow's source.  A dependency whose successor starts before its predecessor (PyPTO's HUB seqNo
-quirk makes them; the reader marks them ``model.UNTRUSTED_FLOW``) can therefore only be drawn
-backwards, from the successor to the predecessor.  The writers leave such flows out, count them
-(``flows_not_drawn``) and say so in a warning; the destination's args name the predecessor
-where the reader marked it (``untrustedPredecessors``).  The .pftrace also leaves out the
-untrusted flows it could draw: its flows have no name to mark them by.
+flow's source.  A dependency whose successor starts before its predecessor (a source's quirk
+can make them; the reader then marks them ``model.UNTRUSTED_FLOW``) can therefore only be
+drawn backwards, from the successor to the predecessor.  The writers leave such flows out,
+count them (``flows_not_drawn``) and say so in a warning; the destination's args name the
+predecessor where the reader marked it (``model.UNTRUSTED_PREDECESSORS``).  The .pftrace also
+leaves out the untrusted flows it could draw: its flows have no name to mark them by.
 
 * ``.pftrace``: the source's ``flow_ids`` ride on its BEGIN; the destination's
   ``terminating_flow_ids`` on its BEGIN when it starts later, on its END when both start at the
@@ -19,7 +19,7 @@ untrusted flows it could draw: its flows have no name to mark them by.
 
 from __future__ import annotations
 
-from ..model import UNTRUSTED_FLOW, Slice
+from ..model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Slice
 
 
 def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
@@ -42,4 +42,4 @@ def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False) -> 
                else "")
             + "those whose successor starts before their predecessor (Perfetto binds a "
             "flow's ends in time order: it would draw them reversed); the successors' "
-            "args.untrustedPredecessors name the untrusted ones")
+            f"args.{UNTRUSTED_PREDECESSORS} name the untrusted ones")

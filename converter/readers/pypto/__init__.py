@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import InputError
 from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_bytes,
                        read_head)
-from ...model import RunMeta, Trace, split_overlaps
+from ...model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from ..simpler import sniff_converter_output
 from .common import MERGED_US, MachineView, declarations
@@ -133,7 +133,8 @@ class PyptoReader:
 
     def read(self, source: Source, options: ReadOptions) -> Trace:
         variant = source.variant
-        if variant == "pypto-raw" or (variant == "raw"):
+        merged = False
+        if variant in ("pypto-raw", "raw"):
             if "swim" not in source.files:
                 raise InputError(source.root, "no _simulate.swim.json or "
                                  "tilefwk_L1_prof_data.json to read the raw path from")
@@ -141,6 +142,7 @@ class PyptoReader:
             trace = read_raw(source, options)
         elif "merged" in source.files:
             trace = self._read_merged(source, options)
+            merged = True
         elif "swim" in source.files:
             from .raw import read_raw
             trace = read_raw(source, options)
@@ -149,7 +151,7 @@ class PyptoReader:
         self._attach_side_files(trace, source, options)
         trace.meta.extra.update(declarations())
         split_overlaps(trace)
-        _bind_flows(trace, source)
+        _bind_flows(trace, merged)
         return trace
 
     def _read_merged(self, source: Source, options: ReadOptions) -> Trace:
@@ -203,28 +205,28 @@ class PyptoReader:
             trace.meta.source_files.append(str(source.files[role]))
 
 
-def _bind_flows(trace: Trace, source: Source) -> None:
+def _bind_flows(trace: Trace, merged: bool) -> None:
     """Re-bind the dependencies of HUB executions to the device tasks they belong to, and
-    mark the ones that stay untrusted (hub_binding: PyPTO's HUB seqNo quirk)."""
-    from .hub_binding import bind_hub_executions
-    raw = "merged" not in source.files or source.variant in ("raw", "pypto-raw")
-    where = "the raw files" if raw else "merged_swimlane.json (PyPTO keeps one execution " \
-        "per key; read the raw files with --from pypto-raw to get them all)"
+    mark the ones that stay untrusted (hub_binding: PyPTO's HUB seqNo quirk); ``merged``:
+    the run was read from merged_swimlane.json."""
+    from .hub_binding import DEVICE_TASK, bind_hub_executions
+    where = "merged_swimlane.json (PyPTO keeps one execution per key; read the raw files " \
+        "with --from pypto-raw to get them all)" if merged else "the raw files"
     counts = bind_hub_executions(trace, where)
-    extra = trace.meta.extra
-    extra.update(counts)
+    trace.meta.extra.update(counts)
     name = trace.meta.name
     if counts["hub_flows_rebound"]:
         trace.warn(f"{name}: {counts['hub_flows_rebound']} of {len(trace.flows)} dependencies "
-                   f"re-bound to the HUB executions they belong to ({counts['hub_executions_bound']} "
-                   "executions bound to their device task, args.deviceTask): PyPTO's HUB seqNo "
+                   "re-bound to the HUB executions they belong to "
+                   f"({counts['hub_executions_bound']} executions bound to their device task, "
+                   f"args.{DEVICE_TASK}): PyPTO's HUB seqNo "
                    "quirk records every device task's HUB tasks with seqNo 0 and binds their "
                    "dependencies to the wrong execution")
     if counts["flows_untrusted"]:
         trace.warn(f"{name}: {counts['flows_untrusted']} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
-                   "kept as PyPTO bound them, marked 'untrusted dependency' (named in "
-                   "args.untrustedPredecessors of each successor; Chrome JSON draws those it "
+                   f"kept as PyPTO bound them, marked {UNTRUSTED_FLOW!r} (named in "
+                   f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
                    "can as flows of that name, with args saying why) and not followed by the "
                    "analyses")
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import INVENTED_TIMES, MARKER, SOURCE_BINDING, UNTRUSTED_FLOW, Trace
+from ...model import (INVENTED_TIMES, MARKER, SOURCE_BINDING, UNTRUSTED_FLOW,
+                      UNTRUSTED_PREDECESSORS, Trace)
 
 DEVICE_TASK = "deviceTask"              # own arg of a HUB execution bound to its device task
-UNTRUSTED_PREDECESSORS = "untrustedPredecessors"   # own arg of a marked flow's destination
 WHY_OTHER = ("PyPTO's HUB seqNo quirk: it bound this dependency to the HUB execution of "
              "device task {n}; the execution of device task {k} is not in {what}")
 WHY_LATE = "the dependency ends after its successor starts (not causal as recorded)"

@@ -223,11 +223,12 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         if news is None:                    # enrich changed what the part writes
             helper.abandon()
             return write_perfetto(trace, out, progress, workers)
-        w.count_names(list(new_units.items()), True)
-        w.ride(list(new_units.items()), new_counters)   # derived counters change where
-        w.write_header()                                # the derived slices begin or end
+        units = list(new_units.items())
+        w.count_names(units, True)
+        w.ride(units, new_counters)     # derived counters change where the derived slices
+        w.write_header()                # begin or end
         w.write_instants()
-        w.write_slices(list(new_units.items()))
+        w.write_slices(units)
         w.write_counters(new_counters)
         w.flush()
         w.counts["slices"] = w.done

@@ -22,7 +22,7 @@ from .tracks import Layout, _sequence_start
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
                    _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE, _TE_FLOW,
                    _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
-                   _TS3_HI, _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
+                   _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
 _PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
 
@@ -138,7 +138,7 @@ class SequenceWriter:
 
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
         """Let the samples of ``counters`` ride on the events of the slices of ``units``
-        (``riders.ride``); both must be written by this process."""
+        (``riders.ride``): before a fork that splits them, or where both are written."""
         ride(self.slices, units, counters, self.riders, self.end_riders, self.rides)
 
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
@@ -172,7 +172,7 @@ class SequenceWriter:
         end_flows = self.end_flow_bytes
         riders, end_riders = self.riders, self.end_riders
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
-        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
+        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
         done = self.done
         limit = self.chunk_packets if record is None else sys.maxsize   # recording: no flush
@@ -322,7 +322,7 @@ class SequenceWriter:
     def write_counters(self, units: list) -> None:
         chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
         small = _LEN
-        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _TS3_HI
+        dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
         rides = self.rides
         for counter in units:

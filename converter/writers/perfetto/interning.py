@@ -165,7 +165,7 @@ class _ArgEncoder:
         if hit is None:
             collect = self.interner.collect
             collect.clear()
-            body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value, True)
+            body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value)
             hit = self.cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
         return hit
 
@@ -198,7 +198,7 @@ class _ArgEncoder:
             parts.append(enc)
         return b"".join(parts)
 
-    def _value(self, value: Any, top: bool) -> bytes:
+    def _value(self, value: Any) -> bytes:
         # Trace Processor resolves name_iid and string_value_iid at any depth of nested
         # dict_entries/array_values (util/debug_annotation_parser.cc), so nested keys and
         # strings are interned like top-level ones.
@@ -222,11 +222,11 @@ class _ArgEncoder:
                 if v is None:
                     continue
                 name = key_varint(1, self.interner.iid(_I_ARG_NAME, str(k)))
-                entries.append(key_bytes(11, name + self._value(v, False)))
+                entries.append(key_bytes(11, name + self._value(v)))
             return b"".join(entries) if entries else key_str(6, "{}")
         if isinstance(value, (list, tuple)):
             if not value:
                 return key_str(6, "[]")
-            return b"".join(key_bytes(12, self._value(v, False)) for v in value)
+            return b"".join(key_bytes(12, self._value(v)) for v in value)
         return key_str(6, str(value))
 

@@ -28,8 +28,9 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
 
     Fills ``riders`` (slice id -> the extra counter fields of its BEGIN), ``end_riders``
     (track -> end time -> those of the first END there) and ``rides`` (id of a counter ->
-    the times of its samples that ride, which then get no packet).  The slices and the
-    counters must be written by one process."""
+    the times of its samples that ride, which then get no packet).  Every process that
+    writes some of these slices or counters must know the result (``write_perfetto`` rides
+    before it forks, or in the process that writes both)."""
     # The first slice (in the order of ``units``) to begin at each time, and the first
     # track where one ends: built backwards, so that the first one stays.
     begins: dict[int, int] = {}
@@ -58,23 +59,16 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
                 extra = extras[value] = head + varint(value)
             if repeated and ts in repeated:
                 continue
-            if i is not None:
-                on = riders.get(i)
-                if on is None:
-                    riders[i] = [extra]
-                elif len(on) < _MAX_EXTRA:
-                    on.append(extra)
-                else:
-                    continue
+            # On the BEGIN of slice i, else on the first END at ts.
+            at, key = (riders, i) if i is not None else \
+                (end_riders.setdefault(ends[ts], {}), ts)
+            on = at.get(key)
+            if on is None:
+                at[key] = [extra]
+            elif len(on) < _MAX_EXTRA:
+                on.append(extra)
             else:
-                at = end_riders.setdefault(ends[ts], {})
-                on = at.get(ts)
-                if on is None:
-                    at[ts] = [extra]
-                elif len(on) < _MAX_EXTRA:
-                    on.append(extra)
-                else:
-                    continue
+                continue
             rode.add(ts)
         if rode:
             rides[id(counter)] = rode

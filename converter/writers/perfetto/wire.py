@@ -66,12 +66,12 @@ _LEN = ([bytes((i,)) for i in range(128)]                  # varint(i) for i < 2
         + [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, 1 << 14)])
 _DTS = [_TS + v for v in _LEN]     # timestamp field of the times below 2^14 ns
 # The timestamp field of a time t in [2^14, 2^21) ns (three varint bytes, most times of a
-# run) is _TS3_LO[t & 127] + _TS3_HI[t >> 7]: two lookups instead of a varint call.
-_TS3_LO = [_TS + bytes((i | 0x80,)) for i in range(128)]
-_TS3_HI = [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 14)]
-# A time in [2^21, 2^28) ns (four bytes: runs longer than 2.1 ms, times being absolute) is
-# _TS3_LO[t & 127] + _TS4_MID[(t >> 7) & 127] + _TS3_HI[t >> 14].
-_TS4_MID = [bytes((i | 0x80,)) for i in range(128)]
+# run) is _TS3_LO[t & 127] + _LEN[t >> 7]: two lookups instead of a varint call.  A time in
+# [2^21, 2^28) ns (four bytes: runs longer than 2.1 ms, times being absolute) is
+# _TS3_LO[t & 127] + _TS4_MID[(t >> 7) & 127] + _LEN[t >> 14].  (t >> 7, t >> 14 are at least
+# 128 there: _LEN's two-byte varints are the last two bytes.)
+_TS4_MID = [bytes((i | 0x80,)) for i in range(128)]     # 7 bits of a varint, more to come
+_TS3_LO = [_TS + b for b in _TS4_MID]
 
 
 def _len(n: int) -> bytes:
