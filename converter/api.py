@@ -194,12 +194,11 @@ class Run:
                       force: bool = False) -> Path:
         """Write the summary as "md", "json" or "html" (default
         ``<run>.summary.<fmt>`` next to the run); returns its path."""
-        from .convert import inside_if_folder
+        from .convert import output_path
         from .fileio import atomic_output, check_output
         from .summary import SUFFIXES, render, summary_data
-        name = self.name + SUFFIXES[fmt]
-        out = ((self.source.archive or self.root).parent / name if path is None
-               else inside_if_folder(os.fspath(path), name, False))
+        out = output_path(self.source, SUFFIXES[fmt], None if path is None else os.fspath(path),
+                          False)
         check_output(out, force, self.source.paths())
         data = render(fmt, summary_data(self.trace, self.analysis), self.trace, self.analysis)
         with atomic_output(out) as f:

@@ -304,14 +304,11 @@ def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bo
 
 
 def _summary_target(src, out_format: str, output: str | None, many: bool) -> Path | None:
-    from .convert import inside_if_folder
+    from .convert import output_path
     from .summary import SUFFIXES
-    if output is not None and output == "-":
+    if output == "-":
         return None
-    name = src.name + SUFFIXES[out_format]
-    if output is None:              # next to the run (or to the archive it was read from)
-        return (src.archive or src.root).parent / name
-    return inside_if_folder(output, name, many)
+    return output_path(src, SUFFIXES[out_format], output, many)
 
 
 @main.command("summary")

@@ -16,7 +16,7 @@ from .model import Trace
 from .readers import ReadOptions, Source, find_runs
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
-           "default_workers", "find_runs", "read"]
+           "default_workers", "find_runs", "output_path", "read"]
 
 
 def _perfetto(trace, out, progress, workers=1, enrich=None):
@@ -67,23 +67,22 @@ def read(path: str | Path, fmt: str | None = None,
 
 
 def default_output(source: Source, writer: str, out: str | Path | None, many: bool) -> Path:
-    """Where a run's output goes.
+    """Where a run's output of ``writer`` goes (``output_path`` with the writer's suffix)."""
+    return output_path(source, WRITERS[writer].suffix, out, many)
+
+
+def output_path(source: Source, suffix: str, out: str | Path | None, many: bool) -> Path:
+    """Where a run's output named ``<run><suffix>`` goes (a trace, a model, a summary).
 
     Without ``-o``: next to the run (beside its directory, or beside the file), named after
     the run.  With ``-o`` naming a directory (existing, or ending in a separator, or several
     runs): inside it, named after the run.  Otherwise ``-o`` is the file name.  Pass ``-o``
     as the user typed it: a ``Path`` has already dropped the trailing separator.
     """
-    name = source.name + WRITERS[writer].suffix
+    name = source.name + suffix
     if out is None:
         # A run read from an archive gets its output next to the archive.
         return (source.archive or source.root).parent / name
-    return inside_if_folder(out, name, many)
-
-
-def inside_if_folder(out: str | Path, name: str, many: bool) -> Path:
-    """``out/name`` when ``out`` names a folder (several runs, an existing directory, or a
-    name ending in a separator: a folder that may not exist yet), otherwise ``out``."""
     folder = many or str(out).endswith(("/", "\\")) or Path(out).is_dir()
     return Path(out) / name if folder else Path(out)
 
