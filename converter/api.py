@@ -154,13 +154,12 @@ class Run:
         return self._write("model", path, force, False)
 
     def _write(self, writer: str, path, force: bool, derived: bool) -> Path:
-        from .convert import WRITERS, default_output
-        from .fileio import atomic_output, check_output
-        spec = WRITERS[writer]
+        from .convert import WRITERS, default_output, write_output
+        from .fileio import check_output
         out = default_output(self.source, writer, None if path is None else os.fspath(path),
                              False)
         check_output(out, force, self.source.paths())
-        with_derived = derived and spec.derived
+        with_derived = derived and WRITERS[writer].derived
         analysis = self.analysis if with_derived else None   # before the tracks are added
         trace = self.trace
 
@@ -168,11 +167,9 @@ class Run:
             from .analyses import add_derived
             add_derived(t, analysis)
 
-        def write() -> None:
-            with atomic_output(out, 6 if out.name.endswith(".gz") else None) as f:
-                spec.write(trace, f, lambda done: None, 1, enrich if with_derived else None)
         try:
-            _typed(self.source.root, write)
+            _typed(self.source.root, lambda: write_output(
+                trace, writer, out, enrich=enrich if with_derived else None))
         finally:
             if with_derived:    # the derived tracks went into it: read the run again when
                 self._trace = None      # next used (same slice indexes, so the analysis holds)

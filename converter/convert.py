@@ -144,6 +144,19 @@ def _analysing(options: ReadOptions) -> Callable[[Trace], None]:
     return enrich
 
 
+def write_output(trace: Trace, writer: str, output: Path, gzip_level: int | None = None,
+                 workers: int = 1, enrich: Callable[[Trace], None] | None = None,
+                 progress: Callable[[int], None] = lambda done: None) -> dict[str, int]:
+    """Write ``trace`` with ``writer`` to ``output`` through a temporary file renamed at the
+    end (gzip when the name ends in ``.gz``, unless ``gzip_level`` says); ``enrich(trace)``,
+    when given, adds the derived tracks (the writer calls it).  Returns the writer's counts.
+    The caller has checked ``output`` (``check_output``)."""
+    if gzip_level is None and output.name.endswith(".gz"):
+        gzip_level = 6
+    with atomic_output(output, gzip_level) as f:
+        return WRITERS[writer].write(trace, f, progress, workers, enrich)
+
+
 def _convert(source: Source, writer: str, output: Path, force: bool,
              options: ReadOptions, gzip_level: int | None, derived: bool = True,
              workers: int = 1) -> Result:
@@ -158,10 +171,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))
 
-    if gzip_level is None and output.name.endswith(".gz"):
-        gzip_level = 6
-    with atomic_output(output, gzip_level) as f:
-        counts = spec.write(trace, f, progress, workers, enrich)
+    counts = write_output(trace, writer, output, gzip_level, workers, enrich, progress)
     try:
         size = output.stat().st_size
     except OSError as e:  # pragma: no cover - the rename just succeeded
