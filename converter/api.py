@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import MissingDependency, TracecvtError, internal_error
-from .readers import ReadOptions, Source, find_runs, format_names
+from .readers import ReadOptions, Source
 
 if TYPE_CHECKING:
     from .analyses.full import Analysis
@@ -39,11 +39,8 @@ def read(path: str | os.PathLike, fmt: str | None = None, *, clock_mhz: Any = No
     from fractions import Fraction
     clock = None if clock_mhz is None else Fraction(str(clock_mhz))
     options = ReadOptions(clock_mhz=clock, all_metrics=all_metrics)
-    runs = _typed(path, lambda: find_runs(path, fmt))
-    if not runs:
-        from .errors import InputError
-        raise InputError(path, "no supported run found (formats: "
-                         + ", ".join(format_names()) + ")")
+    from .convert import runs_under
+    runs = _typed(path, lambda: runs_under(path, fmt))
     return [Run(src, options) for src in runs]
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 
 from . import __version__, archive
-from .convert import convert_source, default_output, default_workers
+from .convert import convert_source, default_output, default_workers, runs_under
 from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail
 from .errors import TracecvtError, error_message, one_line
 from .progress import Reporter
-from .readers import READERS, ReadOptions, find_runs, format_names
+from .readers import READERS, ReadOptions, format_names
 
 
 def _formats_help() -> str:
@@ -122,14 +122,10 @@ def main() -> None:
 def _find(path: Path, fmt: str | None) -> list:
     """The runs under ``path``, or a one-line error and exit code 2."""
     try:
-        runs = find_runs(path, fmt)
+        return runs_under(path, fmt)
     except TracecvtError as e:
         _fail(str(e))
         sys.exit(EXIT_ERROR)
-    if not runs:
-        _fail(f"{path}: no supported run found (formats: {', '.join(format_names())})")
-        sys.exit(EXIT_ERROR)
-    return runs
 
 
 def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import OutputError
+from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
 from .model import Trace
-from .readers import ReadOptions, Source, find_runs
+from .readers import ReadOptions, Source, find_runs, format_names
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
-           "default_workers", "find_runs", "output_path", "read"]
+           "default_workers", "find_runs", "output_path", "read", "runs_under"]
 
 
 def _perfetto(trace, out, progress, workers=1, enrich=None):
@@ -64,6 +64,15 @@ def read(path: str | Path, fmt: str | None = None,
          options: ReadOptions | None = None) -> list[Trace]:
     """Read every run under ``path`` into the model (the library entry point)."""
     return [src.read(options) for src in find_runs(path, fmt)]
+
+
+def runs_under(path: str | Path, fmt: str | None = None) -> list[Source]:
+    """``find_runs(path, fmt)``; an ``InputError`` when it finds no run."""
+    runs = find_runs(path, fmt)
+    if not runs:
+        raise InputError(path, "no supported run found (formats: "
+                         + ", ".join(format_names()) + ")")
+    return runs
 
 
 def default_output(source: Source, writer: str, out: str | Path | None, many: bool) -> Path:

@@ -72,19 +72,15 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
     """(the trace to serve, whether it is a temporary file) for ``path``: ``path`` itself
     when it is a trace, else the run converted (or its cached conversion)."""
     from .batch.plan import input_files, up_to_date
-    from .convert import convert_source, default_output
-    from .readers import find_runs, format_names
+    from .convert import convert_source, default_output, runs_under
     if fmt is None and _is_trace(path):
         return path, False
     try:
-        runs = find_runs(path, fmt)
+        runs = runs_under(path, fmt)
     except InputError:
         if fmt is None and path.is_file() and path.name.lower().endswith(CHROME_SUFFIXES):
             return path, False              # a Chrome JSON trace no reader claims
         raise
-    if not runs:
-        raise InputError(path, "no supported run found (formats: "
-                         + ", ".join(format_names()) + ")")
     if len(runs) > 1:
         raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
                                "(tracecvt info lists them)")
