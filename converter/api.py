@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import MissingDependency, TracecvtError, internal_error
+from .errors import MissingDependency, TracecvtError, error_message
 from .readers import ReadOptions, Source
 
 if TYPE_CHECKING:
@@ -52,9 +52,7 @@ def _typed(where: object, fn: Callable[[], Any]) -> Any:
     except TracecvtError:
         raise
     except Exception as e:
-        if os.environ.get("TRACECVT_DEBUG"):
-            raise
-        raise TracecvtError(internal_error(where, e)) from e
+        raise TracecvtError(error_message(where, e)) from e
 
 
 def _pandas():
@@ -115,21 +113,20 @@ class Run:
         computed once, the same objects the command line's summaries and derived tracks use."""
         if self._analysis is None:
             from .analyses import analyze
-            from .convert import gc_paused
             trace = self.trace
-
-            def run() -> "Analysis":
-                with gc_paused():
-                    return analyze(trace)
-            self._analysis = _typed(self.source.root, run)
+            self._analysis = self._paused(lambda: analyze(trace))
         return self._analysis
 
     def _read(self) -> "Trace":
+        return self._paused(lambda: self.source.read(self._options))
+
+    def _paused(self, fn: Callable[[], Any]) -> Any:
+        """``_typed(fn)`` with the cyclic garbage collector paused (``convert.gc_paused``)."""
         from .convert import gc_paused
 
-        def run() -> "Trace":
+        def run() -> Any:
             with gc_paused():
-                return self.source.read(self._options)
+                return fn()
         return _typed(self.source.root, run)
 
     # -- writing ------------------------------------------------------------------------------
