@@ -10,8 +10,8 @@ import click
 
 from . import __version__, archive
 from .convert import convert_source, default_output, default_workers, runs_under
-from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail
-from .errors import TracecvtError, error_message, one_line
+from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail, warn
+from .errors import TracecvtError, error_message
 from .progress import Reporter
 from .readers import READERS, ReadOptions, format_names
 
@@ -19,10 +19,6 @@ from .readers import READERS, ReadOptions, format_names
 def _formats_help() -> str:
     lines = [f"  {', '.join(r.formats)}: {r.title}" for r in READERS]
     return "\b\n" + "\n".join(lines)
-
-
-def _warn(message: str) -> None:
-    click.echo(f"tracecvt: warning: {one_line(message)}", err=True)
 
 
 def _human_size(n: int) -> str:
@@ -154,7 +150,7 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
             sys.exit(EXIT_INTERRUPTED)
         reporter.close()
         for w in result.warnings:
-            _warn(w)
+            warn(w)
         if not quiet:
             c = result.counts
             click.echo(f"wrote {result.output} ({_human_size(result.size)}: "
