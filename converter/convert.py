@@ -62,7 +62,8 @@ class Result:
 
 def read(path: str | Path, fmt: str | None = None,
          options: ReadOptions | None = None) -> list[Trace]:
-    """Read every run under ``path`` into the model (the library entry point)."""
+    """Read every run under ``path`` into the model (the Python API's entry point is
+    ``tracecvt.read``, which returns a ``Run`` per run)."""
     return [src.read(options) for src in find_runs(path, fmt)]
 
 
