@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import MissingDependency, TracecvtError, internal_error
-from .readers import ReadOptions, Source, find_runs, format_names
+from .errors import MissingDependency, TracecvtError, error_message
+from .readers import ReadOptions, Source
 
 if TYPE_CHECKING:
     from .analyses.full import Analysis
@@ -39,11 +39,8 @@ def read(path: str | os.PathLike, fmt: str | None = None, *, clock_mhz: Any = No
     from fractions import Fraction
     clock = None if clock_mhz is None else Fraction(str(clock_mhz))
     options = ReadOptions(clock_mhz=clock, all_metrics=all_metrics)
-    runs = _typed(path, lambda: find_runs(path, fmt))
-    if not runs:
-        from .errors import InputError
-        raise InputError(path, "no supported run found (formats: "
-                         + ", ".join(format_names()) + ")")
+    from .convert import runs_under
+    runs = _typed(path, lambda: runs_under(path, fmt))
     return [Run(src, options) for src in runs]
 
 
@@ -55,9 +52,7 @@ def _typed(where: object, fn: Callable[[], Any]) -> Any:
     except TracecvtError:
         raise
     except Exception as e:
-        if os.environ.get("TRACECVT_DEBUG"):
-            raise
-        raise TracecvtError(internal_error(where, e)) from e
+        raise TracecvtError(error_message(where, e)) from e
 
 
 def _pandas():
@@ -118,21 +113,20 @@ class Run:
         computed once, the same objects the command line's summaries and derived tracks use."""
         if self._analysis is None:
             from .analyses import analyze
-            from .convert import gc_paused
             trace = self.trace
-
-            def run() -> "Analysis":
-                with gc_paused():
-                    return analyze(trace)
-            self._analysis = _typed(self.source.root, run)
+            self._analysis = self._paused(lambda: analyze(trace))
         return self._analysis
 
     def _read(self) -> "Trace":
+        return self._paused(lambda: self.source.read(self._options))
+
+    def _paused(self, fn: Callable[[], Any]) -> Any:
+        """``_typed(fn)`` with the cyclic garbage collector paused (``convert.gc_paused``)."""
         from .convert import gc_paused
 
-        def run() -> "Trace":
+        def run() -> Any:
             with gc_paused():
-                return self.source.read(self._options)
+                return fn()
         return _typed(self.source.root, run)
 
     # -- writing ------------------------------------------------------------------------------
@@ -154,13 +148,12 @@ class Run:
         return self._write("model", path, force, False)
 
     def _write(self, writer: str, path, force: bool, derived: bool) -> Path:
-        from .convert import WRITERS, default_output
-        from .fileio import atomic_output, check_output
-        spec = WRITERS[writer]
+        from .convert import WRITERS, default_output, write_output
+        from .fileio import check_output
         out = default_output(self.source, writer, None if path is None else os.fspath(path),
                              False)
         check_output(out, force, self.source.paths())
-        with_derived = derived and spec.derived
+        with_derived = derived and WRITERS[writer].derived
         analysis = self.analysis if with_derived else None   # before the tracks are added
         trace = self.trace
 
@@ -168,11 +161,9 @@ class Run:
             from .analyses import add_derived
             add_derived(t, analysis)
 
-        def write() -> None:
-            with atomic_output(out, 6 if out.name.endswith(".gz") else None) as f:
-                spec.write(trace, f, lambda done: None, 1, enrich if with_derived else None)
         try:
-            _typed(self.source.root, write)
+            _typed(self.source.root, lambda: write_output(
+                trace, writer, out, enrich=enrich if with_derived else None))
         finally:
             if with_derived:    # the derived tracks went into it: read the run again when
                 self._trace = None      # next used (same slice indexes, so the analysis holds)
@@ -194,12 +185,11 @@ class Run:
                       force: bool = False) -> Path:
         """Write the summary as "md", "json" or "html" (default
         ``<run>.summary.<fmt>`` next to the run); returns its path."""
-        from .convert import inside_if_folder
+        from .convert import output_path
         from .fileio import atomic_output, check_output
         from .summary import SUFFIXES, render, summary_data
-        name = self.name + SUFFIXES[fmt]
-        out = ((self.source.archive or self.root).parent / name if path is None
-               else inside_if_folder(os.fspath(path), name, False))
+        out = output_path(self.source, SUFFIXES[fmt], None if path is None else os.fspath(path),
+                          False)
         check_output(out, force, self.source.paths())
         data = render(fmt, summary_data(self.trace, self.analysis), self.trace, self.analysis)
         with atomic_output(out) as f:

@@ -9,20 +9,16 @@ from pathlib import Path
 import click
 
 from . import __version__, archive
-from .convert import convert_source, default_output, default_workers
-from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail
-from .errors import TracecvtError, error_message, one_line
+from .convert import convert_source, default_output, default_workers, runs_under
+from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail, warn
+from .errors import TracecvtError, error_message
 from .progress import Reporter
-from .readers import READERS, ReadOptions, find_runs, format_names
+from .readers import READERS, ReadOptions, format_names
 
 
 def _formats_help() -> str:
     lines = [f"  {', '.join(r.formats)}: {r.title}" for r in READERS]
     return "\b\n" + "\n".join(lines)
-
-
-def _warn(message: str) -> None:
-    click.echo(f"tracecvt: warning: {one_line(message)}", err=True)
 
 
 def _human_size(n: int) -> str:
@@ -122,14 +118,10 @@ def main() -> None:
 def _find(path: Path, fmt: str | None) -> list:
     """The runs under ``path``, or a one-line error and exit code 2."""
     try:
-        runs = find_runs(path, fmt)
+        return runs_under(path, fmt)
     except TracecvtError as e:
         _fail(str(e))
         sys.exit(EXIT_ERROR)
-    if not runs:
-        _fail(f"{path}: no supported run found (formats: {', '.join(format_names())})")
-        sys.exit(EXIT_ERROR)
-    return runs
 
 
 def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
@@ -158,7 +150,7 @@ def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str
             sys.exit(EXIT_INTERRUPTED)
         reporter.close()
         for w in result.warnings:
-            _warn(w)
+            warn(w)
         if not quiet:
             c = result.counts
             click.echo(f"wrote {result.output} ({_human_size(result.size)}: "
@@ -304,14 +296,11 @@ def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bo
 
 
 def _summary_target(src, out_format: str, output: str | None, many: bool) -> Path | None:
-    from .convert import inside_if_folder
+    from .convert import output_path
     from .summary import SUFFIXES
-    if output is not None and output == "-":
+    if output == "-":
         return None
-    name = src.name + SUFFIXES[out_format]
-    if output is None:              # next to the run (or to the archive it was read from)
-        return (src.archive or src.root).parent / name
-    return inside_if_folder(output, name, many)
+    return output_path(src, SUFFIXES[out_format], output, many)
 
 
 @main.command("summary")

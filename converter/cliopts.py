@@ -18,6 +18,11 @@ def fail(message: str) -> None:
     click.echo(f"tracecvt: error: {one_line(message)}", err=True)
 
 
+def warn(message: str) -> None:
+    """Print ``message`` as one warning line (on stderr)."""
+    click.echo(f"tracecvt: warning: {one_line(message)}", err=True)
+
+
 def clock_mhz(value: str | None) -> Fraction | None:
     """``--clock-mhz``: a positive number, exactly (e.g. 1800, 50, 1.5)."""
     if value is None:

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import OutputError
+from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
 from .model import Trace
-from .readers import ReadOptions, Source, find_runs
+from .readers import ReadOptions, Source, find_runs, format_names
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
-           "default_workers", "find_runs", "read"]
+           "default_workers", "find_runs", "output_path", "read", "runs_under"]
 
 
 def _perfetto(trace, out, progress, workers=1, enrich=None):
@@ -62,28 +62,37 @@ class Result:
 
 def read(path: str | Path, fmt: str | None = None,
          options: ReadOptions | None = None) -> list[Trace]:
-    """Read every run under ``path`` into the model (the library entry point)."""
+    """Read every run under ``path`` into the model (the Python API's entry point is
+    ``tracecvt.read``, which returns a ``Run`` per run)."""
     return [src.read(options) for src in find_runs(path, fmt)]
 
 
+def runs_under(path: str | Path, fmt: str | None = None) -> list[Source]:
+    """``find_runs(path, fmt)``; an ``InputError`` when it finds no run."""
+    runs = find_runs(path, fmt)
+    if not runs:
+        raise InputError(path, "no supported run found (formats: "
+                         + ", ".join(format_names()) + ")")
+    return runs
+
+
 def default_output(source: Source, writer: str, out: str | Path | None, many: bool) -> Path:
-    """Where a run's output goes.
+    """Where a run's output of ``writer`` goes (``output_path`` with the writer's suffix)."""
+    return output_path(source, WRITERS[writer].suffix, out, many)
+
+
+def output_path(source: Source, suffix: str, out: str | Path | None, many: bool) -> Path:
+    """Where a run's output named ``<run><suffix>`` goes (a trace, a model, a summary).
 
     Without ``-o``: next to the run (beside its directory, or beside the file), named after
     the run.  With ``-o`` naming a directory (existing, or ending in a separator, or several
     runs): inside it, named after the run.  Otherwise ``-o`` is the file name.  Pass ``-o``
     as the user typed it: a ``Path`` has already dropped the trailing separator.
     """
-    name = source.name + WRITERS[writer].suffix
+    name = source.name + suffix
     if out is None:
         # A run read from an archive gets its output next to the archive.
         return (source.archive or source.root).parent / name
-    return inside_if_folder(out, name, many)
-
-
-def inside_if_folder(out: str | Path, name: str, many: bool) -> Path:
-    """``out/name`` when ``out`` names a folder (several runs, an existing directory, or a
-    name ending in a separator: a folder that may not exist yet), otherwise ``out``."""
     folder = many or str(out).endswith(("/", "\\")) or Path(out).is_dir()
     return Path(out) / name if folder else Path(out)
 
@@ -145,6 +154,19 @@ def _analysing(options: ReadOptions) -> Callable[[Trace], None]:
     return enrich
 
 
+def write_output(trace: Trace, writer: str, output: Path, gzip_level: int | None = None,
+                 workers: int = 1, enrich: Callable[[Trace], None] | None = None,
+                 progress: Callable[[int], None] = lambda done: None) -> dict[str, int]:
+    """Write ``trace`` with ``writer`` to ``output`` through a temporary file renamed at the
+    end (gzip when the name ends in ``.gz``, unless ``gzip_level`` says); ``enrich(trace)``,
+    when given, adds the derived tracks (the writer calls it).  Returns the writer's counts.
+    The caller has checked ``output`` (``check_output``)."""
+    if gzip_level is None and output.name.endswith(".gz"):
+        gzip_level = 6
+    with atomic_output(output, gzip_level) as f:
+        return WRITERS[writer].write(trace, f, progress, workers, enrich)
+
+
 def _convert(source: Source, writer: str, output: Path, force: bool,
              options: ReadOptions, gzip_level: int | None, derived: bool = True,
              workers: int = 1) -> Result:
@@ -159,10 +181,7 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))
 
-    if gzip_level is None and output.name.endswith(".gz"):
-        gzip_level = 6
-    with atomic_output(output, gzip_level) as f:
-        counts = spec.write(trace, f, progress, workers, enrich)
+    counts = write_output(trace, writer, output, gzip_level, workers, enrich, progress)
     try:
         size = output.stat().st_size
     except OSError as e:  # pragma: no cover - the rename just succeeded

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import click
 
-from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail
+from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail, warn
 from .errors import InputError, TracecvtError, error_message, one_line
 
 DEFAULT_UI = "https://ui.perfetto.dev"
@@ -72,19 +72,15 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
     """(the trace to serve, whether it is a temporary file) for ``path``: ``path`` itself
     when it is a trace, else the run converted (or its cached conversion)."""
     from .batch.plan import input_files, up_to_date
-    from .convert import convert_source, default_output
-    from .readers import find_runs, format_names
+    from .convert import convert_source, default_output, runs_under
     if fmt is None and _is_trace(path):
         return path, False
     try:
-        runs = find_runs(path, fmt)
+        runs = runs_under(path, fmt)
     except InputError:
         if fmt is None and path.is_file() and path.name.lower().endswith(CHROME_SUFFIXES):
             return path, False              # a Chrome JSON trace no reader claims
         raise
-    if not runs:
-        raise InputError(path, "no supported run found (formats: "
-                         + ", ".join(format_names()) + ")")
     if len(runs) > 1:
         raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
                                "(tracecvt info lists them)")
@@ -111,7 +107,7 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
     finally:
         reporter.close()
     for w in result.warnings:
-        click.echo(f"tracecvt: warning: {one_line(w)}", err=True)
+        warn(w)
     _note(f"wrote {target}" + (" (removed on exit)" if temporary else ""))
     return target, temporary
 
@@ -271,11 +267,10 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
     """Open PATH in the Perfetto UI: convert it (unless it is a trace already), serve the
     trace on 127.0.0.1 and open the browser at the UI's link; exits once the UI has
     fetched it."""
-    from .convert import default_workers
     from .readers import ReadOptions
     origin = ui_origin(ui)
     limit = _size(max_ui_size)
-    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), workers=default_workers())
+    options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz))    # (convert_source sets workers)
     try:
         trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)
     except KeyboardInterrupt:

@@ -619,9 +619,10 @@ def test_no_run_waits_behind_a_long_one_while_a_worker_idles(monkeypatch):
     assert pids["short1"] == pids["short2"] != pids["long"]
 
 
-def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monkeypatch):
-    """A worker killed while a process it forked (a second reader or writer) still runs:
-    the helper does not hold the worker's pipe, so its run fails at once."""
+def _run_dying_worker(tmp_path, monkeypatch, die):
+    """The row of one run whose worker calls ``die(start_helper)``: ``start_helper()`` forks
+    a helper that sleeps 5 s (a second reader or writer), which is killed afterwards.  The
+    row must come back within 3 s, without waiting for the helper."""
     import signal
     import time
 
@@ -630,21 +631,33 @@ def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monk
     from tracecvt.forkpass import fork_pass
     helper_pid = tmp_path / "helper"
 
-    def dying(spec):
+    def start_helper():
         helper = fork_pass(lambda: time.sleep(5))
         helper_pid.write_text(str(helper.pid))
-        os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(job, "run_job", dying)
+    monkeypatch.setattr(job, "run_job", lambda spec: die(start_helper))
     spec = {"rel": "a", "source_fields": {"name": "a", "root": "a", "format": "pypto"}}
     start = time.monotonic()
     try:
         (row,) = run_local([spec], 2)
         assert time.monotonic() - start < 3
-        assert "killed by SIGKILL" in row["error"]
+        return row
     finally:
         if helper_pid.exists():
             os.kill(int(helper_pid.read_text()), signal.SIGKILL)
+
+
+def test_a_dead_worker_is_seen_at_once_though_its_helper_lives_on(tmp_path, monkeypatch):
+    """A worker killed while a process it forked (a second reader or writer) still runs:
+    the helper does not hold the worker's pipe, so its run fails at once."""
+    import signal
+
+    def dying(start_helper):
+        start_helper()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    row = _run_dying_worker(tmp_path, monkeypatch, dying)
+    assert "killed by SIGKILL" in row["error"]
 
 
 def test_a_worker_whose_pipe_closes_before_it_ends_is_not_waited_for_with_its_helper(
@@ -652,14 +665,9 @@ def test_a_worker_whose_pipe_closes_before_it_ends_is_not_waited_for_with_its_he
     """The pipe of a dying worker can reach EOF before the worker can be reaped (its files
     close first).  Stopping it then must wait for the worker itself, not for the helper it
     forked, which holds the worker's sentinel pipe (Process.join waited 5 s here)."""
-    import signal
     import time
 
-    import tracecvt.batch.job as job
     import tracecvt.batch.local as local
-    from tracecvt.batch.local import run_local
-    from tracecvt.forkpass import fork_pass
-    helper_pid = tmp_path / "helper"
     conns = []
     real = local._serve
 
@@ -667,24 +675,15 @@ def test_a_worker_whose_pipe_closes_before_it_ends_is_not_waited_for_with_its_he
         conns.append(conn)
         real(conn)
 
-    def closing(spec):
-        helper = fork_pass(lambda: time.sleep(5))
-        helper_pid.write_text(str(helper.pid))
+    def closing(start_helper):
+        start_helper()
         conns[0].close()                  # EOF for the batch while this worker still runs
         time.sleep(1)
         os._exit(9)
 
     monkeypatch.setattr(local, "_serve", serve)
-    monkeypatch.setattr(job, "run_job", closing)
-    spec = {"rel": "a", "source_fields": {"name": "a", "root": "a", "format": "pypto"}}
-    start = time.monotonic()
-    try:
-        (row,) = run_local([spec], 2)
-        assert time.monotonic() - start < 3
-        assert row["error"]
-    finally:
-        if helper_pid.exists():
-            os.kill(int(helper_pid.read_text()), signal.SIGKILL)
+    row = _run_dying_worker(tmp_path, monkeypatch, closing)
+    assert row["error"]
 
 
 def test_no_more_workers_than_runs(archive, tmp_path, monkeypatch):

@@ -52,6 +52,15 @@ class Opened:
         return self.proc.returncode, out, err
 
 
+def fetched_once(*args) -> tuple[int, str, bytes]:
+    """``tracecvt open ARGS --no-browser`` with its trace fetched as the UI would: (exit
+    code, stderr, the bytes sent)."""
+    o = Opened(*args, "--no-browser", "--timeout", "60")
+    body = urllib.request.urlopen(o.trace_url, timeout=10).read()
+    code, _, err = o.finish()
+    return code, err, body
+
+
 def test_open_serves_the_trace_once_with_the_cors_header(tmp_path):
     run = copy_sample(tmp_path)
     o = Opened(run, "--no-browser", "--timeout", "60", "--ui", "http://ui.example:10000/perfetto")
@@ -79,30 +88,22 @@ def test_open_serves_the_trace_once_with_the_cors_header(tmp_path):
 
 def test_open_reuses_the_cached_trace_while_it_is_newer_than_the_run(tmp_path):
     run = copy_sample(tmp_path)
-    first = Opened(run, "--no-browser", "--timeout", "60")
-    urllib.request.urlopen(first.trace_url, timeout=10).read()
-    assert first.finish()[0] == 0
+    assert fetched_once(run)[0] == 0
     (cached,) = run.glob("*.pftrace")
     mtime = cached.stat().st_mtime_ns
-    second = Opened(run, "--no-browser", "--timeout", "60")
-    urllib.request.urlopen(second.trace_url, timeout=10).read()
-    code, _, err = second.finish()
+    code, err, _ = fetched_once(run)
     assert code == 0 and "using " in err and "wrote" not in err
     assert cached.stat().st_mtime_ns == mtime
     src = next(run.rglob("merged_swimlane.json*"))          # an input changes: converted again
     os.utime(src, ns=(mtime + 10**9, mtime + 10**9))
-    third = Opened(run, "--no-browser", "--timeout", "60")
-    urllib.request.urlopen(third.trace_url, timeout=10).read()
-    code, _, err = third.finish()
+    code, err, _ = fetched_once(run)
     assert code == 0 and "wrote " in err
     assert cached.stat().st_mtime_ns > mtime
 
 
 def test_open_no_cache_leaves_nothing_behind(tmp_path):
     run = copy_sample(tmp_path)
-    o = Opened(run, "--no-browser", "--no-cache", "--timeout", "60")
-    body = urllib.request.urlopen(o.trace_url, timeout=10).read()
-    code, _, err = o.finish()
+    code, err, body = fetched_once(run, "--no-cache")
     assert code == 0, err
     assert not list(run.glob("*.pftrace"))
     temp = Path(err.split("wrote ", 1)[1].split(" (removed on exit)")[0])
