@@ -9,7 +9,7 @@ The segments therefore tile [run start, last end] exactly: their total is the ma
 Slices of one task (TASK_ID: MIX rows, SPMD blocks) are one node: from the task's first
 start to its end, its lane order taken where it started.
 
-Dependencies the reader marks untrusted (``model.UNTRUSTED_FLOW``: PyPTO's HUB seqNo quirk;
+Dependencies the reader marks untrusted (``model.UNTRUSTED_FLOW``, e.g. PyPTO's HUB seqNo quirk;
 ``Timeline.preds`` holds none of them) and predecessors with invented times (fake tasks) are
 not followed, and lane order is not
 followed between PyPTO's HUB tasks (1-cycle markers on a pseudo-core, not a resource).
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import MARKER, Trace
+from ..model import MARKER, UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Trace
 from .bubbles import WAIT_SCHEDULE, Bubbles, us
 from .timeline import Timeline
 
@@ -161,14 +161,15 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     if ignored or fake:
         parts = []
         if ignored:
-            parts.append(f"{ignored} tasks have a dependency bound to the wrong execution "
-                         "(marked \"untrusted dependency\" in the trace, named in each "
-                         "task's args.untrustedPredecessors; not followed)")
+            parts.append(f"{ignored} tasks have a dependency the reader marked untrusted "
+                         f"(\"{UNTRUSTED_FLOW}\" in the trace, with its reason in the "
+                         f"flow's args; named in each task's args.{UNTRUSTED_PREDECESSORS}; "
+                         "not followed)")
         if fake:
             parts.append(f"{fake} tasks of the graph have invented times (fake)")
         cp.caveat = ("this run's task graph is incomplete: " + " and ".join(parts)
-                     + " (PyPTO's HUB seqNo quirk), so a long wait on the path may be a "
-                     "dependency PyPTO did not record")
+                     + ", so a long wait on the path may be a dependency the source did "
+                     "not record")
     return cp
 
 
