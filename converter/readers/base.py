@@ -47,6 +47,10 @@ class Source:
             from ..archive import mount
             mount(self.archive, self.max_entry)
         trace = self.reader.read(self, options or ReadOptions())
+        declare = getattr(self.reader, "declarations", None)
+        if declare is not None:         # what the reader declares to the analyses
+            for key, value in declare(trace.meta).items():
+                trace.meta.extra.setdefault(key, value)
         for line in self.refused:
             trace.warn(f"{self.archive}: refused archive entry {line}")
         return trace
@@ -71,6 +75,7 @@ class Reader(Protocol):
 
     def declarations(self, meta: RunMeta) -> dict[str, Any]:
         """The ``meta.extra`` declarations to the analyses (model.TASK_GRAPH, LABEL_ARGS,
-        NO_BUBBLES) that this reader makes now for the run ``meta`` describes: a model file
-        written by an older tracecvt gets those it lacks when loaded.  Optional."""
+        NO_BUBBLES, RESOURCES) that this reader makes for the run ``meta`` describes.
+        ``Source.read`` adds those the read run lacks, and a model file written by an older
+        tracecvt gets them when loaded.  Optional."""
         ...

@@ -252,8 +252,6 @@ class MsprofReader:
         else:
             from .torch_npu import read_stats_only as read
         trace = read(source, options)
-        for key, value in self.declarations(trace.meta).items():
-            trace.meta.extra.setdefault(key, value)
         if mismatch:
             trace.warn(f"{source.root}: --from {asked} given, but these files are "
                        f"{VARIANTS[kind]} ({TITLES[kind]}); read as that")

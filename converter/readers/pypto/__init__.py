@@ -149,7 +149,6 @@ class PyptoReader:
         else:
             trace = Trace(RunMeta(source.name, "pypto", tool="PyPTO"))
         self._attach_side_files(trace, source, options)
-        trace.meta.extra.update(declarations())
         split_overlaps(trace)
         _bind_flows(trace, merged)
         return trace

@@ -131,7 +131,6 @@ def build(source: Source, options: ReadOptions) -> Trace:
         "core_to_thread": rec.core_to_thread, "platform": platform,
         "orchestration": orchestration, "task_graph": deps is not None,
         "missing": missing, "counts": counts, **info}
-    meta.extra.update(source.reader.declarations(meta))
     split_overlaps(trace)
     options.report(f"reading {path.name}", 1, 1)
     return trace
