@@ -262,3 +262,11 @@ def lanes_in_display_order(trace, kind="lane"):
 
     visit(0)
     return out
+
+
+def cli(*args):
+    """Run the tracecvt command line in process (``CliRunner``; exceptions propagate)."""
+    from click.testing import CliRunner
+
+    from tracecvt.cli import main
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)

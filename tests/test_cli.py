@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tracecvt.cli import main
 from tracecvt.readers import find_runs
 
 from conftest import REPO, check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
+from conftest import cli as run
 
 
 def copy_run(name: str, dest: Path) -> Path:
@@ -26,9 +25,6 @@ def copy_run(name: str, dest: Path) -> Path:
         p.chmod(0o755 if p.is_dir() else 0o644)
     return target
 
-
-def run(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture

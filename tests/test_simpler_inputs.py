@@ -10,21 +10,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tracecvt.cli import main
 from tracecvt.errors import InputError
 from tracecvt.readers import find_runs
 
-from conftest import FIXTURES
+from conftest import FIXTURES, cli
 from test_simpler import RUNS, SIMPLER
 
 VECTOR = next(r for r in RUNS if r.parents[1].name == "a2a3sim_tmr_vector_example_L4")
 PAGED = next(r for r in RUNS if "paged_attention_CaseVarSeq4" in str(r))
 
-
-def cli(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 def copy_run(run: Path, dest: Path, skip=()) -> Path:

@@ -5,19 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
-
-from tracecvt.cli import main
 
 from conftest import check_pftrace, decode_pftrace, event_name, lanes_in_display_order, \
     resolve_packets
+from conftest import cli as run
 from test_cli import copy_run
 
 BUBBLES = " · bubbles"
 
-
-def run(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture
