@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import collections
+import signal
 from pathlib import Path
 
 import pytest
+
+# Tests send Ctrl-C (SIGINT) to the processes they start.  A suite started in the background
+# of a non-interactive shell (``.ci/run &``, some CI runners) inherits SIGINT ignored, and so
+# would every process it starts: give them Python's own handler back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
