@@ -32,6 +32,14 @@ MAX_NS = 1 << 62         # readers' sanity bound on times, so ts + dur fits int6
 # labels the top tasks and the operand shapes of a summary.  Writers leave it out of traces:
 # it says how to read the model, it is not a fact about the run.
 LABEL_ARGS = "label_args"
+# meta.extra[ARG_LINES]: {line name: [arg names]}, args that a .pftrace writes as one line of
+# text under the line's name ("name=value name=value", in this order, at the place of the
+# first) instead of one arg each, where a slice's shared args hold them (its own args, an
+# instant's, stay as they are: the line is made once per shared dict): Trace
+# Processor pays for every arg of every slice when it opens a trace, and a call's identity
+# (PyPTO: its label and three hashes) reads as well on one line.  The model, the analyses and
+# the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
+ARG_LINES = "arg_lines"
 # meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for
 # every predecessor: PyPTO), so bubbles are classified by cause and the critical path
 # follows the flows.

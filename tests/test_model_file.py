@@ -125,7 +125,8 @@ def _synthetic() -> Trace:
                              "bad_str": ["\udc80"], "u64_in_list": [(1 << 64) - 1],
                              "with_tuple": {"t": (1,)},
                              # as every PyPTO run now (without them, loading adds PyPTO's)
-                             "task_graph": True, "label_args": {"semantic_label": "label"}},
+                             "task_graph": True, "label_args": {"semantic_label": "label"},
+                             "arg_lines": {"call": ["label"]}},
                       warnings=["w1", "w2 \u2603"], host="node7")
     t = Trace(meta)
     dev = t.add_track("Device", kind=GROUP, description="the device")

@@ -54,6 +54,22 @@ def _model_value(v, name=None):
     return str(v)
 
 
+def _with_lines(shared: dict | None, lines: dict) -> dict:
+    """Shared args as the writer writes them: each declared line (model.ARG_LINES: lists of
+    names) of the args present (not None) as one "name=value ..." string at the place of its
+    first arg, unless an arg has the line's name."""
+    lines = {ln: names for ln, names in lines.items() if isinstance(names, list)}
+    out = {}
+    for name, v in (shared or {}).items():
+        line = next((ln for ln, names in lines.items() if name in names), None)
+        if line is None or line in shared:
+            out[name] = v
+        elif line not in out:
+            out[line] = " ".join(f"{n}={_model_value(shared[n], n)}" for n in lines[line]
+                                 if shared.get(n) is not None)
+    return out
+
+
 def _counter_value(v):
     """A counter value as the writer encodes it: int64, else a double."""
     if isinstance(v, int) and -(1 << 63) <= v < 1 << 63:
@@ -123,6 +139,7 @@ def read_back(data: bytes, origin: int = 0):
 
 def assert_same_as_model(trace: Trace, data: bytes) -> None:
     slices, instants, counters = read_back(data, time_origin(trace))
+    lines = trace.meta.extra.get("arg_lines", {})
     # Slices, track by track, in the writer's order; flows by the ids on their ends.
     by_track = collections.defaultdict(list)
     for i, s in enumerate(trace.slices):
@@ -152,7 +169,8 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
             pending = list(got[k:j])
             for i in ids[k:j]:
                 s = trace.slices[i]
-                want_args = {name: _model_value(v, name) for name, v in s.all_args.items()
+                want_args = {name: _model_value(v, name) for name, v in
+                             {**_with_lines(s.shared_args, lines), **(s.args or {})}.items()
                              if v is not None}
                 want = (s.ts, s.dur, s.name, (s.cat,) if s.cat else (), want_args)
                 flows = (sorted(outgoing[i]), sorted(ending[i]))
@@ -226,6 +244,51 @@ def test_hand_built_model_round_trips_exactly():
     t.add_counter("empty", g)
     data = _write(t)
     assert_same_as_model(t, data)
+
+
+def test_declared_arg_lines_become_one_arg(tmp_path):
+    """model.ARG_LINES: the declared args of a slice's shared args are one "name=value ..."
+    string arg at the place of the first, in the declared order, in Trace Processor too;
+    own args and an instant's stay apart, a line named like a shared arg is not made; the
+    Chrome JSON keeps every arg and leaves the declaration out."""
+    from tracecvt.model import ARG_LINES
+    from tracecvt.writers.chrome import write_chrome
+    from tp_helper import rows, trace_processor
+    t = Trace(RunMeta("lines", "test"))
+    t.meta.extra[ARG_LINES] = {"call": ["label", "hash", "magic"], "bad": 5}
+    a = t.add_track("A")
+    shared = {"hash": 1 << 63, "magic": None, "op": "x", "label": "gelu"}
+    t.add_slice(a, 0, 10, "one", shared_args=shared, args={"task": 1})
+    t.add_slice(a, 20, 10, "two", shared_args={**shared, "magic": [1, 2]}, args={"task": 2})
+    t.add_slice(a, 40, 10, "three", shared_args={"call": "own", "label": "keeps"},
+                args={"hash": 7})
+    t.add_instant(a, 60, "mark", args={"magic": 5})
+    data = _write(t)
+    assert_same_as_model(t, data)
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(data)
+    with trace_processor(path) as tp:
+        got = rows(tp, "select coalesce(s.name, i.name) as name, a.key, a.display_value as v "
+                       "from args a left join slice s using(arg_set_id) "
+                       "left join instant i using(arg_set_id) "
+                       "where a.key like 'debug.%' order by name, a.id")
+    by = collections.defaultdict(dict)
+    for r in got:
+        by[r["name"]][r["key"][6:]] = r["v"]
+    assert by == {
+        "one": {"call": "label=gelu hash=9223372036854775808", "op": "x", "task": "1"},
+        "two": {"call": "label=gelu hash=9223372036854775808 magic=[1,2]", "op": "x",
+                "task": "2"},
+        "three": {"call": "own", "label": "keeps", "hash": "7"},
+        "mark": {"magic": "5"}}
+    out = tmp_path / "t.json"
+    with open(out, "wb") as f:
+        write_chrome(t, f)
+    doc = json.loads(out.read_bytes())
+    assert ARG_LINES not in json.dumps(doc.get("metadata", {}))
+    two = next(e for e in doc["traceEvents"] if e.get("name") == "two" and e["ph"] == "X")
+    assert two["args"] == {"hash": 1 << 63, "op": "x", "label": "gelu", "task": 2,
+                           "magic": [1, 2]}
 
 
 def test_timestamps_count_from_the_first_one_without_clock_snapshots():

@@ -103,6 +103,16 @@ QUERIES = {
 }
 
 
+def _arg_rows(s, lines: dict) -> int:
+    """The args rows of a slice: one per arg, but one per declared line (model.ARG_LINES)
+    of its shared args, however many of the line's args it has."""
+    shared = {k for k, v in (s.shared_args or {}).items() if v is not None}
+    made = {ln for ln, names in lines.items() if ln not in shared and shared & set(names)}
+    folded = {n for ln in made for n in lines[ln]}
+    own = {k for k, v in (s.args or {}).items() if v is not None}
+    return len((shared - folded) | made | own)
+
+
 def _load(path: Path) -> dict:
     with trace_processor(path) as tp:
         return {k: rows(tp, q) for k, q in QUERIES.items()}
@@ -136,7 +146,7 @@ def loaded(tmp_path_factory):
                 "flows_total": len(trace.flows),
                 "samples": samples,
                 "args_per_slice": collections.Counter(
-                    [sum(v is not None for v in s.all_args.values()) for s in trace.slices]
+                    [_arg_rows(s, trace.meta.extra.get("arg_lines", {})) for s in trace.slices]
                     + [sum(v is not None for v in (i.args or {}).values())
                        for i in trace.instants])}
             jobs[(rid, writer)] = path
@@ -190,9 +200,11 @@ def test_every_family_is_tested():
 def test_pftrace_args_are_one_row_per_model_arg(loaded, rid):
     """Trace Processor stores every leaf of a nested debug annotation as an args row of its
     own; the .pftrace writes nested values (operand lists, statistics) as one string each,
-    so a slice has exactly one args row per model arg (PyPTO tasks: 9 rows, not 37; the
-    reader no longer repeats what the name and category say: rootIndex, psgId, fake,
-    input_bytes/output_bytes, 14 rows with them)."""
+    so a slice has exactly one args row per model arg, except that a declared line of its
+    shared args (model.ARG_LINES) is one row (PyPTO tasks: 6 rows, not 37; the reader no
+    longer repeats what the name and category say: rootIndex, psgId, fake,
+    input_bytes/output_bytes, 14 rows with them; a call's label and three hashes are one
+    line, 9 rows without it)."""
     model, tp = loaded[(rid, "perfetto")]
     got = collections.Counter({r["n"]: r["slices"] for r in tp["args_per_slice"]})
     assert got == model["args_per_slice"]

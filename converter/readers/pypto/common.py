@@ -10,8 +10,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ...model import (GROUP, INPUTS, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE, MARKER,
-                      OUTPUTS, SEMANTIC_LABEL, TASK_GRAPH, UINT64_END, Clock, Trace)
+from ...model import (ARG_LINES, GROUP, INPUTS, INT64_MIN, INVENTED_TIMES, LABEL_ARGS, LANE,
+                      MARKER, OUTPUTS, SEMANTIC_LABEL, TASK_GRAPH, UINT64_END, Clock, Trace)
 
 # Clocks (section 2.3).  Cost-model cycles are converted at 1800 cycles/us in SIM.
 SIM_CYCLES_PER_US = 1800
@@ -204,9 +204,12 @@ def parse_exec_hint(hint: str) -> Any:
 def declarations() -> dict[str, Any]:
     """What every PyPTO run declares to the analyses, whatever its files: its flows are the
     task graph (model.TASK_GRAPH: a task waits for every predecessor), and which args of
-    SharedTaskArgs label tasks, by "time by label" table (model.LABEL_ARGS)."""
+    SharedTaskArgs label tasks, by "time by label" table (model.LABEL_ARGS), and which of them
+    a .pftrace writes as one line (model.ARG_LINES: a call's label and hashes, as PyPTO's own
+    ``event-hint`` holds the hashes in one string)."""
     return {TASK_GRAPH: True,
-            LABEL_ARGS: {SEMANTIC_LABEL: "semanticLabel", "leaf_function": "leafHash"}}
+            LABEL_ARGS: {SEMANTIC_LABEL: "semanticLabel", "leaf_function": "leafHash"},
+            ARG_LINES: {"call": ["semanticLabel", "rootHash", "leafHash", "callOpMagic"]}}
 
 
 class SharedTaskArgs:

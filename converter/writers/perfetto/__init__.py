@@ -26,6 +26,10 @@ Layout of the written trace:
   iid means is the sequence's own business (within one process an iid means the same string
   everywhere; a second process numbers its strings its own way).  Packets that define or use
   them carry SEQ_NEEDS_INCREMENTAL_STATE;
+* args are debug annotations, one per model arg (Trace Processor stores each as an args row
+  and pays for it at every open): a nested value is one line of text (``compact_text``), and
+  the args a run declares as a line (``model.ARG_LINES``, e.g. a PyPTO call's label and
+  hashes) are one ``name=value ...`` string where a slice's shared args hold them;
 * counters are TYPE_COUNTER events on counter tracks (negative ints as doubles: shorter, and
   the same value in Trace Processor, which keeps counter values as doubles); an int no 64-bit
   field holds is an arg's digits, or a counter's double.  A sample at the time a slice

@@ -16,7 +16,7 @@ from typing import IO, Any, Callable
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
-from .interning import _ArgEncoder, _Interner, _Sequence
+from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .riders import ride
 from .tracks import Layout, _sequence_start
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
@@ -55,7 +55,7 @@ class SequenceWriter:
         self.slices = trace.slices
         self.chunk_packets = chunk_packets
         self.interner = _Interner()
-        self.args_enc = _ArgEncoder(self.interner)
+        self.args_enc = _ArgEncoder(self.interner, arg_lines(trace.meta.extra))
         self.chunk: list[bytes] = []
         self.append = self.chunk.append
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
@@ -244,7 +244,7 @@ class SequenceWriter:
                 if sh is not None:
                     hit = shared_cache.get(id(sh))
                     if hit is None:
-                        hit = shared_cache[id(sh)] = encode_all(sh)
+                        hit = shared_cache[id(sh)] = encode_all(sh, True)
                     enc = hit[0]
                     if enc not in seen:
                         seen.add(enc)
@@ -308,9 +308,9 @@ class SequenceWriter:
             hit = cats.get(s.cat) or cat_field(s.cat)
             event += hit[0]
             deps.append(hit[1])
-        for d in (s.shared_args, s.args):
+        for d, shared in ((s.shared_args, True), (s.args, False)):
             if d:
-                enc, entries = encode_all(d)
+                enc, entries = encode_all(d, shared)
                 event += enc
                 deps.extend(entries)
         event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"") + b"".join(self.riders.get(i, ()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...model import INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
+from ...model import ARG_LINES, INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
 from ..protowire import _pack_double, key_bytes, key_str, key_varint, tag, varint
 from .wire import (_I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE, _INTERNED, _LEN,
                    _STRING_IID, _STRING_VALUE, _TE_DEBUG)
@@ -32,6 +32,49 @@ def _operand_text(op: dict[str, Any]) -> str:
     rest = "".join(f" {k}={json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (list, dict, tuple)) else v}"
                    for k, v in op.items() if k not in ("dtype", "shape") and v is not None)
     return f"{op['dtype']}[{dims}]{rest}"
+
+
+def arg_lines(extra: Any) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The run's ``model.ARG_LINES`` as {arg name: (its line, the line's arg names)}; an
+    ill-formed entry is ignored, as is an arg named in two lines (the first keeps it)."""
+    declared = extra.get(ARG_LINES) if isinstance(extra, dict) else None
+    members: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if not isinstance(declared, dict):
+        return members
+    for line, names in declared.items():
+        if not (isinstance(line, str) and isinstance(names, (list, tuple))
+                and all(isinstance(n, str) for n in names)):
+            continue
+        names = tuple(n for n in dict.fromkeys(names) if n not in members)
+        for n in names:
+            members[n] = (line, names)
+    return members
+
+
+def fold_lines(args: dict[str, Any], members: dict[str, tuple[str, tuple[str, ...]]]
+               ) -> dict[str, Any]:
+    """``args`` with each line's args (``arg_lines``) written as one string arg named after
+    the line, ``"name=value name=value"`` in the declared order, at the place of the first;
+    None values are left out.  A line whose name is an arg of its own in ``args`` is not
+    made (its args stay as they are)."""
+    out: dict[str, Any] = {}
+    for name, value in args.items():
+        hit = members.get(name)
+        if hit is None or hit[0] in args:
+            out[name] = value
+            continue
+        line, names = hit
+        if line in out:
+            continue
+        out[line] = " ".join(f"{n}={_line_value(n, args[n])}" for n in names
+                             if args.get(n) is not None)
+    return out
+
+
+def _line_value(name: str, value: Any) -> str:
+    if isinstance(value, (list, dict, tuple)):
+        return compact_text(name, value)
+    return str(value)
 
 
 class _Interner:
@@ -93,8 +136,9 @@ class _ArgEncoder:
 
     MIN_INTERNED_STRING = 6
 
-    def __init__(self, interner: _Interner):
+    def __init__(self, interner: _Interner, lines: dict[str, tuple[str, tuple[str, ...]]]):
         self.interner = interner
+        self.lines = lines          # model.ARG_LINES (``arg_lines``), for shared args
         self.cache: dict[Any, tuple[bytes, tuple]] = {}
         self.keep: list[Any] = []   # keeps id()-cached objects alive
         self.names: dict[str, tuple[bytes, bytes]] = {}   # arg name: name part, its entry
@@ -169,8 +213,11 @@ class _ArgEncoder:
             hit = self.cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
         return hit
 
-    def encode_all(self, args: dict[str, Any]) -> tuple[bytes, tuple]:
-        """A whole args dict: (bytes, the entries they use, in order of first use)."""
+    def encode_all(self, args: dict[str, Any], shared: bool = False) -> tuple[bytes, tuple]:
+        """A whole args dict: (bytes, the entries they use, in order of first use).  A
+        slice's ``shared`` args have their lines (``model.ARG_LINES``) made."""
+        if shared and self.lines:
+            args = fold_lines(args, self.lines)
         parts = []
         deps: dict[bytes, None] = {}
         pair = self.pair
