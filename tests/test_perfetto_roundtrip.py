@@ -474,3 +474,21 @@ def test_one_time_origin_for_both_writers():
                                         if p.HasField("track_event") and p.track_event.type == 1)
         assert pf_starts == json_starts
         assert 0 <= min(pf_starts) and max(pf_starts) < 10**12     # not epoch ns (~1.7e18)
+
+
+def test_processes_carry_their_display_order_as_sort_index():
+    """Every top-level group is a process numbered in display order (the run's own groups
+    first, tracecvt's analysis last), and carries that number as ``legacy_sort_index`` (the
+    Chrome JSON's process_sort_index), by which newer Perfetto UIs order processes."""
+    from tracecvt.convert import add_derived_tracks
+    (src,) = find_runs(PYPTO / "ffn_medium")
+    trace = src.read()
+    add_derived_tracks(trace)
+    procs = [p.track_descriptor.process for p in decode_pftrace(_write(trace)).packet
+             if p.HasField("track_descriptor") and p.track_descriptor.HasField("process")]
+    assert [p.pid for p in procs] == list(range(1, len(procs) + 1))
+    assert [p.legacy_sort_index for p in procs] == [p.pid for p in procs]
+    by_name = {t.name: t for t in trace.tracks if t.parent is None}
+    assert [by_name[p.process_name].derived for p in procs] == sorted(
+        by_name[p.process_name].derived for p in procs)
+    assert len(procs) >= 2 and by_name[procs[-1].process_name].derived

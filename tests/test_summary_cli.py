@@ -36,7 +36,7 @@ def test_pftrace_has_derived_tracks_right_under_their_lanes(matmul, tmp_path):
     assert len(bubble) == 33                    # every lane that ran a task
     for k in bubble:
         assert lanes[k - 1] == lanes[k][:-len(BUBBLES)]
-    assert lanes[0] == "critical path"
+    assert lanes[-1] == "critical path"         # the analysis group comes last
     counters = lanes_in_display_order(pf, "counter")
     assert {"busy lanes · AIC", "busy lanes · AIV", "ready but waiting · AIC",
             "ready but waiting · AIV"} <= set(counters)

