@@ -201,7 +201,18 @@ def assert_same_as_model(trace: Trace, data: bytes) -> None:
 def _write(trace: Trace) -> bytes:
     buf = io.BytesIO()
     write_perfetto(trace, buf)
-    return buf.getvalue()
+    data = buf.getvalue()
+    assert_time_order(data)
+    return data
+
+
+def assert_time_order(data: bytes) -> None:
+    """The packets are in time order (Trace Processor then has nothing to sort): those
+    without a time (track descriptors, sequence starts) first, then by timestamp."""
+    times = [p.timestamp if p.HasField("timestamp") else -1
+             for p in decode_pftrace(data).packet]
+    assert times == sorted(times)
+    assert sum(t >= 0 for t in times) > 0
 
 
 def test_real_sample_round_trips_exactly():
@@ -325,6 +336,7 @@ def test_two_process_write_holds_the_same_trace(monkeypatch):
     counts = write_perfetto(trace, buf, None, workers=2)
     data = buf.getvalue()
     assert forks == [1]
+    assert_time_order(data)         # the forked process's packets merged in by time
     assert_same_as_model(trace, data)
     one = io.BytesIO()
     assert write_perfetto(trace, one, None, workers=1) == counts
@@ -375,6 +387,7 @@ def _enriched_pair(monkeypatch, enrich):
     # writes both (SequenceWriter.ride), so each way has its own share of sample packets.
     assert {k: v for k, v in alone.items() if k != "packets"} == {
         k: v for k, v in counts.items() if k != "packets"}
+    assert_time_order(buf.getvalue())
     return trace, buf.getvalue(), forks
 
 

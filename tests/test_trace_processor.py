@@ -201,10 +201,10 @@ def test_pftrace_args_are_one_row_per_model_arg(loaded, rid):
     """Trace Processor stores every leaf of a nested debug annotation as an args row of its
     own; the .pftrace writes nested values (operand lists, statistics) as one string each,
     so a slice has exactly one args row per model arg, except that a declared line of its
-    shared args (model.ARG_LINES) is one row (PyPTO tasks: 6 rows, not 37; the reader no
+    shared args (model.ARG_LINES) is one row (PyPTO tasks: 5 rows, not 37; the reader no
     longer repeats what the name and category say: rootIndex, psgId, fake,
-    input_bytes/output_bytes, 14 rows with them; a call's label and three hashes are one
-    line, 9 rows without it)."""
+    input_bytes/output_bytes, 14 rows with them; a call's label, three hashes and execution
+    statistics are one line, 9 rows without it)."""
     model, tp = loaded[(rid, "perfetto")]
     got = collections.Counter({r["n"]: r["slices"] for r in tp["args_per_slice"]})
     assert got == model["args_per_slice"]

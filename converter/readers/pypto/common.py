@@ -205,11 +205,13 @@ def declarations() -> dict[str, Any]:
     """What every PyPTO run declares to the analyses, whatever its files: its flows are the
     task graph (model.TASK_GRAPH: a task waits for every predecessor), and which args of
     SharedTaskArgs label tasks, by "time by label" table (model.LABEL_ARGS), and which of them
-    a .pftrace writes as one line (model.ARG_LINES: a call's label and hashes, as PyPTO's own
-    ``event-hint`` holds the hashes in one string)."""
+    a .pftrace writes as one line (model.ARG_LINES: a call's label, hashes and its leaf
+    function's execution statistics, facts of the call that PyPTO's own args spread over
+    ``event-hint``, ``color`` and ``execution-hint``)."""
     return {TASK_GRAPH: True,
             LABEL_ARGS: {SEMANTIC_LABEL: "semanticLabel", "leaf_function": "leafHash"},
-            ARG_LINES: {"call": ["semanticLabel", "rootHash", "leafHash", "callOpMagic"]}}
+            ARG_LINES: {"call": ["semanticLabel", "rootHash", "leafHash", "callOpMagic",
+                                 "exec_stats"]}}
 
 
 class SharedTaskArgs:

@@ -36,10 +36,13 @@ Layout of the written trace:
   written by the same process begins or ends rides on that BEGIN or END as an extra counter
   value (``SequenceWriter.ride``: the same counter row in Trace Processor, without a packet
   of its own to parse); derived counters change exactly there;
-* output is flushed in chunks, so memory does not grow with the trace (except in a forked
-  process waiting for the derived tracks: it holds the source slices' packets until then);
-* on a large trace a forked process may write some of the sequences (``write_perfetto``);
-  they follow this process's, in the same layout.
+* packets are written in time order, whatever their sequence (``SequenceWriter.
+  write_sorted``): Trace Processor sorts every packet by time before parsing, and a file
+  already in order loads about 5 % faster on the largest PyPTO run.  The packets are held
+  until then (about twice the trace's size in memory) and written in chunks; each sequence
+  keeps its own order, so its interned entries are defined before they are used;
+* on a large trace a forked process may build some of the sequences (``write_perfetto``);
+  its packets are merged with this process's by time.
 
 Modules: this one decides which process writes which sequences; ``events`` builds the packets
 (``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
@@ -51,7 +54,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import tempfile
 from typing import IO, Any, Callable
 
@@ -134,10 +136,8 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
         w.write_slices(mine[0])
         w.write_instants()
         w.write_counters(mine[1])
-        w.flush()
         w.counts["slices"] = w.done
-        if helper is not None:
-            _append_part(w, helper, part_out, out)
+        w.write_sorted(_part(w, helper, part_out) if helper is not None else None)
     finally:
         if helper is not None:
             helper.abandon()
@@ -145,15 +145,18 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     return w.counts
 
 
-def _append_part(w: SequenceWriter, helper, part_out: IO[bytes], out: IO[bytes]) -> None:
+def _part(w: SequenceWriter, helper, part_out: IO[bytes]) -> tuple[bytes, Any, Any]:
+    """What the forked process wrote (``SequenceWriter.write_sorted``'s ``part``); its
+    counts are added to ``w``'s."""
     result = helper.result()
     if result is None:
         raise OutputError("writing part of the trace in a second process failed: "
                           f"{one_line(helper.error)}")
     part_out.seek(0)
-    shutil.copyfileobj(part_out, out, 1 << 20)
+    data = part_out.read()
     for key in _PART_COUNTS:
         w.counts[key] += result[key]
+    return data, result["stamps"], result["lengths"]
 
 
 def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
@@ -179,7 +182,6 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         w.count_names(slice_units, False)
         w.ride(slice_units, counter_units)
         w.write_counters(counter_units)
-        w.flush()
         places: dict[int, tuple] = {}
         w.write_slices(slice_units, places)
         with os.fdopen(news_r, "rb") as r:
@@ -234,9 +236,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         w.write_instants()
         w.write_slices(units)
         w.write_counters(new_counters)
-        w.flush()
         w.counts["slices"] = w.done
-        _append_part(w, helper, part_out, out)
+        w.write_sorted(_part(w, helper, part_out))
     finally:
         helper.abandon()
         part_out.close()
