@@ -274,8 +274,11 @@ def test_declared_arg_lines_become_one_arg(tmp_path):
     t.add_slice(a, 40, 10, "three", shared_args={"call": "own", "label": "keeps"},
                 args={"hash": 7})
     t.add_instant(a, 60, "mark", args={"magic": 5})
+    t.add_slice(a, 70, 10, "four", shared_args=shared, args={"task": 4})
     data = _write(t)
     assert_same_as_model(t, data)
+    # A line is interned from its first use: its text is written once for two slices.
+    assert data.count(b"label=gelu hash=9223372036854775808") == 2     # one, two
     path = tmp_path / "t.pftrace"
     path.write_bytes(data)
     with trace_processor(path) as tp:
@@ -288,6 +291,7 @@ def test_declared_arg_lines_become_one_arg(tmp_path):
         by[r["name"]][r["key"][6:]] = r["v"]
     assert by == {
         "one": {"call": "label=gelu hash=9223372036854775808", "op": "x", "task": "1"},
+        "four": {"call": "label=gelu hash=9223372036854775808", "op": "x", "task": "4"},
         "two": {"call": "label=gelu hash=9223372036854775808 magic=[1,2]", "op": "x",
                 "task": "2"},
         "three": {"call": "own", "label": "keeps", "hash": "7"},

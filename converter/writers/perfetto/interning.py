@@ -216,13 +216,23 @@ class _ArgEncoder:
     def encode_all(self, args: dict[str, Any], shared: bool = False) -> tuple[bytes, tuple]:
         """A whole args dict: (bytes, the entries they use, in order of first use).  A
         slice's ``shared`` args have their lines (``model.ARG_LINES``) made."""
+        made: set[str] = set()
         if shared and self.lines:
             args = fold_lines(args, self.lines)
+            made = {self.lines[n][0] for n in self.lines}
         parts = []
         deps: dict[bytes, None] = {}
         pair = self.pair
         for name, value in args.items():
-            hit = pair(name, value)
+            if name in made and value.__class__ is str:
+                # A line is every slice of the call's: interned at once (``pair`` would
+                # write its first use inline, and the shared args' bytes are reused).
+                key = (name, str, value)
+                hit = self.cache.get(key)
+                if hit is None:
+                    hit = self.cache[key] = self._str_pair(name, value, True)
+            else:
+                hit = pair(name, value)
             if hit is not None:
                 parts.append(hit[0])
                 for entry in hit[1]:
