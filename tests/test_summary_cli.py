@@ -63,9 +63,14 @@ def test_no_derived_leaves_them_out(matmul, tmp_path):
             assert "critical path" in a and "tracecvt analysis" in a
             assert not any(n.endswith(BUBBLES) for n in b)
             assert "critical path" not in b and "tracecvt analysis" not in b
-            assert [n for n in a if not n.endswith(BUBBLES)
-                    and n not in ("critical path", "tracecvt analysis")
-                    and not n.startswith(("busy lanes", "ready but waiting"))] == b
+            own = [n for n in a if not n.endswith(BUBBLES)
+                   and n not in ("critical path", "tracecvt analysis")
+                   and not n.startswith(("busy lanes", "ready but waiting"))]
+            # Without their bubble lanes, the core groups hold only threads: not written
+            # (the Perfetto UI would show each as an empty row).
+            assert [n for n in own if n in b] == b
+            assert set(own) - set(b) == {"AIC cores (cube)", "AIV cores (vector)",
+                                         "HUB, fake and other cores"}
         else:
             da = json.loads(with_d.read_bytes())
             db = json.loads(without.read_bytes())

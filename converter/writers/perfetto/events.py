@@ -127,12 +127,12 @@ class SequenceWriter:
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, describes every track."""
-        trace = self.trace
+        layout = Layout(self.trace, self.base)
         packets = [_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)),
-                   *Layout(trace, self.base).descriptors()]
+                   *layout.descriptors()]
         self.chunk.extend(packets)
         self.stamps.extend([-1] * len(packets))
-        self.counts["tracks"] = len(trace.tracks)
+        self.counts["tracks"] = len(self.trace.tracks) - len(layout.hidden)
 
     def flows_of(self, tracks: set[int] | None) -> None:
         """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the flows not

@@ -29,7 +29,9 @@ class Layout:
     * everything else is a plain track under its parent, as in the model: groups, counters,
       and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
       no thread so that idle time does not count as activity in the process summary or the
-      overview.  The UI shows a group only when something below it is no thread.
+      overview.  The UI shows a group only when something below it is no thread; a group
+      below the top level that holds only threads is not written at all (``hidden``: the
+      UI would draw it as an empty row), its threads name the process as parent.
 
     Thread names tell apart the threads of one process (``names.thread_names``).
 
@@ -63,6 +65,34 @@ class Layout:
                 self.tid[index] = (self.pid.get(root, self.extra_pid),
                                    n_pids + 1 + len(self.tid))
         self.name = thread_names(trace, self.tid)
+        self.hidden = self._thread_only_groups()
+        # sibling_order_rank: the place in the depth-first display order, so that what a
+        # hidden group held keeps its place among its new siblings.
+        self.rank = {index: n for n, (index, _) in enumerate(self._walk())}
+
+    def _thread_only_groups(self) -> set[int]:
+        """Groups below the top level that hold only threads (and such groups): the UI puts
+        their threads straight under the process, and would show the group itself as an
+        empty row ("Host" above its host threads), so it is not written; what it held
+        names the nearest written ancestor as parent."""
+        trace, tracks = self.trace, self.trace.tracks
+        hidden: set[int] = set()
+
+        def only_threads(index: int) -> bool:
+            ok = True
+            for c in trace.children(index):
+                if tracks[c].kind == GROUP:
+                    ok = only_threads(c) and ok
+                elif c not in self.tid:
+                    ok = False
+            if ok and tracks[index].parent is not None and index not in self.hoist:
+                hidden.add(index)
+            return ok
+
+        for r in self.order:
+            if tracks[r].kind == GROUP:
+                only_threads(r)
+        return hidden
 
     def _counter_rows(self, trace: Trace) -> dict[int, int]:
         """Top-level groups without a lane (only counters, such as the analysis group of a
@@ -111,7 +141,8 @@ class Layout:
                                    + key_bytes(3, key_varint(1, self.extra_pid)
                                                + key_varint(3, self.extra_pid)
                                                + key_str(6, self.trace.meta.name or "tracks"))))
-        out.extend(self.descriptor(index) for index, _ in self._walk())
+        out.extend(self.descriptor(index) for index, _ in self._walk()
+                   if index not in self.hidden)
         return out
 
     def descriptor(self, index: int) -> bytes:
@@ -124,6 +155,8 @@ class Layout:
             name = f"{g.name}{SEP}{t.name}"
         body = [key_varint(1, index + 1), key_str(2, name)]
         parent = t.parent
+        while parent in self.hidden:
+            parent = tracks[parent].parent
         if parent is not None and parent in self.hoist:
             parent = self.hoist[parent]
         elif index in self.hoist:
@@ -159,7 +192,7 @@ class Layout:
             body.append(key_bytes(8, counter))
         if t.children or group is not None:
             body.append(key_varint(11, 3))              # child_ordering = EXPLICIT
-        body.append(key_varint(12, t.order if group is None else g.order))
+        body.append(key_varint(12, self.rank[index if group is None else group]))
         body.append(key_varint(15, 2))                  # sibling_merge_behavior = NONE
         return _descriptor(b"".join(body))
 
