@@ -306,8 +306,13 @@ def test_writers(which, request):
     stats = trace.stats()
     assert counts["begin"] == counts["end"] == stats["slices"]
     assert counts["counter"] == stats["counter_samples"]
-    assert counts["tracks"] == stats["tracks"] == len(descriptors)
+    # Every track but the "PM sampling" group, whose first counter is its row (named
+    # "PM sampling · <counter>", the others below it).
+    pm = sum(t.name == "PM sampling" for t in trace.tracks)
+    assert counts["tracks"] == len(descriptors) == stats["tracks"] - pm
     names = {d.name for d in descriptors.values()}
+    assert "PM sampling" not in names
+    assert sum(n.startswith("PM sampling · ") for n in names) == pm
     assert "context 1 · stream 7" in names and "GPU 0 · NVIDIA H200" in names
     buf = io.BytesIO()
     write_chrome(trace, buf)

@@ -29,7 +29,10 @@ class Layout:
     * everything else is a plain track under its parent, as in the model: groups, counters,
       and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
       no thread so that idle time does not count as activity in the process summary or the
-      overview.  The UI shows a group only when something below it is no thread; a group
+      overview.  A group below the top level draws nothing on its own row: one with a
+      counter among its children has that counter as its row instead ("<group> ·
+      <counter>", ``_sub_rows``; what the group held goes below it).  The UI shows a
+      group only when something below it is no thread; a group
       below the top level that holds only threads is not written at all (``hidden``: the
       UI would draw it as an empty row), its threads name the process as parent.
 
@@ -66,9 +69,32 @@ class Layout:
                                    n_pids + 1 + len(self.tid))
         self.name = thread_names(trace, self.tid)
         self.hidden = self._thread_only_groups()
+        for g, c in self._sub_rows(trace).items():
+            self.hoist[g] = c
+            self.hoisted[c] = g
+            self.hidden.add(g)      # what it held goes below its row: nothing left in it
         # sibling_order_rank: the place in the depth-first display order, so that what a
         # hidden group held keeps its place among its new siblings.
         self.rank = {index: n for n, (index, _) in enumerate(self._walk())}
+
+    def _sub_rows(self, trace: Trace) -> dict[int, int]:
+        """Groups below the top level (the UI draws nothing on their own rows) -> their first
+        counter with samples among their children, which becomes the group's row as for a
+        top-level group of counters (``_counter_rows``): collapsed, "AI Core Freq" or a
+        "Counters" group draws its first counter instead of nothing."""
+        tracks = trace.tracks
+        samples = {c.track for c in trace.counters if c.ts}
+        out = {}
+        for index, _ in self._walk():
+            t = tracks[index]
+            if (t.kind != GROUP or t.parent is None or index in self.hidden
+                    or index in self.hoist):
+                continue
+            first = next((c for c in trace.children(index)
+                          if tracks[c].kind == COUNTER and c in samples), None)
+            if first is not None:
+                out[index] = first
+        return out
 
     def _thread_only_groups(self) -> set[int]:
         """Groups below the top level that hold only threads (and such groups): the UI puts
@@ -150,21 +176,25 @@ class Layout:
         t = tracks[index]
         name = self.name.get(index, t.name)
         group = self.hoisted.get(index)
-        if group is not None:                   # the row of a group without lanes
+        if group is not None:                   # the row of a group (``hoist``)
             g = tracks[group]
-            name = f"{g.name}{SEP}{t.name}"
+            name = g.name if t.name == g.name else f"{g.name}{SEP}{t.name}"
         body = [key_varint(1, index + 1), key_str(2, name)]
         parent = t.parent
-        while parent in self.hidden:
+        while parent in self.hidden and parent not in self.hoist:
             parent = tracks[parent].parent
-        if parent is not None and parent in self.hoist:
-            parent = self.hoist[parent]
-        elif index in self.hoist:
+        if index in self.hoist:
             # The group itself goes below its row (kept for other readers; the UI shows no
             # track without events or children).
             parent = self.hoist[index]
+        elif parent is not None and parent in self.hoist:
+            parent = self.hoist[parent]
         if group is not None:
-            pass
+            up = tracks[group].parent            # the row takes its group's place
+            while up in self.hidden and up not in self.hoist:
+                up = tracks[up].parent
+            if up is not None:
+                body.append(key_varint(5, (self.hoist.get(up, up)) + 1))
         elif parent is not None:
             body.append(key_varint(5, parent + 1))
         elif t.kind != GROUP:
