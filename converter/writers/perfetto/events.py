@@ -14,6 +14,7 @@ import collections
 import struct
 import sys
 from array import array
+from itertools import accumulate
 from typing import IO, Any, Callable
 
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
@@ -61,7 +62,7 @@ class SequenceWriter:
         self.args_enc = _ArgEncoder(self.interner, arg_lines(trace.meta.extra))
         self.chunk: list[bytes] = []
         self.append = self.chunk.append
-        self.stamps: list[int] = []         # per packet of ``chunk``: its time, or -1
+        self.stamps = array("q")            # per packet of ``chunk``: its time, or -1
         self.stamp = self.stamps.append
         self.next_report = chunk_packets    # progress is told every chunk_packets packets
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
@@ -112,10 +113,8 @@ class SequenceWriter:
         self.counts["packets"] += len(packets)      # the part's come with its counts
         if part is not None:
             data, part_stamps, lengths = part
-            pos = 0
-            for n in lengths:
-                packets.append(data[pos:pos + n])
-                pos += n
+            ends = list(accumulate(lengths))
+            packets.extend(data[a:b] for a, b in zip([0, *ends], ends))
             stamps.extend(part_stamps)
         order = sorted(range(len(stamps)), key=stamps.__getitem__)
         write, step = self.sink[0].write, self.chunk_packets
@@ -123,7 +122,7 @@ class SequenceWriter:
         for k in range(0, len(order), step):
             write(b"".join(map(get, order[k:k + step])))
         packets.clear()
-        stamps.clear()
+        del stamps[:]
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, describes every track."""
@@ -453,8 +452,7 @@ class SequenceWriter:
         self.counts["packets"] += len(chunk)
         self.counts["slices"] = self.done
         result: dict[str, Any] = {k: self.counts[k] for k in _PART_COUNTS}
-        result["stamps"] = array("q", self.stamps)
+        result["stamps"] = self.stamps
         result["lengths"] = array("q", map(len, chunk))
         chunk.clear()
-        self.stamps.clear()
         return result
