@@ -49,12 +49,12 @@ def analyze_tracks(trace: Trace) -> TrackAnalysis:
 def add_derived(trace: Trace, analysis: TrackAnalysis | None = None) -> dict[str, int]:
     """Put the bubble lanes, counters and critical path of ``analysis`` (an ``Analysis``
     is one too) into ``trace``
-    (docs/analyses.md); a trace that has them already (its analysis group: tracks a
-    reader marks derived, such as msprof's own overlap lanes, do not count) is left alone.
+    (docs/analyses.md); a trace that has them already (``derived.has_derived_tracks``) is
+    left alone.
     Without ``analysis``, ``analyze_tracks(trace)`` is computed, and only when the tracks
     are added."""
-    from .derived import GROUP_NAME, add_derived_tracks
-    if any(t.derived and t.parent is None and t.name == GROUP_NAME for t in trace.tracks):
+    from .derived import add_derived_tracks, has_derived_tracks
+    if has_derived_tracks(trace):
         return {}
     return add_derived_tracks(trace, analysis if analysis is not None else analyze_tracks(trace))
 

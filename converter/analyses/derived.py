@@ -5,9 +5,12 @@
   the lane (and after its overlap lanes);
 * simpler runs: under every AICPU scheduler thread lane (``Sched_<n>``), a lane "<lane> ·
   loop idle" with its scheduler-loop idle as the runtime defines it (analyses/simpler/loop.py);
-* a group "tracecvt analysis" last among the top-level tracks, holding the critical-path
-  lane, the "busy lanes · <kind>" counters and, with a task graph, the "ready but waiting ·
-  <kind>" counters;
+* "busy lanes · <kind>" counters, each first in the group that holds every lane of its kind
+  when there is one below the top level ("AIC cores (cube)"; writers draw a sub-group's
+  first counter on the group's own row), else in the analysis group;
+* a group "tracecvt analysis" last among the top-level tracks, when it has something to
+  hold: the critical-path lane, the busy-lanes counters that have no group of their own
+  and, with a task graph, the "ready but waiting · <kind>" counters;
 * the tasks on the critical path get ``critical_path_step`` in their args, the dependencies
   between them ``critical_path: true`` in the flow's args and the flow name "critical path".
 
@@ -86,11 +89,14 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         new.extend(Slice(t, g0, g1 - g0, "loop idle", BUBBLE_CAT) for g0, g1 in gaps)
         counts["bubble_slices"] += len(gaps)
     # -- analysis group: critical path and counters -------------------------------------
-    last = max((tracks[r].order for r in trace.roots), default=-1) + 1
-    group = trace.add_track(GROUP_NAME, None, GROUP, last,
-                            "derived by tracecvt: critical path, busy lanes, ready tasks "
-                            f"(bubble causes: {b.cause_model})", derived=True)
+    homes = _homes(trace, tl)
     cp = a.critical_path
+    group = -1                  # made only when something goes into it
+    if (cp.computed and cp.segments) or b.ready_series or set(b.busy_series) - set(homes):
+        last = max((tracks[r].order for r in trace.roots), default=-1) + 1
+        group = trace.add_track(GROUP_NAME, None, GROUP, last,
+                                "derived by tracecvt: critical path, busy lanes, ready tasks "
+                                f"(bubble causes: {b.cause_model})", derived=True)
     if cp.computed and cp.segments:
         lane = trace.add_track("critical path", group, LANE, 0,
                                "the chain of tasks and waits that sets the run's length: "
@@ -131,8 +137,12 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
             (b.ready_series, "ready but waiting", "tasks",
              "{} tasks whose predecessors have all ended but that have not started")):
         for kind, series in by_kind.items():
-            c = trace.add_counter(f"{title}{SEP}{kind}", group, unit, order, what.format(kind),
-                                  derived=True)
+            # A kind's busy lanes go first into the group of its lanes where they have one:
+            # the group's own row then draws them (writers: a sub-group's first counter).
+            home = homes.get(kind) if title == "busy lanes" else None
+            c = trace.add_counter(f"{title}{SEP}{kind}", group if home is None else home,
+                                  unit, order - 1000 if home is not None else order,
+                                  what.format(kind), derived=True)
             c.ts, c.values = list(series[0]), list(series[1])   # not the analysis' own
             order += 1
             counts["counter_tracks"] += 1
@@ -140,6 +150,27 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
     counts["bubble_slices"] += len(b.gaps)
     trace.slices.extend(new)
     return counts
+
+
+def has_derived_tracks(trace: Trace) -> bool:
+    """Whether ``add_derived_tracks`` has run on ``trace`` (its analysis group, busy-lanes
+    counters or bubble lanes are there; tracks a reader marks derived, such as msprof's own
+    overlap lanes, do not count)."""
+    return any(t.derived and ((t.parent is None and t.name == GROUP_NAME)
+                              or t.name.startswith(f"busy lanes{SEP}")
+                              or t.name.endswith(f"{SEP}bubbles"))
+               for t in trace.tracks)
+
+
+def _homes(trace: Trace, tl) -> dict[str, int]:
+    """Lane kind -> the group below the top level that holds every lane of that kind, where
+    there is one (PyPTO's "AIC cores (cube)", msprof's "Ascend Hardware")."""
+    parents: dict[str, set] = {}
+    for lane in tl.lanes:
+        parents.setdefault(lane.kind, set()).add(lane.group)
+    tracks = trace.tracks
+    return {kind: g for kind, (g,) in ((k, tuple(p)) for k, p in parents.items() if len(p) == 1)
+            if g is not None and tracks[g].parent is not None and not tracks[g].derived}
 
 
 def _place_after(trace: Trace, after: dict[int, int]) -> None:
