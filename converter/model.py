@@ -36,8 +36,8 @@ LABEL_ARGS = "label_args"
 # text under the line's name ("name=value name=value", in this order, at the place of the
 # first) instead of one arg each, where a slice's shared args hold them (its own args, an
 # instant's, stay as they are: the line is made once per shared dict): Trace
-# Processor pays for every arg of every slice when it opens a trace, and a call's identity
-# (PyPTO: its label and three hashes) reads as well on one line.  The model, the analyses and
+# Processor pays for every arg of every slice when it opens a trace, and a call's facts
+# (PyPTO: its label, three hashes and execution statistics) read as well on one line.  The model, the analyses and
 # the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
 ARG_LINES = "arg_lines"
 # meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for

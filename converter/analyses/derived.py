@@ -139,6 +139,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         for kind, series in by_kind.items():
             # A kind's busy lanes go first into the group of its lanes where they have one:
             # the group's own row then draws them (writers: a sub-group's first counter).
+            # (there, before the group's own tracks, whose orders are not negative)
             home = homes.get(kind) if title == "busy lanes" else None
             c = trace.add_counter(f"{title}{SEP}{kind}", group if home is None else home,
                                   unit, order - 1000 if home is not None else order,

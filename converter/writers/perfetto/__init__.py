@@ -46,8 +46,8 @@ Layout of the written trace:
 
 Modules: this one decides which process writes which sequences; ``events`` builds the packets
 (``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
-track descriptors and sequence starts, ``interning`` the interned strings and args, ``wire``
-the field keys and packet framing.
+track descriptors and sequence starts, ``interning`` the interned strings and args,
+``order`` the time origin and the packets' order, ``wire`` the field keys and packet framing.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ from typing import IO, Any, Callable
 from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
-from .events import _PART_COUNTS, SequenceWriter, _sequence_ids, time_origin
+from .events import _PART_COUNTS, SequenceWriter, _sequence_ids
+from .order import time_origin
 from .wire import SEQ_ID
 
 __all__ = ["time_origin", "write_perfetto"]

@@ -1,7 +1,7 @@
 """The packets of the Perfetto writer: the header sequence, slice, counter and instant
 sequences, each built into ``chunk`` with its time in ``stamps`` (ns from the trace's time 0;
 -1 for the packets without a time, which open a sequence or describe tracks), then written
-in time order (``write_sorted``).
+in time order (``order``).
 
 A ``SequenceWriter`` holds what a writing process needs: the interner and args encoder, the
 flow ids per slice, the name fields, the sequence ids and the counts.  ``write_perfetto``
@@ -14,13 +14,13 @@ import collections
 import struct
 import sys
 from array import array
-from itertools import accumulate
 from typing import IO, Any, Callable
 
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
+from .order import send_part, time_origin, write_sorted
 from .riders import ride
 from .tracks import Layout, _sequence_start
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
@@ -38,16 +38,6 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
     load += [(len(c.ts), c.track) for c in counters if c.ts]
     return {t: n for n, (_, t) in enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])),
                                               first)}
-
-
-def time_origin(trace: Trace) -> int:
-    """The trace's time 0: its first timestamp (``Trace.time_span``'s start, the Chrome JSON
-    writer's ``base_time_ns``), so that one event has the same time in both outputs."""
-    lo = min((s.ts for s in trace.slices), default=None)
-    for t in [i.ts for i in trace.instants] + [min(c.ts) for c in trace.counters if c.ts]:
-        if lo is None or t < lo:
-            lo = t
-    return 0 if lo is None else lo
 
 
 class SequenceWriter:
@@ -101,28 +91,11 @@ class SequenceWriter:
         if self.sink[1]:
             self.sink[1](self.done)
 
-    def write_sorted(self, part: tuple[bytes, list[int], list[int]] | None = None) -> None:
-        """Write every packet built here, and those of a forked ``part`` (its packets' bytes,
-        their stamps and lengths), in time order: Trace Processor sorts every packet by
-        time before it parses them, and a file already in that order leaves it nothing to
-        sort (about 5 % of its load time on the largest PyPTO run).  Packets of one time
-        keep their order, here before the part's, so each sequence keeps its own order:
-        its times do not go back, except an END that closes an overlapping slice, which
-        Trace Processor would put in time order as well."""
-        packets, stamps = self.chunk, self.stamps
-        self.counts["packets"] += len(packets)      # the part's come with its counts
-        if part is not None:
-            data, part_stamps, lengths = part
-            ends = list(accumulate(lengths))
-            packets.extend(data[a:b] for a, b in zip([0, *ends], ends))
-            stamps.extend(part_stamps)
-        order = sorted(range(len(stamps)), key=stamps.__getitem__)
-        write, step = self.sink[0].write, self.chunk_packets
-        get = packets.__getitem__
-        for k in range(0, len(order), step):
-            write(b"".join(map(get, order[k:k + step])))
-        packets.clear()
-        del stamps[:]
+    def write_sorted(self, part: tuple[bytes, Any, Any] | None = None) -> None:
+        """Write every packet built here, and those of a forked ``part``, in time order
+        (``order.write_sorted``)."""
+        self.counts["packets"] += len(self.chunk)     # the part's come with its counts
+        write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets)
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, describes every track."""
@@ -442,17 +415,11 @@ class SequenceWriter:
         self.sink[:] = [part_out, None]
 
     def part_counts(self) -> dict[str, Any]:
-        """The part's counts, and its packets' stamps and lengths (``write_sorted``); its
+        """The part's counts, and its packets' stamps and lengths (``order.send_part``); its
         packets go to ``part_out``."""
-        out = self.sink[0]
-        chunk = self.chunk
-        for k in range(0, len(chunk), self.chunk_packets):
-            out.write(b"".join(chunk[k:k + self.chunk_packets]))
-        out.flush()
-        self.counts["packets"] += len(chunk)
+        self.counts["packets"] += len(self.chunk)
         self.counts["slices"] = self.done
         result: dict[str, Any] = {k: self.counts[k] for k in _PART_COUNTS}
-        result["stamps"] = self.stamps
-        result["lengths"] = array("q", map(len, chunk))
-        chunk.clear()
+        result["stamps"], result["lengths"] = send_part(self.sink[0], self.chunk, self.stamps,
+                                                        self.chunk_packets)
         return result

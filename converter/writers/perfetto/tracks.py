@@ -29,12 +29,12 @@ class Layout:
     * everything else is a plain track under its parent, as in the model: groups, counters,
       and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
       no thread so that idle time does not count as activity in the process summary or the
-      overview.  A group below the top level draws nothing on its own row: one with a
-      counter among its children has that counter as its row instead ("<group> ·
-      <counter>", ``_sub_rows``; what the group held goes below it).  The UI shows a
-      group only when something below it is no thread; a group
-      below the top level that holds only threads is not written at all (``hidden``: the
-      UI would draw it as an empty row), its threads name the process as parent.
+      overview.  The UI shows a group only when something below it is no thread, and
+      draws nothing on the row of a group below the top level: one with a counter among
+      its children has that counter as its row instead ("<group> · <counter>",
+      ``_sub_rows``; what the group held goes below it), and one that holds only threads
+      is not written at all (``hidden``: the UI would draw it as an empty row), its
+      threads name the process as parent.
 
     Thread names tell apart the threads of one process (``names.thread_names``).
 
