@@ -40,6 +40,9 @@ LABEL_ARGS = "label_args"
 # (PyPTO: its label, three hashes and execution statistics) read as well on one line.  The model, the analyses and
 # the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
 ARG_LINES = "arg_lines"
+# The meta.extra keys that say how to read the model, not facts about the run: writers leave
+# them out of traces.
+READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES})
 # meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for
 # every predecessor: PyPTO), so bubbles are classified by cause and the critical path
 # follows the flows.

@@ -27,6 +27,7 @@ from .critical_path import RUN_START
 
 if TYPE_CHECKING:
     from . import TrackAnalysis
+    from .timeline import Timeline
 
 GROUP_NAME = "tracecvt analysis"
 BUBBLE_CAT = "bubble"
@@ -90,15 +91,20 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         counts["bubble_slices"] += len(gaps)
     # -- analysis group: critical path and counters -------------------------------------
     homes = _homes(trace, tl)
+    made: list[int] = []
+
+    def analysis_group() -> int:
+        """The analysis group, made when something first goes into it."""
+        if not made:
+            last = max((tracks[r].order for r in trace.roots), default=-1) + 1
+            made.append(trace.add_track(
+                GROUP_NAME, None, GROUP, last, "derived by tracecvt: critical path, busy "
+                f"lanes, ready tasks (bubble causes: {b.cause_model})", derived=True))
+        return made[0]
+
     cp = a.critical_path
-    group = -1                  # made only when something goes into it
-    if (cp.computed and cp.segments) or b.ready_series or set(b.busy_series) - set(homes):
-        last = max((tracks[r].order for r in trace.roots), default=-1) + 1
-        group = trace.add_track(GROUP_NAME, None, GROUP, last,
-                                "derived by tracecvt: critical path, busy lanes, ready tasks "
-                                f"(bubble causes: {b.cause_model})", derived=True)
     if cp.computed and cp.segments:
-        lane = trace.add_track("critical path", group, LANE, 0,
+        lane = trace.add_track("critical path", analysis_group(), LANE, 0,
                                "the chain of tasks and waits that sets the run's length: "
                                "tasks are copies of the originals (see args.lane)",
                                nesting=False, derived=True)
@@ -137,12 +143,13 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
             (b.ready_series, "ready but waiting", "tasks",
              "{} tasks whose predecessors have all ended but that have not started")):
         for kind, series in by_kind.items():
-            # A kind's busy lanes go first into the group of its lanes where they have one:
-            # the group's own row then draws them (writers: a sub-group's first counter).
-            # (there, before the group's own tracks, whose orders are not negative)
+            # A kind's busy lanes go first into the group of its lanes where they have one
+            # (before the group's own tracks, whose orders are not negative): the group's
+            # own row then draws them (writers: a sub-group's first counter).
             home = homes.get(kind) if title == "busy lanes" else None
-            c = trace.add_counter(f"{title}{SEP}{kind}", group if home is None else home,
-                                  unit, order - 1000 if home is not None else order,
+            c = trace.add_counter(f"{title}{SEP}{kind}",
+                                  analysis_group() if home is None else home, unit,
+                                  order if home is None else order - 1000,
                                   what.format(kind), derived=True)
             c.ts, c.values = list(series[0]), list(series[1])   # not the analysis' own
             order += 1
@@ -163,7 +170,7 @@ def has_derived_tracks(trace: Trace) -> bool:
                for t in trace.tracks)
 
 
-def _homes(trace: Trace, tl) -> dict[str, int]:
+def _homes(trace: Trace, tl: "Timeline") -> dict[str, int]:
     """Lane kind -> the group below the top level that holds every lane of that kind, where
     there is one (PyPTO's "AIC cores (cube)", msprof's "Ascend Hardware")."""
     parents: dict[str, set] = {}

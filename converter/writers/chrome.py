@@ -72,8 +72,8 @@ import orjson
 
 from .. import __version__
 from ..fileio import PRODUCER
-from ..model import (ARG_LINES, COUNTER, GROUP, INT64_MIN, LABEL_ARGS, LANE, SOURCE_BINDING,
-                     UINT64_END, UNTRUSTED_FLOW, Trace)
+from ..model import (COUNTER, GROUP, INT64_MIN, LANE, READING_KEYS, SOURCE_BINDING, UINT64_END,
+                     UNTRUSTED_FLOW, Trace)
 from .flows import drawable, not_drawn_warning
 from .names import thread_names
 
@@ -250,9 +250,8 @@ def _metadata(trace: Trace, base: int, warnings: list[str]) -> dict[str, Any]:
     m = trace.meta
     clock = m.clock
     extra = m.extra
-    if type(extra) is dict and (LABEL_ARGS in extra or ARG_LINES in extra):
-        # how to read the model, not facts
-        extra = {k: v for k, v in extra.items() if k not in (LABEL_ARGS, ARG_LINES)}
+    if type(extra) is dict and not READING_KEYS.isdisjoint(extra):
+        extra = {k: v for k, v in extra.items() if k not in READING_KEYS}
     return {
         "name": m.name,
         "format": m.format,

@@ -139,6 +139,7 @@ class _ArgEncoder:
     def __init__(self, interner: _Interner, lines: dict[str, tuple[str, tuple[str, ...]]]):
         self.interner = interner
         self.lines = lines          # model.ARG_LINES (``arg_lines``), for shared args
+        self.line_names = {line for line, _ in lines.values()}
         self.cache: dict[Any, tuple[bytes, tuple]] = {}
         self.keep: list[Any] = []   # keeps id()-cached objects alive
         self.names: dict[str, tuple[bytes, bytes]] = {}   # arg name: name part, its entry
@@ -219,7 +220,7 @@ class _ArgEncoder:
         made: set[str] = set()
         if shared and self.lines:
             args = fold_lines(args, self.lines)
-            made = {self.lines[n][0] for n in self.lines}
+            made = self.line_names
         parts = []
         deps: dict[bytes, None] = {}
         pair = self.pair

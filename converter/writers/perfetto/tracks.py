@@ -52,6 +52,7 @@ class Layout:
         # Display order of the processes: the run's own groups first, derived groups last.
         self.order = sorted(trace.children(None),
                             key=lambda r: (tracks[r].derived, tracks[r].order))
+        self.samples = {c.track for c in trace.counters if c.ts}   # counters with samples
         self.hoist = self._counter_rows(trace)                # group -> its row's counter
         self.hoisted = {c: g for g, c in self.hoist.items()}
         groups = [r for r in self.order if tracks[r].kind == GROUP and r not in self.hoist]
@@ -83,7 +84,7 @@ class Layout:
         top-level group of counters (``_counter_rows``): collapsed, "AI Core Freq" or a
         "Counters" group draws its first counter instead of nothing."""
         tracks = trace.tracks
-        samples = {c.track for c in trace.counters if c.ts}
+        samples = self.samples
         out = {}
         for index, _ in self._walk():
             t = tracks[index]
@@ -128,7 +129,7 @@ class Layout:
         a row by name before the processes.  Only groups of two or more counters with
         samples: see below."""
         tracks = trace.tracks
-        samples = {c.track for c in trace.counters if c.ts}
+        samples = self.samples
         out = {}
         for r in self.order:
             if tracks[r].kind != GROUP:
@@ -171,6 +172,15 @@ class Layout:
                    if index not in self.hidden)
         return out
 
+    def _written(self, parent: int | None) -> int | None:
+        """The track that holds what ``parent`` held in the written trace: ``parent``, or
+        its nearest ancestor that is written (``hidden``), or the row of a group whose row
+        is one of its counters (``hoist``); None at the top level."""
+        tracks = self.trace.tracks
+        while parent in self.hidden and parent not in self.hoist:
+            parent = tracks[parent].parent
+        return None if parent is None else self.hoist.get(parent, parent)
+
     def descriptor(self, index: int) -> bytes:
         tracks = self.trace.tracks
         t = tracks[index]
@@ -180,24 +190,17 @@ class Layout:
             g = tracks[group]
             name = g.name if t.name == g.name else f"{g.name}{SEP}{t.name}"
         body = [key_varint(1, index + 1), key_str(2, name)]
-        parent = t.parent
-        while parent in self.hidden and parent not in self.hoist:
-            parent = tracks[parent].parent
-        if index in self.hoist:
+        if group is not None:                   # the row takes its group's place
+            parent = self._written(tracks[group].parent)
+        elif index in self.hoist:
             # The group itself goes below its row (kept for other readers; the UI shows no
             # track without events or children).
             parent = self.hoist[index]
-        elif parent is not None and parent in self.hoist:
-            parent = self.hoist[parent]
-        if group is not None:
-            up = tracks[group].parent            # the row takes its group's place
-            while up in self.hidden and up not in self.hoist:
-                up = tracks[up].parent
-            if up is not None:
-                body.append(key_varint(5, (self.hoist.get(up, up)) + 1))
-        elif parent is not None:
+        else:
+            parent = self._written(t.parent)
+        if parent is not None:
             body.append(key_varint(5, parent + 1))
-        elif t.kind != GROUP:
+        elif t.kind != GROUP and group is None:
             body.append(key_varint(5, self.extra_uuid))
         pid = self.pid.get(index)
         if pid is not None:
