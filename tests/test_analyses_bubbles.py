@@ -205,6 +205,62 @@ def test_without_a_graph_every_gap_is_idle():
     assert a.bubbles.ready_series == {}
 
 
+
+def _at(series, t):
+    """The value of a step series (timestamps, values) at time t."""
+    times, values = series
+    v = 0
+    for ts, x in zip(times, values):
+        if ts > t:
+            break
+        v = x
+    return v
+
+
+def test_busy_lanes_go_into_each_group_of_their_lanes_and_add_up_to_the_kind():
+    """Two ranks' streams: each rank's group gets the busy lanes of its own streams, and
+    the two series add up to the kind's series over the run at every time."""
+    tr = make_trace()
+    groups = []
+    for rank, spans in ((0, ((0, 100), (50, 100))), (1, ((80, 40), (300, 10)))):
+        g = tr.add_track(f"Rank {rank}", None, GROUP)
+        hw = tr.add_track("Ascend Hardware", g, GROUP)
+        groups.append(hw)
+        for n, (ts, dur) in enumerate(spans):
+            lane = tr.add_track(f"Stream {n}", hw, nesting=False)
+            tr.add_slice(lane, ts, dur, "k")
+    a = analyze(tr)
+    b = a.bubbles
+    assert set(b.busy_by_group) == {("Stream", g) for g in groups}
+    total = b.busy_series["Stream"]
+    cuts = sorted(set(total[0]) | {t for g in groups for t in b.busy_by_group["Stream", g][0]})
+    for t in cuts:
+        assert _at(total, t) == sum(_at(b.busy_by_group["Stream", g], t) for g in groups)
+    assert [_at(b.busy_by_group["Stream", groups[0]], t) for t in (0, 50, 100, 150)] == \
+        [1, 2, 1, 0]
+    assert [_at(b.busy_by_group["Stream", groups[1]], t) for t in (0, 80, 120, 300, 310)] == \
+        [0, 1, 0, 1, 0]
+    add_derived(tr, a)
+    counters = {tr.tracks[c.track].parent: c for c in tr.counters}
+    assert set(counters) == set(groups)       # no analysis group: nothing left for it
+    for g in groups:
+        c = counters[g]
+        assert tr.children(g)[0] == c.track        # first in its group
+        assert (c.ts, c.values) == tuple(map(list, b.busy_by_group["Stream", g]))
+
+
+def test_busy_lanes_of_a_kind_with_a_top_level_lane_go_to_the_analysis_group():
+    tr = make_trace()
+    hw = tr.add_track("Ascend Hardware", None, GROUP)
+    tr.add_slice(tr.add_track("Stream 0", hw, nesting=False), 0, 10, "k")
+    tr.add_slice(tr.add_track("Stream 1", None, nesting=False), 5, 10, "k")
+    a = analyze(tr)
+    add_derived(tr, a)
+    (c,) = tr.counters
+    assert tr.path(c.track) == "tracecvt analysis / busy lanes · Stream"
+    assert (c.ts, c.values) == tuple(map(list, a.bubbles.busy_series["Stream"]))
+    assert c.values == [1, 2, 1, 0]
+
 def test_nested_slices_count_once_and_overlap_lanes_join_their_lane():
     tr = make_trace()
     dev = tr.add_track("host", None, GROUP)
@@ -225,8 +281,9 @@ def test_nested_slices_count_once_and_overlap_lanes_join_their_lane():
     add_derived(tr, a)
     assert check_tiling(tr, a) == 2
     names = [tr.tracks[c].name for c in tr.children(dev)]
-    assert names == ["thread 7", "thread 7 · bubbles", "core 1", "core 1",
-                     "core 1 · bubbles"]
+    # Each kind's busy lanes go first into the group holding its lanes.
+    assert names == ["busy lanes · thread", "busy lanes · core", "thread 7",
+                     "thread 7 · bubbles", "core 1", "core 1", "core 1 · bubbles"]
 
 
 def graph_trace() -> tuple[Trace, dict[str, int]]:

@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
+from tracecvt.model import COUNTER
 from tracecvt.readers import find_runs
 from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.perfetto import write_perfetto
@@ -335,5 +336,13 @@ def test_runs_with_msprof_overlap_lanes_get_tracecvt_derived_tracks_once():
     assert {"Computing", "Free"} <= {t.name for t in trace.tracks if t.derived}
     added = add_derived_tracks(trace)
     assert added["bubble_lanes"] > 0 and added["bubble_slices"] > 0
-    assert [t.name for t in trace.tracks if t.parent is None and t.derived] == [GROUP_NAME]
+    # Every bubble-holding lane sits in a rank's own group, so the busy-lanes counters go
+    # there, one per group, and no analysis group is needed (no task graph: no critical path).
+    tracks = trace.tracks
+    placed = sorted((trace.path(t.parent), t.name)
+                    for t in tracks if t.derived and t.kind == COUNTER)
+    assert [t.name for t in tracks if t.parent is None and t.derived] == []
+    assert GROUP_NAME not in {t.name for t in tracks}
+    assert placed == sorted((f"Rank {r} / NPU / {group}", f"busy lanes · {kind}") for r in (0, 1)
+                            for group, kind in (("Ascend Hardware", "Stream"), ("HCCL", "Plane")))
     assert add_derived_tracks(trace) == {}

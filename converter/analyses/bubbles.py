@@ -179,6 +179,9 @@ class Bubbles:
     gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
     # kind -> (timestamps, values) of the busy-lanes and ready-tasks step functions
     busy_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
+    # (kind, group of the lanes) -> the busy-lanes step function of that group's lanes
+    busy_by_group: dict[tuple[str, int | None], tuple[list[int], list[int]]] = field(
+        default_factory=dict)
     ready_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     lane_prev: dict[int, int] = field(default_factory=dict)   # slice -> previous on its lane
 
@@ -205,7 +208,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     result = Bubbles(True, None, "task graph" if tl.has_graph else IDLE)
     gaps = result.gaps
     lane_prev = result.lane_prev
-    busy_delta: dict[str, dict[int, int]] = {}     # kind -> ts -> change of busy lanes
+    busy_delta: dict[tuple, dict[int, int]] = {}   # (kind, group) -> ts -> change of busy lanes
     ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
     ignored_total = 0
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
@@ -215,7 +218,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices
         graph = lane.graph
-        bd = busy_delta.setdefault(lane.kind, {})
+        bd = busy_delta.setdefault((lane.kind, lane.group), {})
         bget = bd.get
         rd = ready_delta.setdefault(lane.kind, {}) if graph else {}
         rget = rd.get
@@ -310,7 +313,13 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
             run.add(fig)
     result.kinds = list(kinds.values())
     result.run = run
-    for kind, delta in busy_delta.items():
+    by_kind: dict[str, dict[int, int]] = {}
+    for (kind, group), delta in busy_delta.items():
+        result.busy_by_group[kind, group] = step_series(delta, t0)
+        total = by_kind.setdefault(kind, {})
+        for t, change in delta.items():
+            total[t] = total.get(t, 0) + change
+    for kind, delta in by_kind.items():
         result.busy_series[kind] = step_series(delta, t0)
     for kind, delta in ready_delta.items():
         if delta:

@@ -5,9 +5,10 @@
   the lane (and after its overlap lanes);
 * simpler runs: under every AICPU scheduler thread lane (``Sched_<n>``), a lane "<lane> ·
   loop idle" with its scheduler-loop idle as the runtime defines it (analyses/simpler/loop.py);
-* "busy lanes · <kind>" counters, each first in the group that holds every lane of its kind
-  when there is one below the top level ("AIC cores (cube)"; writers draw a sub-group's
-  first counter on the group's own row), else in the analysis group;
+* "busy lanes · <kind>" counters, first in each group of the run's own that holds lanes of
+  that kind, counting that group's lanes ("AIC cores (cube)", each rank's "Ascend Hardware";
+  writers draw a sub-group's first counter on the group's own row), or one in the analysis
+  group when some lane of the kind is in no such group;
 * a group "tracecvt analysis" last among the top-level tracks, when it has something to
   hold: the critical-path lane, the busy-lanes counters that have no group of their own
   and, with a task graph, the "ready but waiting · <kind>" counters;
@@ -90,7 +91,6 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         new.extend(Slice(t, g0, g1 - g0, "loop idle", BUBBLE_CAT) for g0, g1 in gaps)
         counts["bubble_slices"] += len(gaps)
     # -- analysis group: critical path and counters -------------------------------------
-    homes = _homes(trace, tl)
     made: list[int] = []
 
     def analysis_group() -> int:
@@ -138,23 +138,32 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                 f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
                 f.name = "critical path"
     order = 1
-    for by_kind, title, unit, what in (
-            (b.busy_series, "busy lanes", "lanes", "how many {} lanes are running a task"),
-            (b.ready_series, "ready but waiting", "tasks",
-             "{} tasks whose predecessors have all ended but that have not started")):
-        for kind, series in by_kind.items():
-            # A kind's busy lanes go first into the group of its lanes where they have one
-            # (before the group's own tracks, whose orders are not negative): the group's
-            # own row then draws them (writers: a sub-group's first counter).
-            home = homes.get(kind) if title == "busy lanes" else None
-            c = trace.add_counter(f"{title}{SEP}{kind}",
-                                  analysis_group() if home is None else home, unit,
-                                  order if home is None else order - 1000,
-                                  what.format(kind), derived=True)
-            c.ts, c.values = list(series[0]), list(series[1])   # not the analysis' own
-            order += 1
-            counts["counter_tracks"] += 1
-            counts["counter_samples"] += len(c.ts)
+
+    def add_counter(name, parent, unit, rank, what, series):
+        c = trace.add_counter(name, parent, unit, rank, what, derived=True)
+        c.ts, c.values = list(series[0]), list(series[1])   # not the analysis' own
+        counts["counter_tracks"] += 1
+        counts["counter_samples"] += len(c.ts)
+
+    for kind, series in b.busy_series.items():
+        homes = _homes(trace, kind, b.busy_by_group)
+        what = f"how many {kind} lanes are running a task"
+        if homes:
+            # First into each group of the kind's lanes (before the group's own tracks, whose
+            # orders are not negative): a sub-group's row then draws its lanes' occupancy.
+            for g in homes:
+                add_counter(f"busy lanes{SEP}{kind}", g, "lanes", -1000 + order,
+                            what + (f" in {tracks[g].name}" if len(homes) > 1 else ""),
+                            b.busy_by_group[kind, g])
+        else:
+            add_counter(f"busy lanes{SEP}{kind}", analysis_group(), "lanes", order, what,
+                        series)
+        order += 1
+    for kind, series in b.ready_series.items():
+        add_counter(f"ready but waiting{SEP}{kind}", analysis_group(), "tasks", order,
+                    f"{kind} tasks whose predecessors have all ended but that have not "
+                    "started", series)
+        order += 1
     counts["bubble_slices"] += len(b.gaps)
     trace.slices.extend(new)
     return counts
@@ -170,15 +179,15 @@ def has_derived_tracks(trace: Trace) -> bool:
                for t in trace.tracks)
 
 
-def _homes(trace: Trace, tl: "Timeline") -> dict[str, int]:
-    """Lane kind -> the group below the top level that holds every lane of that kind, where
-    there is one (PyPTO's "AIC cores (cube)", msprof's "Ascend Hardware")."""
-    parents: dict[str, set] = {}
-    for lane in tl.lanes:
-        parents.setdefault(lane.kind, set()).add(lane.group)
+def _homes(trace: Trace, kind: str, by_group: dict) -> list[int]:
+    """The groups that hold the lanes of ``kind`` (PyPTO's "AIC cores (cube)", each rank's
+    "Ascend Hardware"), when every such lane is in a group of the run's own (none at the top
+    level of the trace): each gets the busy lanes of its own lanes; else none."""
+    groups = [g for k, g in by_group if k == kind]
     tracks = trace.tracks
-    return {kind: g for kind, (g,) in ((k, tuple(p)) for k, p in parents.items() if len(p) == 1)
-            if g is not None and tracks[g].parent is not None and not tracks[g].derived}
+    if any(g is None or tracks[g].derived for g in groups):
+        return []
+    return sorted(groups, key=lambda g: tracks[g].order)
 
 
 def _place_after(trace: Trace, after: dict[int, int]) -> None:

@@ -30,11 +30,13 @@ class Layout:
       and the derived lanes placed among a source group's lanes (a lane's bubbles), which are
       no thread so that idle time does not count as activity in the process summary or the
       overview.  The UI shows a group only when something below it is no thread, and
-      draws nothing on the row of a group below the top level: one with a counter among
-      its children has that counter as its row instead ("<group> · <counter>",
-      ``_sub_rows``; what the group held goes below it), and one that holds only threads
-      is not written at all (``hidden``: the UI would draw it as an empty row), its
-      threads name the process as parent.
+      draws nothing on the row of a group below the top level: one with a counter (else a
+      lane that is no thread) among its children has that child as its row instead
+      ("<group> · <counter>", ``_sub_rows``; what the group held goes below it), and one
+      that holds only threads is not written at all (``hidden``: the UI would draw it as an
+      empty row); what it held names its nearest written ancestor.  A group that holds only
+      groups (msprof's "NPU") stays, drawing nothing: the UI orders a process's own
+      children by name, and such a group keeps its children in their designed order.
 
     Thread names tell apart the threads of one process (``names.thread_names``).
 
@@ -79,20 +81,29 @@ class Layout:
         self.rank = {index: n for n, (index, _) in enumerate(self._walk())}
 
     def _sub_rows(self, trace: Trace) -> dict[int, int]:
-        """Groups below the top level (the UI draws nothing on their own rows) -> their first
-        counter with samples among their children, which becomes the group's row as for a
-        top-level group of counters (``_counter_rows``): collapsed, "AI Core Freq" or a
-        "Counters" group draws its first counter instead of nothing."""
+        """Groups below the top level (the UI draws nothing on their own rows) -> the child
+        that becomes the group's row, as for a top-level group of counters
+        (``_counter_rows``): its first counter with samples, else its first lane with slices
+        that is no thread.  Collapsed, "AI Core Freq" or a "Counters" group draws its first
+        counter, msprof's "Overlap Analysis" its "Computing" lane, instead of nothing."""
         tracks = trace.tracks
         samples = self.samples
+        busy: set[int] | None = None            # lanes with slices, found when first needed
         out = {}
         for index, _ in self._walk():
             t = tracks[index]
             if (t.kind != GROUP or t.parent is None or index in self.hidden
                     or index in self.hoist):
                 continue
-            first = next((c for c in trace.children(index)
+            children = trace.children(index)
+            first = next((c for c in children
                           if tracks[c].kind == COUNTER and c in samples), None)
+            if first is None and any(tracks[c].kind == LANE and c not in self.tid
+                                     for c in children):
+                if busy is None:
+                    busy = {s.track for s in trace.slices}
+                first = next((c for c in children if tracks[c].kind == LANE
+                              and c not in self.tid and c in busy), None)
             if first is not None:
                 out[index] = first
         return out
