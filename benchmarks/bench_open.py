@@ -23,6 +23,11 @@ The process start (about 20 ms, measured on an empty trace) is included in every
 is what any protobuf trace costs Trace Processor over a JSON one (about 20 ms more, measured
 on a one-packet .pftrace), which dominates small runs: the last line also gives the ratio net
 of both.
+
+``--ui N`` also opens the input, the plain converter's and tracecvt's file in the Perfetto UI
+itself (v52 in headless Chromium, ../shared/tools/perfetto-ui), N rounds in turn, and gives
+the median time from navigation until the tracks are on screen (the UI's own start included,
+the same for every file): what a user waits for.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from pathlib import Path
 from childrun import compile_tracecvt, run_child
 
 REPO = Path(__file__).resolve().parents[1]
+UI_TOOL = REPO.parent / "shared" / "tools" / "perfetto-ui" / "perfetto_ui.py"
 TP = Path(os.environ.get("TRACE_PROCESSOR_SHELL", REPO.parent / "shared" / "tools"
                         / "trace_processor" / "trace_processor_shell"))
 
@@ -81,11 +87,29 @@ def args_rows(path: str) -> int:
     return int(out.split()[-1].strip('"'))
 
 
+def ui_loads(files: dict[str, str], rounds: int, tmp: str) -> dict[str, float]:
+    """Median seconds until the Perfetto UI shows each file's tracks, the files opened in
+    turn, ``rounds`` times, by one harness run (one browser)."""
+    order = [k for _ in range(rounds) for k in files]
+    out = subprocess.run([sys.executable, str(UI_TOOL), *(files[k] for k in order), "--out",
+                          os.path.join(tmp, "ui"), "--expand", "0", "--no-omnibox-check"],
+                         capture_output=True, text=True)
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    if len(lines) != len(order) or not all(x["loaded"] for x in lines):
+        raise SystemExit(f"the Perfetto UI did not load every file: {out.stderr[-500:]}")
+    got: dict[str, list[float]] = {k: [] for k in files}
+    for k, line in zip(order, lines):
+        got[k].append(line["seconds"])
+    return {k: round(statistics.median(v), 3) for k, v in got.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--ui", type=int, default=0, metavar="N",
+                    help="also open each file N times in the Perfetto UI (headless Chromium)")
     a = ap.parse_args()
     if not os.access(TP, os.X_OK):
         raise SystemExit(f"no trace_processor_shell at {TP}")
@@ -119,6 +143,9 @@ def main() -> None:
         pf_start = statistics.median(tp_load(one)[0] for _ in range(a.repeat))
         fig: dict = {"run": str(a.run), "tp_start_s": round(start, 3),
                      "tp_start_protobuf_s": round(pf_start, 3)}
+        if a.ui:
+            fig["ui_load_s"] = ui_loads({k: files[k] for k in ("input", "plain", "tracecvt")},
+                                        a.ui, tmp)
         for key, path in files.items():
             runs = [tp_load(path) for _ in range(a.repeat)]
             fig[key] = {"bytes": os.path.getsize(path),
@@ -152,6 +179,12 @@ def main() -> None:
     print(f"memory vs plain {fig['memory_ratio_vs_plain']}; process start {fig['tp_start_s']} s "
           f"included (an empty JSON trace; a one-packet .pftrace: {fig['tp_start_protobuf_s']} s); "
           f"net of those, tracecvt / input {fig['ratio_vs_input_net_of_start']}")
+    ui = fig.get("ui_load_s")
+    if ui:
+        print(f"Perfetto UI ({a.ui} rounds, median s from navigation, its start included): "
+              + ", ".join(f"{k} {v}" for k, v in ui.items())
+              + f"; tracecvt / input {round(ui['tracecvt'] / ui['input'], 3)}, / plain "
+              f"{round(ui['tracecvt'] / ui['plain'], 3)}")
     if a.json:
         a.json.write_text(json.dumps(fig, indent=1))
 
