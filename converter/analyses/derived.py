@@ -28,7 +28,6 @@ from .critical_path import RUN_START
 
 if TYPE_CHECKING:
     from . import TrackAnalysis
-    from .timeline import Timeline
 
 GROUP_NAME = "tracecvt analysis"
 BUBBLE_CAT = "bubble"
@@ -183,11 +182,10 @@ def _homes(trace: Trace, kind: str, by_group: dict) -> list[int]:
     """The groups that hold the lanes of ``kind`` (PyPTO's "AIC cores (cube)", each rank's
     "Ascend Hardware"), when every such lane is in a group of the run's own (none at the top
     level of the trace): each gets the busy lanes of its own lanes; else none."""
-    groups = [g for k, g in by_group if k == kind]
-    tracks = trace.tracks
-    if any(g is None or tracks[g].derived for g in groups):
+    groups = [g for k, g in by_group if k == kind]          # in the order of their lanes
+    if any(g is None or trace.tracks[g].derived for g in groups):
         return []
-    return sorted(groups, key=lambda g: tracks[g].order)
+    return groups
 
 
 def _place_after(trace: Trace, after: dict[int, int]) -> None:
