@@ -313,14 +313,17 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
             run.add(fig)
     result.kinds = list(kinds.values())
     result.run = run
-    by_kind: dict[str, dict[int, int]] = {}
+    by_kind: dict[str, list[dict[int, int]]] = {}
     for (kind, group), delta in busy_delta.items():
-        result.busy_by_group[kind, group] = step_series(delta, t0)
-        total = by_kind.setdefault(kind, {})
-        for t, change in delta.items():
-            total[t] = total.get(t, 0) + change
-    for kind, delta in by_kind.items():
-        result.busy_series[kind] = step_series(delta, t0)
+        result.busy_by_group[kind, group] = result.busy_series[kind] = step_series(delta, t0)
+        by_kind.setdefault(kind, []).append(delta)
+    for kind, deltas in by_kind.items():
+        if len(deltas) > 1:                 # lanes of the kind in several groups: add up
+            total: dict[int, int] = {}
+            for delta in deltas:
+                for t, change in delta.items():
+                    total[t] = total.get(t, 0) + change
+            result.busy_series[kind] = step_series(total, t0)
     for kind, delta in ready_delta.items():
         if delta:
             result.ready_series[kind] = step_series(delta, t0)
