@@ -73,6 +73,7 @@ class Run:
         self._options = options or ReadOptions()
         self._trace: Trace | None = None
         self._analysis: Analysis | None = None
+        self._written_warnings: list[str] = []      # what writing said (flows not drawn)
 
     def __repr__(self) -> str:
         return f"<tracecvt.Run {self.name!r} ({self.format}) at {str(self.source.root)!r}>"
@@ -103,8 +104,9 @@ class Run:
 
     @property
     def warnings(self) -> list[str]:
-        """What could not be converted, one line each (the command line's warnings)."""
-        return list(self.trace.meta.warnings)
+        """What could not be converted, one line each (the command line's warnings): the
+        run's, then what each file written so far could not draw."""
+        return list(self.trace.meta.warnings) + self._written_warnings
 
     @property
     def analysis(self) -> "Analysis":
@@ -148,7 +150,7 @@ class Run:
         return self._write("model", path, force, False)
 
     def _write(self, writer: str, path, force: bool, derived: bool) -> Path:
-        from .convert import WRITERS, default_output, write_output
+        from .convert import WRITERS, default_output, write_run
         from .fileio import check_output
         out = default_output(self.source, writer, None if path is None else os.fspath(path),
                              False)
@@ -162,8 +164,10 @@ class Run:
             add_derived(t, analysis)
 
         try:
-            _typed(self.source.root, lambda: write_output(
-                trace, writer, out, enrich=enrich if with_derived else None))
+            result = _typed(self.source.root, lambda: write_run(
+                self.source, trace, writer, out, enrich=enrich if with_derived else None))
+            self._written_warnings += [w for w in result.warnings
+                                       if w not in trace.meta.warnings]
         finally:
             if with_derived:    # the derived tracks went into it: read the run again when
                 self._trace = None      # next used (same slice indexes, so the analysis holds)

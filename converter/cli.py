@@ -9,8 +9,9 @@ from pathlib import Path
 import click
 
 from . import __version__, archive
-from .convert import convert_source, default_output, default_workers, runs_under
-from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail, warn
+from .convert import convert_source, default_output, default_workers, output_path, runs_under
+from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail, size,
+                      warn)
 from .errors import TracecvtError, error_message
 from .progress import Reporter
 from .readers import READERS, ReadOptions, format_names
@@ -57,11 +58,7 @@ _common = [
 def _set_max_entry(ctx, param, value):
     archive.set_max_entry(archive.DEFAULT_MAX_ENTRY)
     if value is not None:
-        try:
-            archive.set_max_entry(archive.parse_size(value))
-        except ValueError:
-            raise click.BadParameter(f"{value!r} is not a size like 4GiB, 512M or 1000000",
-                                     param_hint="--max-entry-size")
+        archive.set_max_entry(size(value, "--max-entry-size", "4GiB, 512M or 1000000"))
     return value
 
 
@@ -124,7 +121,7 @@ def _find(path: Path, fmt: str | None) -> list:
         sys.exit(EXIT_ERROR)
 
 
-def _convert(writer: str, path: Path, output: Path | None, force: bool, fmt: str | None,
+def _convert(writer: str, path: Path, output: str | None, force: bool, fmt: str | None,
              clock_mhz: str | None, quiet: bool, all_metrics: bool = False,
              derived: bool = True, jobs: int | None = None) -> None:
     reporter = Reporter(enabled=not quiet)
@@ -296,7 +293,6 @@ def _emit(data: bytes, target: Path | None, force: bool, inputs: list, quiet: bo
 
 
 def _summary_target(src, out_format: str, output: str | None, many: bool) -> Path | None:
-    from .convert import output_path
     from .summary import SUFFIXES
     if output == "-":
         return None

@@ -34,3 +34,14 @@ def clock_mhz(value: str | None) -> Fraction | None:
     if mhz <= 0:
         raise click.BadParameter("must be positive", param_hint="--clock-mhz")
     return mhz
+
+
+def size(value: str, hint: str, examples: str) -> int:
+    """A size option (``--max-entry-size``, ``--max-ui-size``) in bytes: "4GiB", "512M",
+    "1000000"; a usage error naming ``hint`` otherwise."""
+    from .archive import parse_size
+    try:
+        return parse_size(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size like {examples}",
+                                 param_hint=hint) from None

@@ -181,6 +181,15 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))
 
+    return write_run(source, trace, writer, output, gzip_level, workers, enrich, progress)
+
+
+def write_run(source: Source, trace: Trace, writer: str, output: Path,
+              gzip_level: int | None = None, workers: int = 1,
+              enrich: Callable[[Trace], None] | None = None,
+              progress: Callable[[int], None] = lambda done: None) -> Result:
+    """``write_output``, and what came of it: the file's size and every warning (the run's,
+    and the flows the writer could not draw)."""
     counts = write_output(trace, writer, output, gzip_level, workers, enrich, progress)
     try:
         size = output.stat().st_size

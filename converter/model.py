@@ -295,9 +295,11 @@ class Trace:
         ids = self._roots if track is None else self.tracks[track].children
         return sorted(ids, key=lambda i: self.tracks[i].order)
 
-    def walk(self) -> Iterator[tuple[int, int]]:
-        """All tracks depth-first in display order, as (track index, depth)."""
-        stack = [(i, 0) for i in reversed(self.children(None))]
+    def walk(self, root: int | None = None) -> Iterator[tuple[int, int]]:
+        """All tracks depth-first in display order, as (track index, depth); with ``root``,
+        that track (depth 0) and the tracks below it."""
+        stack = [(i, 0) for i in reversed(self.children(None))] if root is None else \
+            [(root, 0)]
         while stack:
             index, depth = stack.pop()
             yield index, depth

@@ -32,11 +32,10 @@ from pathlib import Path
 
 import click
 
-from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail, warn
+from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail, size as size_option, warn
 from .errors import InputError, TracecvtError, error_message, one_line
 
 DEFAULT_UI = "https://ui.perfetto.dev"
-LARGE_TRACE = 1 << 30           # bytes: larger traces go to a native trace_processor
 TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
 CHROME_SUFFIXES = (".json", ".json.gz")
 TP_NAMES = ("trace_processor_shell", "trace_processor")
@@ -232,15 +231,6 @@ def _large(trace: Path, size: int, ui: str, tp: str | None, browser: bool,
                 proc.kill()
 
 
-def _size(value: str) -> int:
-    from .archive import parse_size
-    try:
-        return parse_size(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a size like 1GiB or 512M",
-                                 param_hint="--max-ui-size") from None
-
-
 @click.command("open")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--ui", default=DEFAULT_UI, show_default=True, metavar="URL",
@@ -269,7 +259,7 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
     fetched it."""
     from .readers import ReadOptions
     origin = ui_origin(ui)
-    limit = _size(max_ui_size)
+    limit = size_option(max_ui_size, "--max-ui-size", "1GiB or 512M")
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz))    # (convert_source sets workers)
     try:
         trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)

@@ -15,6 +15,7 @@ import pytest
 import tracecvt
 from tracecvt.cli import main
 
+import conftest
 from conftest import REPO
 
 SAMPLE = REPO / "samples" / "pypto" / "ffn_medium"
@@ -28,8 +29,7 @@ def run_copy(tmp_path):
 
 
 def cli(*args):
-    from click.testing import CliRunner
-    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    r = conftest.cli(*args)
     assert r.exit_code == 0, r.output
 
 
@@ -50,6 +50,20 @@ def test_outputs_are_the_clis_byte_for_byte(run_copy, tmp_path):
     with pytest.raises(tracecvt.OutputError, match="already exists"):
         run_copy.to_perfetto()
     assert run_copy.to_perfetto(force=True) == default
+
+
+def test_warnings_are_the_clis(run_copy, tmp_path):
+    """What writing says (dependencies the trace does not draw) joins the run's warnings, as
+    the command line prints it."""
+    from tracecvt.convert import convert_source
+    from tracecvt.readers import ReadOptions
+    before = run_copy.warnings
+    run_copy.to_perfetto(tmp_path / "a.pftrace")
+    r = convert_source(run_copy.source, "perfetto", tmp_path / "b.pftrace", False,
+                       ReadOptions())
+    assert run_copy.warnings == [w.replace("b.pftrace", "a.pftrace") for w in r.warnings]
+    assert len(run_copy.warnings) == len(before) + 1
+    assert "dependencies are not drawn" in run_copy.warnings[-1]
 
 
 def test_analysis_once_and_trace_kept_to_the_source_data(run_copy, tmp_path):

@@ -128,7 +128,7 @@ def _top_level(trace):
     for r in roots:
         if tracks[r].kind != GROUP:
             continue
-        below = [i for i, _ in _subtree(trace, r)][1:]
+        below = [i for i, _ in trace.walk(r)][1:]
         with_data = [i for i in below if i in samples]
         if not with_data and not any(i in events for i in below):
             continue                        # nothing to show: the UI shows no such group
@@ -143,17 +143,9 @@ def _single_counter(trace, r):
     """A group whose only content is one counter: Perfetto v52 draws nothing on a process
     row without threads, and puts a top-level counter without children in its own "Global
     Track Events" group (which draws nothing either), so no row of it can draw collapsed."""
-    below = [i for i, _ in _subtree(trace, r)][1:]
+    below = [i for i, _ in trace.walk(r)][1:]
     return not any(trace.tracks[i].kind == LANE for i in below) and \
         sum(1 for c in trace.counters if c.ts and c.track in below) == 1
-
-
-def _subtree(trace, root):
-    stack = [(root, 0)]
-    while stack:
-        i, d = stack.pop()
-        yield i, d
-        stack.extend((c, d + 1) for c in reversed(trace.children(i)))
 
 
 def _thread_lanes(trace, root):
@@ -161,16 +153,8 @@ def _thread_lanes(trace, root):
     shows no empty track), in display order."""
     tracks = trace.tracks
     busy = {s.track for s in trace.slices} | {i.track for i in trace.instants}
-    out = []
-    stack = [root]
-    while stack:
-        i = stack.pop()
-        t = tracks[i]
-        if t.kind == LANE and not (t.derived and not tracks[t.parent].derived) \
-                and i in busy:
-            out.append(i)
-        stack.extend(reversed(trace.children(i)))
-    return out
+    return [i for i, _ in trace.walk(root) if tracks[i].kind == LANE and i in busy
+            and not (tracks[i].derived and not tracks[tracks[i].parent].derived)]
 
 
 @pytest.mark.parametrize("name,writer", TRACES, ids=[f"{n}-{w}" for n, w in TRACES])

@@ -47,13 +47,22 @@ class Source:
             from ..archive import mount
             mount(self.archive, self.max_entry)
         trace = self.reader.read(self, options or ReadOptions())
-        declare = getattr(self.reader, "declarations", None)
-        if declare is not None:         # what the reader declares to the analyses
-            for key, value in declare(trace.meta).items():
-                trace.meta.extra.setdefault(key, value)
+        apply_declarations(self.reader, trace.meta)     # what it declares to the analyses
         for line in self.refused:
             trace.warn(f"{self.archive}: refused archive entry {line}")
         return trace
+
+
+def apply_declarations(reader: object, meta: RunMeta) -> None:
+    """Add to ``meta.extra`` what ``reader`` declares to the analyses
+    (``Reader.declarations``: a PyPTO run's task graph and label args, a serialized or
+    per-block run's reason for having no bubbles), keeping any key already there."""
+    declared = getattr(reader, "declarations", None)
+    if declared is None or type(meta.extra) is not dict:
+        return
+    missing = {k: v for k, v in declared(meta).items() if k not in meta.extra}
+    if missing:
+        meta.extra = {**meta.extra, **missing}
 
 
 class Reader(Protocol):

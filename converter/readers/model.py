@@ -28,7 +28,7 @@ from ..model import Clock, Counter, Flow, Instant, RunMeta, Slice, Track, Trace
 from ..modelfile import (DICT, DICT_TYPED_KEYS, END_PREFIX, END_SIZE, FORMAT_NAME,
                          FORMAT_VERSION, JSON, LIST, MAGIC, META_FIELDS, REF, SUFFIX, TUPLE,
                          sniff, unpack_crc)
-from .base import ReadOptions, Source
+from .base import ReadOptions, Source, apply_declarations
 
 
 class _Corrupt(Exception):
@@ -53,12 +53,7 @@ def _upgrade(meta: RunMeta) -> None:
     gets the declarations that reader makes now (``Reader.declarations``), so its analyses
     come out as from its source files."""
     from . import reader_for        # the registry imports this module
-    declared = getattr(reader_for(meta.format), "declarations", None)
-    if declared is None or type(meta.extra) is not dict:
-        return
-    missing = {k: v for k, v in declared(meta).items() if k not in meta.extra}
-    if missing:
-        meta.extra = {**meta.extra, **missing}
+    apply_declarations(reader_for(meta.format), meta)
 
 
 def check_file(data: bytes, path) -> None:

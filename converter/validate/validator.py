@@ -199,10 +199,10 @@ class _Validator(TraceChecks):
                 else:
                     lst.append((ts, typ, index))
             elif typ == COUNTER or typ == INSTANT:
-                uses = counter_uses if typ == COUNTER else instants
-                use = uses.get(key)
+                table = counter_uses if typ == COUNTER else instants
+                use = table.get(key)
                 if use is None:
-                    uses[key] = [index, 1]
+                    table[key] = [index, 1]
                 else:
                     use[1] += 1
                 if typ == COUNTER:

@@ -145,12 +145,7 @@ class Layout:
         for r in self.order:
             if tracks[r].kind != GROUP:
                 continue
-            below = []
-            stack = list(reversed(trace.children(r)))
-            while stack:
-                i = stack.pop()
-                below.append(i)
-                stack.extend(reversed(trace.children(i)))
+            below = [i for i, _ in trace.walk(r)][1:]
             if any(tracks[i].kind == LANE for i in below):
                 continue
             with_data = [i for i in below if i in samples]
@@ -163,13 +158,9 @@ class Layout:
 
     def _walk(self):
         """(track, its top-level track) depth-first, top-level tracks in process order."""
-        trace = self.trace
         for r in self.order:
-            stack = [r]
-            while stack:
-                index = stack.pop()
+            for index, _ in self.trace.walk(r):
                 yield index, r
-                stack.extend(reversed(trace.children(index)))
 
     def descriptors(self) -> list[bytes]:
         """The TrackDescriptor packets of every track, parents first."""
