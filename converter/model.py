@@ -35,10 +35,10 @@ LABEL_ARGS = "label_args"
 # meta.extra[ARG_LINES]: {line name: [arg names]}, args that a .pftrace writes as one line of
 # text under the line's name ("name=value name=value", in this order, at the place of the
 # first) instead of one arg each, where a slice's shared args hold them (its own args, an
-# instant's, stay as they are: the line is made once per shared dict): Trace
-# Processor pays for every arg of every slice when it opens a trace, and a call's facts
-# (PyPTO: its label, three hashes and execution statistics) read as well on one line.  The model, the analyses and
-# the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
+# instant's, stay as they are: the line is made once per shared dict): Trace Processor pays
+# for every arg of every slice when it opens a trace, and a call's facts (PyPTO: its label,
+# three hashes and execution statistics) read as well on one line.  The model, the analyses
+# and the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
 ARG_LINES = "arg_lines"
 # The meta.extra keys that say how to read the model, not facts about the run: writers leave
 # them out of traces.
@@ -89,6 +89,9 @@ UNTRUSTED_PREDECESSORS = "untrustedPredecessors"
 # dependency the reader re-bound to the executions it belongs to; checks that recompute the
 # tool's own figures use that binding.  Writers leave it out of traces.
 SOURCE_BINDING = "source_binding"
+
+# Between the parts of a name made of others: "AIC_3 · bubbles", "Python · Thread 7".
+SEP = " · "
 
 
 @dataclass(frozen=True)
@@ -326,8 +329,17 @@ class Trace:
                 lst.append(i)
         return by_track
 
+    def time_start(self) -> int | None:
+        """The first timestamp over slices, instants and counter samples (None: no event):
+        the time 0 of both writers' outputs."""
+        firsts = [min(c.ts) for c in self.counters if c.ts]
+        firsts += [min((s.ts for s in self.slices), default=None),
+                   min((i.ts for i in self.instants), default=None)]
+        return min((t for t in firsts if t is not None), default=None)
+
     def time_span(self) -> tuple[int, int] | None:
-        """(first, last) timestamp over slices, instants and counter samples."""
+        """(first, last) timestamp over slices, instants and counter samples (one pass over
+        the slices: faster than ``time_start`` and a second pass for the last)."""
         lo = hi = None
         for s in self.slices:
             if lo is None or s.ts < lo:

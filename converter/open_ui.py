@@ -32,7 +32,8 @@ from pathlib import Path
 
 import click
 
-from .cliopts import EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail, size as size_option, warn
+from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail,
+                      size as size_option, warn)
 from .errors import InputError, TracecvtError, error_message, one_line
 
 DEFAULT_UI = "https://ui.perfetto.dev"

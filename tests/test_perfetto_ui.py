@@ -213,7 +213,7 @@ def test_first_view_shows_activity_in_every_group_in_the_designed_order(opened, 
         assert all(g.rsplit(" / ", 1)[1] in folders for g in listed if " / " in g), f
     # Within each process its lanes, in display order (named as both writers name threads).
     lanes = {r: _thread_lanes(trace, r) for r in processes}
-    shown = thread_names(trace, {i: (r, None) for r in processes for i in lanes[r]})
+    shown = thread_names(trace, {i: r for r in processes for i in lanes[r]})
     names, depths = line["track_names"], line["track_depths"]
     for r in processes:
         k = names.index(top[[re.sub(r" \d+$", "", n) for n in top].index(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import GROUP, LANE, Slice, Trace
+from ..model import GROUP, LANE, SEP, Slice, Trace
 from .bubbles import CAUSES
 from .critical_path import RUN_START
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 GROUP_NAME = "tracecvt analysis"
 BUBBLE_CAT = "bubble"
 CP_CAT = "critical path"
-SEP = " · "
 
 
 def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:

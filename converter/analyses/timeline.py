@@ -225,7 +225,8 @@ def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], di
 
 
 def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object],
-                members: dict[object, list[int]], node_of: dict[int, int], untrusted: dict[int, int]) -> dict[int, list[int]]:
+                members: dict[object, list[int]], node_of: dict[int, int],
+                untrusted: dict[int, int]) -> dict[int, list[int]]:
     """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
     of a task is a dependency of every slice of it, on the predecessor task's node (its
     last-ending analysed slice; a task without analysed slices, such as a dummy task's

@@ -154,9 +154,9 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
         if opps else "<p>None found.</p>")))
     if d.get("vs_baseline") is not None:
         rows = _change_rows(d["vs_baseline"])
-        sections.append(("baseline", f"<h2>vs baseline ({esc((d.get('baseline') or {}).get('run'))})"
-                                     "</h2>" + _table(["figure", "previous", "current",
-                                                       "change"], rows, "", {3})))
+        base_run = esc((d.get("baseline") or {}).get("run"))
+        sections.append(("baseline", f"<h2>vs baseline ({base_run})</h2>"
+                         + _table(["figure", "previous", "current", "change"], rows, "", {3})))
     if bub.get("computed"):
         sections.append(("utilization", "<h2>Lane utilization</h2><p class=\"note\">Each "
                          "column is one lane, 100 % = the run's makespan: busy time, then its "

@@ -143,8 +143,8 @@ def util_bars(d: dict[str, Any], colors: dict[str, str]) -> str:
                 continue
             y -= bh
             parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{col - gap:.2f}" '
-                         f'height="{bh:.2f}" fill="{_fill(cause, lane["kind"], colors)}" class="c-{cause.replace(" ", "-")}"'
-                         '/>')
+                         f'height="{bh:.2f}" fill="{_fill(cause, lane["kind"], colors)}" '
+                         f'class="c-{cause.replace(" ", "-")}"/>')
         parts.append("</g>")
     # kind labels under the columns
     start = 0

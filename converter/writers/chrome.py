@@ -179,7 +179,7 @@ class _Layout:
         # Threads: lanes (and any other track holding slices or instants) in walk order.
         self.pid_of: dict[int, int] = {}
         self.tid_of: dict[int, int] = {}
-        self.threads: list[tuple[int, int, str, int]] = []   # (pid, tid, name, sort index)
+        lanes: list[tuple[int, int, int, int]] = []     # (pid, tid, track, sort index)
         self.counter_name: dict[int, str] = {}
         per_pid_threads: dict[int, int] = {}
         counter_names: dict[int, set[str]] = {}
@@ -195,7 +195,7 @@ class _Layout:
                 rank = per_pid_threads.get(pid, 0)
                 per_pid_threads[pid] = rank + 1
                 self.tid_of[index] = next_tid
-                self.threads.append((pid, next_tid, index, rank))
+                lanes.append((pid, next_tid, index, rank))
                 next_tid += 1
             if t.kind == COUNTER:
                 used = counter_names.setdefault(pid, set())
@@ -211,9 +211,9 @@ class _Layout:
                 self.counter_name[index] = name
         # Thread names that tell apart the threads of a process (Perfetto lists them side by
         # side): the same names as the Perfetto writer's.
-        names = thread_names(trace, {index: (pid, None) for pid, _, index, _ in self.threads})
-        self.threads = [(pid, tid, names.get(index, tracks[index].name), rank)
-                        for pid, tid, index, rank in self.threads]
+        names = thread_names(trace, {index: pid for pid, _, index, _ in lanes})
+        self.threads = [(pid, tid, names.get(index, tracks[index].name), rank)   # name: shown
+                        for pid, tid, index, rank in lanes]
 
 
 # -- writer -------------------------------------------------------------------------------
@@ -403,8 +403,11 @@ def write_chrome(trace: Trace, out: IO[bytes],
                     name = f.name or FLOW_CAT
                     fe = {"ph": "s", "id": fid, "cat": _flow_cat(name), "name": name,
                           "ts": bind_us if d.ts >= bind else start_us, "pid": pid, "tid": tid}
-                    if f.args:
-                        fe["args"] = {k: v for k, v in f.args.items() if k != SOURCE_BINDING}
+                    args = f.args
+                    if args and SOURCE_BINDING in args:    # the reader's, not a fact to show
+                        args = {k: v for k, v in args.items() if k != SOURCE_BINDING}
+                    if args:
+                        fe["args"] = args
                     batch.append(fe)
                     if d.ts == ts:          # "f" right after "s": Perfetto keeps that order
                         batch.append(_flow_end(f, fid, start_us, pid_of[d.track],

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Trace
-
-SEP = " · "
+from ..model import SEP, Trace
 
 
-def thread_names(trace: Trace, threads: dict[int, tuple[int, Any]]) -> dict[int, str]:
-    """Names for the lanes shown as threads (``threads``: lane -> (process, anything)) that
+def thread_names(trace: Trace, process_of: dict[int, Any]) -> dict[int, str]:
+    """Names for the lanes shown as threads (``process_of``: lane -> its process) that
     tell apart the threads of one process, which the UI lists side by side whatever groups
     the model has between them: where lanes of several groups share a name, every lane of
     those groups gets its group's name in front ("Python · Thread 7", "CANN · Thread 7",
@@ -19,7 +17,7 @@ def thread_names(trace: Trace, threads: dict[int, tuple[int, Any]]) -> dict[int,
     tracks = trace.tracks
     names: dict[int, str] = {}
     by_process: dict[Any, list[int]] = {}
-    for lane, (process, _) in threads.items():
+    for lane, process in process_of.items():
         by_process.setdefault(process, []).append(lane)
     for lanes in by_process.values():
         parents: dict[str, set] = {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...model import (GROUP, LANE, MAX_NS, NO_BUBBLES, Clock, Counter, RunMeta, Trace,
+from ...model import (GROUP, LANE, MAX_NS, NO_BUBBLES, SEP, Clock, Counter, RunMeta, Trace,
                       split_overlaps)
 from .kernels import Kernel
 from .metrics import BOUNDARY_COUNTERS, KEY_METRICS, printable
@@ -140,7 +140,7 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
         desc = f"device {dev if dev is not None else '?'}"
         desc += f": {dname}" if dname else ""
         desc += f", compute capability {cc}" if cc else ""
-        group = trace.add_track(f"{label} · {dname}" if dname else label, None, GROUP, order,
+        group = trace.add_track(f"{label}{SEP}{dname}" if dname else label, None, GROUP, order,
                                 desc)
         order += 1
         lanes: dict[tuple[Any, Any], int] = {}

@@ -62,7 +62,8 @@ def _tolerant(doc: Any) -> _DepsDoc | None:
 @dataclass
 class Deps:
     path: Path
-    tasks: dict[int, tuple[list[int], int]]     # task id -> (kernel_ids [aic, aiv0, aiv1], block_num)
+    # task id -> (kernel_ids [aic, aiv0, aiv1], block_num)
+    tasks: dict[int, tuple[list[int], int]]
     edges: list[tuple[int, int, dict[str, Any] | None]]   # (pred, succ, flow args) per row
     order: list[int]                            # task ids in submit order
 

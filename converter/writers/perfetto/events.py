@@ -187,9 +187,8 @@ class SequenceWriter:
             # One last step (id -1) at a time past every end: the END step closes what is open.
             starts.append(UINT64_END)
             seq = _Sequence(seq_ids[track_id])
-            for p in _sequence_start(seq, track_id):
-                append(p)
-                stamp(-1)
+            append(_sequence_start(seq, track_id))
+            stamp(-1)
             seqb = seq.field
             defined = seq.defined
             pending = seq.pending
@@ -299,7 +298,8 @@ class SequenceWriter:
         from its current args, defining on its sequence every interned entry it uses: those
         it defined there already, and its own (again, if need be: an iid keeps its string)."""
         names, cats, flow_bytes = self.names, self.cats, self.flow_bytes
-        name_field, cat_field, encode_all = self.name_field, self.cat_field, self.args_enc.encode_all
+        name_field, cat_field = self.name_field, self.cat_field
+        encode_all = self.args_enc.encode_all
         pos, tsb, head, flushed = place
         s = self.slices[i]
         deps = []
@@ -338,9 +338,8 @@ class SequenceWriter:
                 if not pairs:
                     continue
             seq = _Sequence(seq_ids[counter.track])
-            for p in _sequence_start(seq, counter.track):
-                append(p)
-                stamp(-1)
+            append(_sequence_start(seq, counter.track))
+            stamp(-1)
             tail = seq.field + _TRACK_EVENT
             small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
             for ts, value in pairs:

@@ -29,9 +29,14 @@ def compact_text(name: Any, value: Any) -> str:
 def _operand_text(op: dict[str, Any]) -> str:
     shape = op["shape"]
     dims = ",".join(map(str, shape)) if isinstance(shape, (list, tuple)) else str(shape)
-    rest = "".join(f" {k}={json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (list, dict, tuple)) else v}"
+    rest = "".join(f" {k}={_nested_text(v) if isinstance(v, (list, dict, tuple)) else v}"
                    for k, v in op.items() if k not in ("dtype", "shape") and v is not None)
     return f"{op['dtype']}[{dims}]{rest}"
+
+
+def _nested_text(value: Any) -> str:
+    """An operand's nested value, as JSON."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def arg_lines(extra: Any) -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -78,30 +83,20 @@ def _line_value(name: str, value: Any) -> str:
 
 
 class _Interner:
-    """Trace-wide iids: one (iid, InternedData entry) per string and table.
-
-    ``collect`` receives the entry of every string looked up, so an encoder can tell which
-    entries a fragment it builds depends on."""
+    """Trace-wide iids: one (iid, InternedData entry) per string and table."""
 
     def __init__(self) -> None:
         self.tables: dict[int, dict[Any, tuple[int, bytes]]] = {
             _I_CATEGORY: {}, _I_NAME: {}, _I_ARG_NAME: {}, _I_STRING: {}}
-        self.collect: list[bytes] = []
 
     def entry(self, table: int, text: str) -> tuple[int, bytes]:
-        """(iid, InternedData entry) of ``text`` in ``table``; not collected."""
+        """(iid, InternedData entry) of ``text`` in ``table``."""
         d = self.tables[table]
         hit = d.get(text)
         if hit is None:
             iid = len(d) + 1
             hit = d[text] = (iid, key_bytes(table, key_varint(1, iid) + key_str(2, text)))
         return hit
-
-    def iid(self, table: int, text: str) -> int:
-        """The iid of ``text`` in ``table``; its entry goes to ``collect``."""
-        hit = self.entry(table, text)
-        self.collect.append(hit[1])
-        return hit[0]
 
 
 class _Sequence:
@@ -208,10 +203,9 @@ class _ArgEncoder:
                 self.keep.append(value)
         hit = self.cache.get(key)
         if hit is None:
-            collect = self.interner.collect
-            collect.clear()
-            body = key_varint(1, self.interner.iid(_I_ARG_NAME, name)) + self._value(value)
-            hit = self.cache[key] = (_TE_DEBUG + varint(len(body)) + body, tuple(collect))
+            head, entry = self._name_part(str(name))
+            body = head + self._value(value)
+            hit = self.cache[key] = (_TE_DEBUG + varint(len(body)) + body, (entry,))
         return hit
 
     def encode_all(self, args: dict[str, Any], shared: bool = False) -> tuple[bytes, tuple]:
@@ -256,10 +250,10 @@ class _ArgEncoder:
             parts.append(enc)
         return b"".join(parts)
 
-    def _value(self, value: Any) -> bytes:
-        # Trace Processor resolves name_iid and string_value_iid at any depth of nested
-        # dict_entries/array_values (util/debug_annotation_parser.cc), so nested keys and
-        # strings are interned like top-level ones.
+    @staticmethod
+    def _value(value: Any) -> bytes:
+        """A scalar value's DebugAnnotation field (strings and nested values go through
+        ``_str_pair`` and ``compact_text``; anything else as its text)."""
         if isinstance(value, bool):
             return key_varint(2, int(value))
         if isinstance(value, int):
@@ -270,21 +264,4 @@ class _ArgEncoder:
             return key_varint(4, value)                # int_value (two's complement)
         if isinstance(value, float):
             return tag(5, 1) + _pack_double(value)
-        if isinstance(value, str):
-            if len(value) >= self.MIN_INTERNED_STRING:
-                return key_varint(17, self.interner.iid(_I_STRING, value))
-            return key_str(6, value)
-        if isinstance(value, dict):
-            entries = []
-            for k, v in value.items():
-                if v is None:
-                    continue
-                name = key_varint(1, self.interner.iid(_I_ARG_NAME, str(k)))
-                entries.append(key_bytes(11, name + self._value(v)))
-            return b"".join(entries) if entries else key_str(6, "{}")
-        if isinstance(value, (list, tuple)):
-            if not value:
-                return key_str(6, "[]")
-            return b"".join(key_bytes(12, self._value(v)) for v in value)
         return key_str(6, str(value))
-

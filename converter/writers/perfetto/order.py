@@ -20,13 +20,10 @@ from ...model import Trace
 
 
 def time_origin(trace: Trace) -> int:
-    """The trace's time 0: its first timestamp (``Trace.time_span``'s start, the Chrome JSON
+    """The trace's time 0: its first timestamp (``Trace.time_start``, the Chrome JSON
     writer's ``base_time_ns``), so that one event has the same time in both outputs."""
-    lo = min((s.ts for s in trace.slices), default=None)
-    for t in [i.ts for i in trace.instants] + [min(c.ts) for c in trace.counters if c.ts]:
-        if lo is None or t < lo:
-            lo = t
-    return 0 if lo is None else lo
+    start = trace.time_start()
+    return 0 if start is None else start
 
 
 def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: array,

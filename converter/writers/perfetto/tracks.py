@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...model import COUNTER, GROUP, LANE, Trace
+from ...model import COUNTER, GROUP, LANE, SEP, Trace
 from ..protowire import key_bytes, key_str, key_varint, varint
-from ..names import SEP, thread_names
+from ..names import thread_names
 from .interning import _Sequence
 from .wire import _SEQ, _TRACK_DESC, SEQ_CLEARED, _packet
 
@@ -70,7 +70,7 @@ class Layout:
                                        and not tracks[t.parent].derived):
                 self.tid[index] = (self.pid.get(root, self.extra_pid),
                                    n_pids + 1 + len(self.tid))
-        self.name = thread_names(trace, self.tid)
+        self.name = thread_names(trace, {lane: pid for lane, (pid, _) in self.tid.items()})
         self.hidden = self._thread_only_groups()
         for g, c in self._sub_rows(trace).items():
             self.hoist[g] = c
@@ -236,9 +236,9 @@ def _descriptor(data: bytes) -> bytes:
     return _packet(_SEQ + _TRACK_DESC + varint(len(data)) + data)
 
 
-def _sequence_start(seq: _Sequence, track_index: int) -> list[bytes]:
+def _sequence_start(seq: _Sequence, track_index: int) -> bytes:
     """The packet that opens a track's sequence: state cleared, and the track as the default
     of its events (``TracePacketDefaults.track_event_defaults.track_uuid``)."""
     defaults = key_bytes(11, key_varint(11, track_index + 1))
-    return [_packet(seq.field + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)
-                    + key_bytes(59, defaults))]
+    return _packet(seq.field + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)
+                   + key_bytes(59, defaults))
