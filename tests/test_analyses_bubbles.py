@@ -199,7 +199,7 @@ def test_without_a_graph_every_gap_is_idle():
     assert counts["bubble_slices"] == 3 and counts["bubble_lanes"] == 2
     assert {s.name for s in tr.slices if s.cat == "bubble"} == {"idle"}
     assert check_tiling(tr, a) == 2
-    times, busy = a.bubbles.busy_series["Stream"]
+    times, busy = a.bubbles.busy_series("Stream")
     assert (times[0], busy[0]) == (100, 1) and (times[-1], busy[-1]) == (500, 0)
     assert max(busy) == 2 and min(busy) >= 0
     assert a.bubbles.ready_series == {}
@@ -232,7 +232,7 @@ def test_busy_lanes_go_into_each_group_of_their_lanes_and_add_up_to_the_kind():
     a = analyze(tr)
     b = a.bubbles
     assert set(b.busy_by_group) == {("Stream", g) for g in groups}
-    total = b.busy_series["Stream"]
+    total = b.busy_series("Stream")
     cuts = sorted(set(total[0]) | {t for g in groups for t in b.busy_by_group["Stream", g][0]})
     for t in cuts:
         assert _at(total, t) == sum(_at(b.busy_by_group["Stream", g], t) for g in groups)
@@ -258,7 +258,7 @@ def test_busy_lanes_of_a_kind_with_a_top_level_lane_go_to_the_analysis_group():
     add_derived(tr, a)
     (c,) = tr.counters
     assert tr.path(c.track) == "tracecvt analysis / busy lanes · Stream"
-    assert (c.ts, c.values) == tuple(map(list, a.bubbles.busy_series["Stream"]))
+    assert (c.ts, c.values) == tuple(map(list, a.bubbles.busy_series("Stream")))
     assert c.values == [1, 2, 1, 0]
 
 def test_nested_slices_count_once_and_overlap_lanes_join_their_lane():

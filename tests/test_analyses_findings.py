@@ -114,6 +114,23 @@ def test_label_tables_follow_the_args_the_reader_declared():
     assert (t.key, t.title, [r.label for r in t.rows]) == ("function", "function", ["7", "8"])
 
 
+@pytest.mark.parametrize("kernels", [3, 300])
+def test_a_kernel_table_only_where_kernel_names_repeat(kernels):
+    """Kernels named once each (simpler names every task) label nothing the declared table
+    does not: no kernel table, however many there are (a table shows 200 rows at most)."""
+    from tracecvt.analyses.labels import time_by_label
+    from tracecvt.model import KERNEL
+    tr = Trace(RunMeta("kernels", "other"))
+    tr.meta.extra["label_args"] = {"function": "fn"}
+    lane = tr.add_track("core 0", tr.add_track("device", None, GROUP), nesting=False)
+    calls = [{"fn": n % 2} for n in range(kernels)]
+    for n in range(kernels):
+        tr.add_slice(lane, 10 * n, 5, f"k{n}", KERNEL, None, calls[n])
+    assert [t.key for t in time_by_label(tr)] == ["function"]
+    tr.add_slice(lane, 10 * kernels, 5, "k0", KERNEL, None, calls[0])     # k0 twice
+    assert [t.key for t in time_by_label(tr)] == ["function", "kernel"]
+
+
 @pytest.mark.parametrize("declared", [None, {}, 5, ["semanticLabel"],
                                       {"semantic_label": 3, 4: "op", "": "op", "x": ""},
                                       {"kernel": "op", "name": "fn"}])

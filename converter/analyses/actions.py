@@ -15,8 +15,9 @@ label and the concrete knobs or documentation pages of the tool that made the ru
 * msprof: the advice msprof op wrote for the run, and the Ascend C best-practice pages
   (block count, double buffering, transfers).
 
-Opportunities are matched by the start of their title (``findings.py``): a title that no
-rule here matches gets no label, and a test fails for it.
+``findings.py`` gives each opportunity its label where it makes it (NCU's: the kernel's
+bound class), and the actions only NCU's and msprof's advice know; ``annotate`` adds the
+catalog's for the label.
 """
 
 from __future__ import annotations
@@ -150,11 +151,8 @@ def bottlenecks(trace: Trace, a: "Analysis") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if a.ncu is not None and a.ncu.kernels:
         total = sum(k.duration for k in a.ncu.kernels) or 1
-        time: dict[str, int] = {}
-        for k in a.ncu.kernels:
-            label = NCU_BOUND_LABEL.get(k.bound)
-            if label is not None:
-                time[label] = time.get(label, 0) + k.duration
+        time = {NCU_BOUND_LABEL[b]: t for b, t in a.ncu.bound_time().items()
+                if b in NCU_BOUND_LABEL}
         for label, t in sorted(time.items(), key=lambda kv: -kv[1]):
             out.append({"label": label, "share_pct": round(100 * t / total, 2),
                         "evidence": f"{label}-bound kernels (Speed Of Light: compute and "
@@ -221,34 +219,34 @@ def _merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- opportunities ------------------------------------------------------------------------
 
 def annotate(trace: Trace, a: "Analysis") -> None:
-    """Give every opportunity of ``a`` its actions (and NCU's their label)."""
-    kernels = {k.name: k for k in a.ncu.kernels} if a.ncu is not None else {}
+    """Add to every opportunity of ``a`` the knobs and pages of the run's tool for its label
+    (``catalog``); NCU's name the report's own rules instead (``findings`` gives them)."""
     for o in a.opportunities:
-        if o.source in ("ncu rules", "ncu checks"):
-            _ncu(o, kernels)
-            continue
-        if o.bottleneck is None:    # (findings.opportunities labels the others)
-            continue
-        o.actions = catalog(trace, o.bottleneck)
-        if o.title == "msprof advice":
-            o.actions.insert(0, _act("msprof", "advice", o.metric[:120],
-                                     "visualize_data.bin (msprof op)", o.metric))
+        if not o.source.startswith("ncu"):
+            o.actions += catalog(trace, o.bottleneck)
 
 
-def _ncu(o, kernels: dict) -> None:
-    kernel, _, rest = o.title.partition(": ")
-    k = kernels.get(kernel)
-    o.bottleneck = NCU_BOUND_LABEL.get(k.bound if k is not None else "", LATENCY)
-    if o.source == "ncu rules":
-        o.actions = [_act("Nsight Compute", "rule", rest, NCU_GUIDE,
-                          "the report's own rule result for this kernel")]
-        return
+def ncu_rule_actions(rule: str) -> list[dict[str, str]]:
+    """An NCU rule result's opportunity: the rule itself."""
+    return [_act("Nsight Compute", "rule", rule, NCU_GUIDE,
+                 "the report's own rule result for this kernel")]
+
+
+def ncu_check_actions(k: Any) -> list[dict[str, str]]:
+    """A kernel's failed health checks (``ncu_bounds.KernelBound.failed``): the NCU rules
+    (or sections) behind them, once each."""
     seen = set()
-    o.actions = []
-    for c in k.failed if k is not None else ():
+    out = []
+    for c in k.failed:
         rule, section = NCU_CHECK_RULES.get(c["check"], ("", ""))
         if rule and rule not in seen:
             seen.add(rule)
-            o.actions.append(_act("Nsight Compute", "rule" if rule != section else "doc",
-                                  rule, f"{NCU_GUIDE} ({section} section)",
-                                  f"{c['check']} {c['threshold']} failed"))
+            out.append(_act("Nsight Compute", "rule" if rule != section else "doc", rule,
+                            f"{NCU_GUIDE} ({section} section)",
+                            f"{c['check']} {c['threshold']} failed"))
+    return out
+
+
+def msprof_advice_actions(text: str) -> list[dict[str, str]]:
+    """An advice line msprof op wrote."""
+    return [_act("msprof", "advice", text[:120], "visualize_data.bin (msprof op)", text)]

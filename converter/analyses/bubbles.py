@@ -15,8 +15,10 @@ Definitions (docs/analyses.md):
   started): ``[r, d)`` stays wait schedule (idle without a graph);
 * a dependency the reader marks untrusted (``model.UNTRUSTED_FLOW``: bound to the wrong
   execution by PyPTO's HUB seqNo quirk, or ending after its destination starts) is left out
-  of the ready time (``Timeline.preds`` holds none) and counted (``ignored_dependencies``:
-  tasks with such a dependency), so no wait is ever negative.
+  of the ready time (``Timeline.preds`` holds none), and so is one ending after its
+  destination starts that no reader marked (it cannot have held the destination back); both
+  are counted (``ignored_dependencies``: tasks with such a dependency), so no wait is ever
+  negative.
 
 These are PyPTO's own ``bubble_analysis.log`` definitions (format reference 7.2) with that
 one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares them.
@@ -177,13 +179,26 @@ class Bubbles:
     ignored_dependencies: int = 0
     # (lane index, start, end, cause code 0..3, next slice, waited-for slice or -1)
     gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
-    # kind -> (timestamps, values) of the busy-lanes and ready-tasks step functions
-    busy_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
-    # (kind, group of the lanes) -> the busy-lanes step function of that group's lanes
+    # (kind, group of the lanes) -> (timestamps, values) of the busy-lanes step function of
+    # that group's lanes (``busy_series``: a kind's over all its groups)
     busy_by_group: dict[tuple[str, int | None], tuple[list[int], list[int]]] = field(
         default_factory=dict)
+    # kind -> (timestamps, values) of the ready-tasks step function
     ready_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     lane_prev: dict[int, int] = field(default_factory=dict)   # slice -> previous on its lane
+
+    def busy_series(self, kind: str) -> tuple[list[int], list[int]]:
+        """The busy-lanes step function of every lane of ``kind``: its groups' added up."""
+        parts = [s for (k, _), s in self.busy_by_group.items() if k == kind]
+        if len(parts) == 1:
+            return parts[0]
+        delta: dict[int, int] = {}
+        for times, values in parts:
+            prev = 0
+            for t, v in zip(times, values):
+                delta[t] = delta.get(t, 0) + v - prev
+                prev = v
+        return step_series(delta, parts[0][0][0])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,13 +253,16 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
                 ready = t0
                 by = -1
                 plist = preds.get(i)
+                late = False
                 if plist:
                     for p in plist:
                         pe = ends[p]
-                        if ready < pe <= ts:    # (a late edge the reader did not mark:
-                            ready = pe          # it cannot have held the task back)
+                        if pe > ts:             # a late edge the reader did not mark: it
+                            late = True         # cannot have held the task back
+                        elif pe > ready:
+                            ready = pe
                             by = p
-                if i in untrusted:
+                if late or i in untrusted:
                     ignored += 1
                 if cur <= ts and cur_slice >= 0:
                     lane_prev[i] = cur_slice
@@ -313,17 +331,8 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
             run.add(fig)
     result.kinds = list(kinds.values())
     result.run = run
-    by_kind: dict[str, list[dict[int, int]]] = {}
-    for (kind, group), delta in busy_delta.items():
-        result.busy_by_group[kind, group] = result.busy_series[kind] = step_series(delta, t0)
-        by_kind.setdefault(kind, []).append(delta)
-    for kind, deltas in by_kind.items():
-        if len(deltas) > 1:                 # lanes of the kind in several groups: add up
-            total: dict[int, int] = {}
-            for delta in deltas:
-                for t, change in delta.items():
-                    total[t] = total.get(t, 0) + change
-            result.busy_series[kind] = step_series(total, t0)
+    for key, delta in busy_delta.items():
+        result.busy_by_group[key] = step_series(delta, t0)
     for kind, delta in ready_delta.items():
         if delta:
             result.ready_series[kind] = step_series(delta, t0)

@@ -143,7 +143,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         counts["counter_tracks"] += 1
         counts["counter_samples"] += len(c.ts)
 
-    for kind, series in b.busy_series.items():
+    for kind in dict.fromkeys(k for k, _ in b.busy_by_group):
         homes = _homes(trace, kind, b.busy_by_group)
         what = f"how many {kind} lanes are running a task"
         if homes:
@@ -155,7 +155,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                             b.busy_by_group[kind, g])
         else:
             add_counter(f"busy lanes{SEP}{kind}", analysis_group(), "lanes", order, what,
-                        series)
+                        b.busy_series(kind))
         order += 1
     for kind, series in b.ready_series.items():
         add_counter(f"ready but waiting{SEP}{kind}", analysis_group(), "tasks", order,

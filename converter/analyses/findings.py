@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, RESOURCES, Trace
-from .actions import COMPUTE, DEPENDENCY, DISPATCH, MSPROF_PIPE_LABEL
+from .actions import (COMPUTE, DEPENDENCY, DISPATCH, LATENCY, MSPROF_PIPE_LABEL, NCU_BOUND_LABEL,
+                      msprof_advice_actions, ncu_check_actions, ncu_rule_actions)
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
 from .timeline import source_lanes
@@ -24,7 +25,7 @@ class Opportunity:
     gain_ns: float | None         # estimated gain on the run, None when it cannot be said
     how: str                      # how the gain was estimated
     source: str                   # which analysis raised it
-    bottleneck: str | None = None  # its label in actions.LABELS (NCU's: actions.annotate)
+    bottleneck: str | None = None  # its label in actions.LABELS
     actions: list[dict[str, str]] = field(default_factory=list)   # knobs and pages to use
 
     def to_dict(self) -> dict[str, Any]:
@@ -224,14 +225,18 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"busy {_f(busiest.utilization_pct)} of the run", gain,
                     "makespan minus the busiest lane's busy time", "bubbles", DISPATCH))
     if a.ncu is not None:
+        by_name = {k.name: k for k in a.ncu.kernels}
         for adv in a.ncu.advice:
             gain = adv.get("estimated_gain_us")
+            k = by_name.get(adv.get("kernel"))
             out.append(Opportunity(
                 f"{adv.get('kernel')}: {adv.get('rule')}",
                 f"NCU estimated speedup {_f(adv.get('estimated_speedup_pct'))}"
                 + (f": {adv['message'][:160]}" if adv.get("message") else ""),
                 gain * 1000 if gain is not None else None,
-                "NCU's estimated speedup x the kernel's duration", "ncu rules"))
+                "NCU's estimated speedup x the kernel's duration", "ncu rules",
+                NCU_BOUND_LABEL.get(k.bound if k is not None else "", LATENCY),
+                ncu_rule_actions(f"{adv.get('rule')}")))
         if not a.ncu.advice:
             for k in a.ncu.kernels:
                 if k.failed:
@@ -239,7 +244,8 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                         f"{k.name}: {k.bound}", "; ".join(
                             f"{c['text']} (healthy {c['threshold']})"
                             for c in k.failed), None, "no estimate without NCU rule results",
-                        "ncu checks"))
+                        "ncu checks", NCU_BOUND_LABEL.get(k.bound, LATENCY),
+                        ncu_check_actions(k)))
     m = a.msprof_op
     if m is not None:
         durs = [b_.get("duration_us") or 0.0 for b_ in m.blocks]
@@ -263,7 +269,8 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                 "no estimate from pipe ratios alone", "msprof op", pipe_label))
         for adv in m.advice[:3]:
             out.append(Opportunity("msprof advice", adv[:200], None,
-                                   "advice from visualize_data.bin", "msprof op", pipe_label))
+                                   "advice from visualize_data.bin", "msprof op", pipe_label,
+                                   msprof_advice_actions(adv[:200])))
     out.sort(key=lambda o: (o.gain_ns is None, -(o.gain_ns or 0.0)))
     return out
 
@@ -275,10 +282,7 @@ def bottleneck(trace: Trace, a: "Analysis") -> dict[str, str]:
     if a.ncu is not None and a.ncu.kernels:
         ks = a.ncu.kernels
         total = sum(k.duration for k in ks) or 1
-        by: dict[str, int] = {}
-        for k in ks:
-            by[k.bound] = by.get(k.bound, 0) + k.duration
-        bound, t = max(by.items(), key=lambda kv: kv[1])
+        bound, t = max(a.ncu.bound_time().items(), key=lambda kv: kv[1])
         longest = max(ks, key=lambda k: k.duration)
         failed = ", ".join(c["text"] for c in longest.failed) or "no failed health check"
         return {"summary": f"{sum(1 for k in ks if k.bound == bound)} of {len(ks)} kernels "

@@ -136,15 +136,19 @@ def time_by_label(trace: Trace, critical: set[int] | None = None,
     if kernels:
         # (names that never repeat label nothing another table does not: simpler names each
         # task "QK(r2t5)", and its "function" table is the one by kernel)
-        table = _table("kernel", "kernel", kernels, lambda g: g.name)
-        if not tables or len(table.rows) < sum(g.count for g in kernels):
-            tables.append(table)
+        # (counted on the names: a table shows MAX_ROWS of them at most)
+        if not tables or _repeat(kernels):
+            tables.append(_table("kernel", "kernel", kernels, lambda g: g.name))
     elif not tables and groups:
         named = [g for g in groups if not g.args]     # slices without shared args
-        table = _table("name", "name", named, lambda g: g.name)
-        if named and len(table.rows) < sum(g.count for g in named):
-            tables.append(table)
+        if named and _repeat(named):
+            tables.append(_table("name", "name", named, lambda g: g.name))
     return tables
+
+
+def _repeat(groups: list[_Group]) -> bool:
+    """Whether some name is on more than one slice of ``groups``."""
+    return len({g.name for g in groups}) < sum(g.count for g in groups)
 
 
 def _label(value: Any, cat: str) -> str:

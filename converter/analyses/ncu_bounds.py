@@ -78,15 +78,20 @@ class NcuResult:
     serialized: bool
     memory_efficiency_pct: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
+    def bound_time(self) -> dict[str, int]:
+        """Bound class -> the kernels' time in it (ns), in the kernels' order."""
         time: dict[str, int] = {}
         for k in self.kernels:
-            counts[k.bound] = counts.get(k.bound, 0) + 1
             time[k.bound] = time.get(k.bound, 0) + k.duration
+        return time
+
+    def to_dict(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for k in self.kernels:
+            counts[k.bound] = counts.get(k.bound, 0) + 1
         return {"kernels": [k.to_dict() for k in self.kernels],
                 "bound_counts": counts,
-                "bound_time_us": {b: us(t) for b, t in time.items()},
+                "bound_time_us": {b: us(t) for b, t in self.bound_time().items()},
                 "advice": self.advice, "serialized": self.serialized,
                 "memory_efficiency_pct": self.memory_efficiency_pct}
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Trace
+from ..model import SOURCE_BINDING, Trace
 from .bubbles import Bubbles, LaneFigures
 from .timeline import Timeline
 
@@ -134,7 +134,11 @@ def check_pypto(trace: Trace, tl: Timeline, bubbles: Bubbles) -> PyptoCheck | No
     t0 = min(starts)
     empty: list[int] = []
     # PyPTO's own graph: its bindings (model.SOURCE_BINDING) and untrusted flows included.
-    preds = tl.preds if tl.source_preds is None else tl.source_preds
+    preds: dict[int, list[int]] = {}
+    for f in trace.flows:
+        a = f.args
+        src, dst = a[SOURCE_BINDING] if a and SOURCE_BINDING in a else (f.src, f.dst)
+        preds.setdefault(dst, []).append(src)
     data = {name: _Core(trace, tasks.get(name, empty), preds)
             for name in log["cores"]}
 

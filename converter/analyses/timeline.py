@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES,
-                     SOURCE_BINDING, TASK_GRAPH, TASK_ID, UNTRUSTED_FLOW, Trace)
+from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
+                     TASK_ID, UNTRUSTED_FLOW, Trace)
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -51,7 +51,6 @@ class Timeline:
     preds: dict[int, list[int]]   # slice -> predecessor slices (flows), graph runs only;
                                   # untrusted flows (model.UNTRUSTED_FLOW) left out
     skipped: str | None = None    # why no bubbles are computed (not a timeline, serialized)
-    fake_slices: int = 0          # slices left out because their times are invented
     lane_of: dict[int, int] = field(default_factory=dict)   # slice -> index in lanes
     lane_counts: dict[str, int] = field(default_factory=dict)  # kind -> lanes, idle included
     # Tasks of several slices (TASK_ID: MIX rows, SPMD blocks): slice -> the task's last-ending
@@ -61,12 +60,8 @@ class Timeline:
     node_of: dict[int, int] = field(default_factory=dict)
     node_first: dict[int, int] = field(default_factory=dict)
     has_pickup: bool = False      # some analysed slice says when it was dispatched (PICKUP)
-    untrusted: dict[int, int] = field(default_factory=dict)   # slice -> untrusted flows into it
+    untrusted: set[int] = field(default_factory=set)   # slices an untrusted flow goes into
     fake_in_graph: int = 0        # slices with invented times that a flow starts or ends at
-    # The graph as the source tool bound it (model.SOURCE_BINDING, untrusted flows included):
-    # for checks that recompute the tool's own figures.  None: the same as ``preds`` plus
-    # the untrusted flows.
-    source_preds: dict[int, list[int]] | None = None
 
     def node(self, i: int) -> int:
         return self.node_of.get(i, i)
@@ -148,8 +143,7 @@ class Timeline:
             node_of, node_first = _nodes(slices, tasks[1])
         has_pickup = any(PICKUP in slices[i].all_args for lane in ordered
                          for i in lane.slices[:1])
-        untrusted: dict[int, int] = {}
-        source_preds = None
+        untrusted: set[int] = set()
         fakes: set[int] | tuple = ()
         if has_graph and tasks is not None:
             preds = _task_preds(trace, lane_of, tasks[0], tasks[1], node_of, untrusted)
@@ -158,7 +152,7 @@ class Timeline:
         elif has_graph:
             for f in trace.flows:
                 if f.name == UNTRUSTED_FLOW:
-                    untrusted[f.dst] = untrusted.get(f.dst, 0) + 1
+                    untrusted.add(f.dst)
                     continue
                 lst = preds.get(f.dst)
                 if lst is None:
@@ -173,17 +167,9 @@ class Timeline:
                     ordered[b].graph = True
             fakes = {i for f in trace.flows for i in (f.src, f.dst)
                      if slices[i].cat == INVENTED_TIMES} if fake else ()
-            if untrusted or any(f.args and SOURCE_BINDING in f.args for f in trace.flows):
-                source_preds = {}
-                for f in trace.flows:
-                    a = f.args
-                    src, dst = a[SOURCE_BINDING] if a and SOURCE_BINDING in a \
-                        else (f.src, f.dst)
-                    source_preds.setdefault(dst, []).append(src)
-        return cls(ordered, start, end, has_graph, preds, skipped, fake, lane_of, lane_counts,
+        return cls(ordered, start, end, has_graph, preds, skipped, lane_of, lane_counts,
                    node_of=node_of, node_first=node_first, has_pickup=has_pickup,
-                   untrusted=untrusted, source_preds=source_preds,
-                   fake_in_graph=len(fakes) if has_graph else 0)
+                   untrusted=untrusted, fake_in_graph=len(fakes))
 
 
 def _tasks(trace: Trace, lanes: list[Lane]
@@ -226,7 +212,7 @@ def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], di
 
 def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object],
                 members: dict[object, list[int]], node_of: dict[int, int],
-                untrusted: dict[int, int]) -> dict[int, list[int]]:
+                untrusted: set[int]) -> dict[int, list[int]]:
     """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
     of a task is a dependency of every slice of it, on the predecessor task's node (its
     last-ending analysed slice; a task without analysed slices, such as a dummy task's
@@ -237,7 +223,7 @@ def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object
     seen: set[tuple[object, int]] = set()
     for f in trace.flows:
         if f.name == UNTRUSTED_FLOW:
-            untrusted[f.dst] = untrusted.get(f.dst, 0) + 1
+            untrusted.add(f.dst)
             continue
         src = f.src
         key = task_of.get(src)

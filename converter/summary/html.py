@@ -20,6 +20,18 @@ from .markdown import change_cell, figure_cell, ncu_kernel_table, num, pct_, us_
 
 # -- tables -------------------------------------------------------------------------------
 
+def _ncu_kernels(kernels: list[dict[str, Any]]) -> str:
+    """The Nsight Compute kernel table (30 kernels at most) and its healthy thresholds."""
+    kernels = kernels[:30]
+    if kernels and kernels[0].get("figures"):
+        head, rows, healthy = ncu_kernel_table(kernels)
+        return _table(head, rows) + f'<p class="note">{esc(healthy)}</p>'
+    return _table(["kernel", "duration", "bound", "compute", "memory", "failed checks"],
+                  [[k["name"], us_(k["duration_us"]), k["bound"],
+                    pct_(k["compute_throughput_pct"]), pct_(k["memory_throughput_pct"]),
+                    ", ".join(k["failed_checks"]) or "—"] for k in kernels])
+
+
 def _table(head: list[str], rows: list[list[Any]], cls: str = "", raw: set[int] = frozenset()
            ) -> str:
     out = [f'<table class="{cls}"><thead><tr>'
@@ -207,18 +219,11 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     if ncu:
         sections.append(("ncu", "<h2>Nsight Compute kernels</h2>" + (
             "<p>Kernels are replayed one at a time and laid end to end: no bubbles by "
-            "construction.</p>" if ncu.get("serialized") else "") + (
-            _table(*ncu_kernel_table(ncu["kernels"][:30])[:2])
-            + f'<p class="note">{esc(ncu_kernel_table(ncu["kernels"][:1])[2])}</p>'
-            if ncu["kernels"] and ncu["kernels"][0].get("figures") else _table(
-            ["kernel", "duration", "bound", "compute", "memory", "failed checks"],
-            [[k["name"], us_(k["duration_us"]), k["bound"], pct_(k["compute_throughput_pct"]),
-              pct_(k["memory_throughput_pct"]), ", ".join(k["failed_checks"]) or "—"]
-             for k in ncu["kernels"][:30]])) + (_table(
-                 ["kernel", "rule", "speedup", "advice"],
-                 [[a["kernel"], a["rule"], pct_(a["estimated_speedup_pct"]),
-                   (a["message"] or "")[:240]] for a in ncu["advice"][:15]])
-                 if ncu.get("advice") else "")))
+            "construction.</p>" if ncu.get("serialized") else "") + _ncu_kernels(ncu["kernels"])
+            + (_table(["kernel", "rule", "speedup", "advice"],
+                      [[a["kernel"], a["rule"], pct_(a["estimated_speedup_pct"]),
+                        (a["message"] or "")[:240]] for a in ncu["advice"][:15]])
+               if ncu.get("advice") else "")))
     mop = d.get("msprof_op")
     if mop:
         sections.append(("msprof-op", "<h2>msprof op: blocks and pipes</h2>"
