@@ -114,7 +114,9 @@ def main() -> None:
     if not os.access(TP, os.X_OK):
         raise SystemExit(f"no trace_processor_shell at {TP}")
     compile_tracecvt(REPO)
-    merged = next(p for p in sorted(a.run.rglob("merged_swimlane.json*")))
+    merged = min(a.run.rglob("merged_swimlane.json*"), default=None)
+    if merged is None:
+        raise SystemExit(f"{a.run}: no merged_swimlane.json under it")
     with tempfile.TemporaryDirectory() as tmp:
         if merged.name.endswith(".gz"):     # the samples store it gzipped; PyPTO does not
             import gzip

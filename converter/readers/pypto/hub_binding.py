@@ -84,18 +84,17 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
     hi: dict[tuple, int] = {}
     get = node_of.get
     touching = [fi for fi, f in enumerate(flows) if f.src in node_of or f.dst in node_of]
-    fake = INVENTED_TIMES
     for fi in touching:
         f = flows[fi]
         ks, kd = get(f.src), get(f.dst)
         if kd is None:
             d = slices[f.dst]
-            if d.cat != fake and d.ts < hi.get(ks, d.ts + 1):
+            if d.cat != INVENTED_TIMES and d.ts < hi.get(ks, d.ts + 1):
                 hi[ks] = d.ts
         elif ks is None:
             p = slices[f.src]
             end = p.ts + p.dur
-            if p.cat != fake and end > lo.get(kd, end - 1):
+            if p.cat != INVENTED_TIMES and end > lo.get(kd, end - 1):
                 lo[kd] = end
     owner: dict[int, tuple] = {}                # execution slice -> the key it belongs to
     exec_of: dict[tuple, int] = {}
@@ -108,17 +107,21 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
             s = slices[e]
             start, end = s.ts, s.ts + s.dur
             fits[e] = {k for k, a, b in win if a <= start and end <= b}
+
+        def take(e: int, k: tuple) -> None:
+            """Execution ``e`` is key ``k``'s: no other execution can be."""
+            owner[e] = k
+            exec_of[k] = e
+            for other in fits.values():
+                other.discard(k)
+
         every_key_ran = len(es) >= len(ks)
         changed = True
         while changed:
             changed = False
             for e, ok in fits.items():
                 if e not in owner and len(ok) == 1:
-                    (k,) = ok
-                    owner[e] = k
-                    exec_of[k] = e
-                    for other in fits.values():
-                        other.discard(k)
+                    take(e, next(iter(ok)))
                     changed = True
             if every_key_ran and not changed:
                 for k in ks:
@@ -126,10 +129,7 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
                         continue
                     able = [e for e, ok in fits.items() if e not in owner and k in ok]
                     if len(able) == 1:
-                        owner[able[0]] = k
-                        exec_of[k] = able[0]
-                        for other in fits.values():
-                            other.discard(k)
+                        take(able[0], k)
                         changed = True
     for e, k in owner.items():
         slices[e].args[DEVICE_TASK] = k[0]

@@ -317,12 +317,11 @@ class ChromeEventLoader:
                     if hint is not None:
                         key = (a.get("ioperand-hint"), a.get("ooperand-hint"),
                                a.get("execution-hint"), a.get("color"),
-                               hint[hint.find("rootHash"):hint.rfind(", TaskId")],
-                               name[_after_third_dash(name):], lane)
+                               hint[hint.find("rootHash"):hint.rfind(", TaskId")], lane)
                         cached = task_cache.get(key)
                         if cached is None:
                             cached = task_cache[key] = self._task(
-                                key, name, a, shared_args, trace.tracks[lane].name)
+                                key, a, shared_args, trace.tracks[lane].name)
                         shared, cat = cached
                         args = {"seqNo": a.get("seqNo"), "taskId": a.get("taskId")}
                         self.tasks += 1
@@ -399,7 +398,7 @@ class ChromeEventLoader:
         except TypeError:                       # an unhashable pid or tid
             self._skip("malformed 'M' event")
 
-    def _task(self, key, name: str, a: dict, shared_args: SharedTaskArgs, lane_name: str):
+    def _task(self, key, a: dict, shared_args: SharedTaskArgs, lane_name: str):
         color = a.get("color") or ""
         fake = color.startswith("fake") or lane_name.startswith("Fake Core")
         label = color[4:] if fake and color.startswith("fake") else color
@@ -567,12 +566,6 @@ def series_pass(events: list, free: bool):
 
 def _phase(e: Event) -> Any:
     return None if e.ph is UNSET else e.ph
-
-
-def _after_third_dash(name: str) -> int:
-    """Index after ``seq-func-op-`` in a PyPTO task name (the rest: rootIndex-psgId(label))."""
-    p = name.find("-", name.find("-", name.find("-") + 1) + 1)
-    return p + 1 if p >= 0 else 0
 
 
 def load_events(path: Path, warn=None, typed: bool = True) -> list:

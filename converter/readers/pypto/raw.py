@@ -616,8 +616,7 @@ def _add_task_slice(trace: Trace, task: _Task, program: _Program, exec_stats: di
     shown = label[4:] if fake else label
     group = 0 if fake else task.psg_dyn
     # inputs/outputs are cached per CALL by _Program, so their identity names them.
-    key = (root_hash, leaf_hash, op_magic, root_index, psg, shown, fake, group, id(inputs),
-           id(outputs))
+    key = (root_hash, leaf_hash, op_magic, shown, group, id(inputs), id(outputs))
     common = shared.get(key, root_hash, leaf_hash, op_magic, shown, inputs, outputs,
                         exec_stats.get(group))
     name = f"{formal_name(task.key)}-{root_index}-{psg}({label})"

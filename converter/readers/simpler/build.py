@@ -209,8 +209,16 @@ def _join_warnings(trace: Trace, rec: Records, counts: dict[str, Any]) -> None:
 def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[str, Any]],
                 info: dict[str, Any],
                 warn: Callable[[str], None]) -> Callable[[int], int | None]:
-    cycles = [c for c in _device_cycles(rec) if c]
-    lo, hi = (min(cycles), max(cycles)) if cycles else (None, None)
+    lo = hi = None                  # one pass, no list: a run holds millions of values
+    for c in _device_cycles(rec):
+        if not c:
+            continue
+        if lo is None:
+            lo = hi = c
+        elif c < lo:
+            lo = c
+        elif c > hi:
+            hi = c
     ends = [r["end_host_ns"] for t in rec.host_orch or () for r in t]
     ends += [r["end_host_ns"] for r in rec.uploads or ()]
     ends += [r["end_ns"] for r in host_phases]

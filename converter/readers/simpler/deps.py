@@ -11,8 +11,9 @@ from typing import Any
 import msgspec
 
 from ...errors import InputError
-from ...fileio import load_json, read_bytes
-from .records import UINT64_END, Warn
+from ...fileio import UTF8_BOM, load_json, read_bytes
+from ...model import UINT64_END
+from .records import Warn
 
 
 # Only the fields tracecvt uses are decoded (msgspec skips the rest, e.g. every task's args,
@@ -82,12 +83,10 @@ def load_deps(path: Path, warn: Warn) -> Deps | None:
     """``deps.json``, or None (with a warning) when it cannot be used at all."""
     try:
         data = read_bytes(path)
-        if data[:3] == b"\xef\xbb\xbf":
-            data = data[3:]
-        doc = _DEPS.decode(data)
+        doc = _DEPS.decode(data[3:] if data[:3] == UTF8_BOM else data)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         try:
-            doc = _tolerant(load_json(path))    # or the one-line reason it is not JSON
+            doc = _tolerant(load_json(path, data))  # or the one-line reason it is not JSON
         except InputError as e:
             warn(f"{e}; no function names or dependencies")
             return None

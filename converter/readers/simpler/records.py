@@ -17,7 +17,7 @@ import orjson
 
 from ...errors import InputError
 from ...fileio import load_json, load_json_records, read_bytes
-from ...model import MAX_NS
+from ...model import MAX_NS, UINT64_END
 
 if TYPE_CHECKING:
     from .deps import Deps
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 Warn = Callable[[str], None]
 
 LEVEL_KEYS = ("chip_swimlane_level", "l2_swimlane_level")
-UINT64_END = 1 << 64
 _INT = {int}
 
 
@@ -97,10 +96,10 @@ def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records
         warn(f"{path}: metadata.core_to_thread is not a list of integers; ignored")
         c2t = None
     limit = MAX_NS * freq // 10**9          # the last cycle whose ns fits the model
-    rec = Records(path, level, level_key, meta, freq, core_types, c2t,
-                  _aicore(path, doc.get("aicore_tasks"), limit, warn), [], None, None, None,
-                  None)
-    rec.five_columns = sum(1 for r in rec.aicore if r[5] is None)
+    aicore, five = _aicore(path, doc.get("aicore_tasks"), limit, warn)
+    rec = Records(path, level, level_key, meta, freq, core_types, c2t, aicore, [], None, None,
+                  None, None)
+    rec.five_columns = five
     rec.aicpu = _aicpu(path, doc.get("aicpu_tasks"), level, limit, warn)
     rec.sched = _thread_lists(path, doc, "aicpu_scheduler_phases", ("start_cycles",
                               "end_cycles"), limit, warn)
@@ -115,22 +114,24 @@ def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records
     return rec
 
 
-def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> list[list[Any]]:
+def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> tuple[list[list[Any]], int]:
+    """The AICore rows, each of 6 (a 5-column row gets None for receive_to_start), and how
+    many had 5 columns."""
     if rows is None:
         warn(f"{path}: no aicore_tasks: no task executions recorded")
-        return []
+        return [], 0
     if not isinstance(rows, list):
         warn(f"{path}: aicore_tasks is not a list; no task executions read")
-        return []
+        return [], 0
     out = _int_rows(path, "aicore_tasks", rows, (6, 5), "5 or 6 non-negative integers "
                     "[core_id, task_id, reg_task_id, start, end, receive_to_start]",
                     lambda r: r[3] <= r[4] <= limit and (len(r) == 5 or r[5] <= r[3]),
                     "end before start, receive before cycle 0, or times beyond the model's "
                     "range", warn)
-    for r in out:
-        if len(r) == 5:
-            r.append(None)
-    return out
+    five = [r for r in out if len(r) == 5]
+    for r in five:
+        r.append(None)
+    return out, len(five)
 
 
 def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn) -> list[list[int]]:
