@@ -24,12 +24,19 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
             entry["samples"] = samples.get(index, 0)
         tracks.append(entry)
     meta = trace.meta
+    # Files of the run folder a reader lists (role "ignored") but does not read; the msprof
+    # family says why for each.
+    why = meta.extra.get("msprof_ignored_files") if type(meta.extra) is dict else None
+    why = why if isinstance(why, dict) else {}
+    unused = {role for role in source.files if _role_kind(role) == "ignored"}
     return {
         "run": source.name,
         "format": source.format,
         "variant": source.variant,
         "root": str(source.root),
-        "files": {role: str(p) for role, p in sorted(source.files.items())},
+        "files": {role: str(p) for role, p in sorted(source.files.items()) if role not in unused},
+        "not_used": {str(p): why.get(str(p)) for p in sorted(
+            (source.files[role] for role in unused), key=str)},
         "tool": meta.tool,
         "tool_version": meta.tool_version,
         "device": meta.device,
@@ -44,6 +51,11 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
     }
 
 
+def _role_kind(role: str) -> str:
+    """``rank1/ignored#2`` -> ``ignored``."""
+    return role.rsplit("/", 1)[-1].split("#", 1)[0]
+
+
 def render_text(reports: list[dict[str, Any]]) -> str:
     out: list[str] = [f"{len(reports)} run(s) found"]
     for r in reports:
@@ -55,6 +67,8 @@ def render_text(reports: list[dict[str, Any]]) -> str:
             continue
         for role, p in r["files"].items():
             out.append(f"  file {role}: {p}")
+        for p, why in r.get("not_used", {}).items():
+            out.append(f"  not used: {p}" + (f" ({why})" if why else ""))
         if r["device"] or r["tool"]:
             out.append(f"  tool: {r['tool']} {r['tool_version']}".rstrip()
                        + (f"; device: {r['device']}" if r["device"] else ""))

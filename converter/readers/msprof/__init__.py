@@ -148,7 +148,7 @@ class MsprofReader:
         root = directory.parent if directory.name == "dump" else directory
         items, _ = _classified(root, lambda k: k in d.OP_KINDS)
         dump = root / "dump" / "op_basic_info.txt"
-        if is_file(dump):
+        if is_file(dump) and d.classify(dump) == "op_basic_info":
             items.append(("op_basic_info", dump))
         core = [x for x in items if x[0] in ("op_basic", "op_metric", "op_basic_info")]
         bins = [x for x in items if x[0] == "visualize_bin"]
@@ -172,17 +172,17 @@ class MsprofReader:
         _roles(files, "", items)
         ignored = [p for p in other if directory.name == d.PROF_OUT]
         if prof is not None:
+            # host/ and device_N/ metadata by content (a *.done marker never stands in for
+            # the file it marks); everything else of the folder, sqlite/*.db and data/*.slice_N
+            # included, is listed as not used
             for sub in d.subdirs(prof):
                 if sub.name == d.PROF_OUT:
                     continue
-                for p in d.list_files(sub):
-                    low = p.name.lower()
-                    if low.startswith("info.json"):
-                        files[f"{sub.name}/info"] = p
-                    elif low.startswith(("start_info", "end_info", "sample.json")):
-                        files[f"{sub.name}/{low.split('.')[0]}"] = p
-                    else:
-                        ignored.append(p)
+                meta, rest = d.prof_metadata(sub)
+                for role, p in meta.items():
+                    files[f"{sub.name}/{role}"] = p
+                ignored.extend(rest)
+                ignored.extend(d.files_below(sub))
             ignored.extend(d.list_files(prof))
         _roles(files, "", [("ignored", p) for p in ignored])
         return self._source("app", root.name, root, files)
@@ -208,6 +208,7 @@ class MsprofReader:
                 more, extra = _classified(rank, lambda k: k in ("profiler_info",
                                                                 "profiler_metadata"))
                 items.extend(more)
+                extra.extend(d.rank_raw_files(rank))
             else:
                 extra, rest = [], []
                 for p in other:

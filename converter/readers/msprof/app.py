@@ -15,11 +15,18 @@ from .layout import Layout
 from .tasks import TaskIndex, add_task_table, row_args, column_names
 from .timefmt import EPOCH_US, us_to_ns
 
-# platform_version (msprof ChipModel) -> family; names per id are inferred (docs §1.3)
+# info.json "platform_version" -> msprof's chip id.  Every id msprof knows is in its ChipModel
+# enum (Ascend/msprof, analysis/profiling_bean/prof_enum/chip_model.py: 0-5, 7, 8, 9, 11, 15,
+# 16); the product names are those msprof itself writes for an id into its SQLite export
+# (analysis/csrc/application/database/db_constant.h, CHIP_TABLE: 0 Ascend310, 1 Ascend910A,
+# 4 Ascend310P, 5 Ascend910B, 7 Ascend310B, 15 Ascend950; both at commit 9ba1ac7b).  It names
+# no product for 2, 3, 8, 9, 11, 16; it treats 2, 3, 4 alike (ChipManager.is_chip_v3), also
+# 7, 8, 11 (is_chip_v1_1) and 15, 16 (is_chip_v6): the "family" labels say that much.
 CHIPS = {"0": "CHIP_V1_1_0 (310)", "1": "CHIP_V2_1_0 (910A)", "2": "CHIP_V3_1_0 (310P family)",
          "3": "CHIP_V3_2_0 (310P family)", "4": "CHIP_V3_3_0 (310P family)",
-         "5": "CHIP_V4_1_0 (910B / Atlas A2 family)", "9": "CHIP_V5_1_0",
-         "15": "CHIP_V6_1_0", "16": "CHIP_V6_2_0"}
+         "5": "CHIP_V4_1_0 (910B / Atlas A2 family)", "7": "CHIP_V1_1_1 (310B)",
+         "8": "CHIP_V1_1_2 (310B family)", "9": "CHIP_V5_1_0", "11": "CHIP_V1_1_3 (310B family)",
+         "15": "CHIP_V6_1_0 (950)", "16": "CHIP_V6_2_0 (950 family)"}
 
 
 def read_app(source: Source, options: ReadOptions) -> Trace:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...fileio import read_head
 from ...model import Trace
 from ..base import Source
+from .discover import MARKER_HEAD, marker_kind
 from .jsontrace import ChromeImporter, load_events
 from .layout import Layout
 from .tasks import TaskIndex
@@ -68,13 +71,31 @@ def _reason(p: Path, reasons: dict[str, str]) -> str:
     for key, why in reasons.items():
         if key in low:
             return why
+    marker = marker_kind(read_head(p, MARKER_HEAD))
+    if marker == "marker":
+        marks = f" of {p.name[:-5]}" if low.endswith(".done") else ""
+        return f"msprof's write-complete marker{marks} (filesize): no data"
+    if marker == "empty":
+        return "empty file" + (" (msprof's write-complete marker)" if low.endswith(
+            (".done", ".complete")) else "")
     if low.endswith(".db"):
+        if p.parent.name == "sqlite":
+            return ("msprof's per-module SQLite file: not read (the text export in "
+                    "mindstudio_profiler_output holds the same data)")
         return "SQLite export: not read (the text export holds the same data)"
     if low == "readme.txt":
         return "msprof's field description text"
+    if _SLICE.search(low):
+        return ("raw collected data (binary slice): msprof's own export of it is what the "
+                "run reads")
     if low.endswith((".log", ".log.0")) or ".log." in low:
-        return "collection log (clock sync), not profiling data"
+        if "start.log" in low:
+            return "collection log (clock sync), not profiling data"
+        return "msprof's collection or analysis log, not profiling data"
     return "not a file the msprof reader converts"
+
+
+_SLICE = re.compile(r"\.slice_\d+$")
 
 
 def add_stats_files(trace: Trace, source: Source, prefix: str = "",

@@ -97,11 +97,12 @@ def classify(path: Path) -> str | None:
     if low.endswith(_SKIP_EXT):
         return None
     if low.endswith(".csv"):
-        return classify_csv(name, sniff_header(read_head(path, 8192)))
+        keys = sniff_header(read_head(path, 8192))
+        return classify_csv(name, keys) if keys else None
     if low.endswith(".db"):
-        return "db"
+        return "db" if read_head(path, 16) == SQLITE_MAGIC else None
     if low == "op_basic_info.txt":
-        return "op_basic_info"
+        return "op_basic_info" if is_key_value_text(read_head(path, 4096)) else None
     if low.endswith(".bin"):
         try:
             size = file_size(path)
@@ -111,17 +112,19 @@ def classify(path: Path) -> str | None:
         return "visualize_bin" if sniff_visualize_bin(head, size if head[:2] != b"\x1f\x8b"
                                                       else 1 << 62) else None
     if ".json" in low:
-        if re.match(r"profiler_info(_\d+)?\.json$", low):
-            return "profiler_info"
-        if low == "profiler_metadata.json":
-            return "profiler_metadata"
         if re.match(r"(info|sample)\.json(\.\d+)?$", low):
             return None
+        head = read_head(path, 8192)
+        h = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+        if h[:1] not in (b"{", b"["):
+            return None          # a *.done marker, an empty or a text file: no JSON data
+        if re.match(r"profiler_info(_\d+)?\.json$", low):
+            return "profiler_info" if h[:1] == b"{" else None
+        if low == "profiler_metadata.json":
+            return "profiler_metadata" if h[:1] == b"{" else None
         key = stats_key(name)
         if key:
             return key
-        head = read_head(path, 8192)
-        h = head.lstrip()
         if b'"profilingType"' in head and b'"op"' in head and b'traceEvents' in head:
             return "sim_trace"
         if h[:1] == b"{" and b'"traceEvents"' in head and b'"pid": "core' in head.replace(
@@ -140,6 +143,90 @@ def classify(path: Path) -> str | None:
 _MSPROF_MARKS = (b"Physic Stream Id", b'"Stream Id"', b"Ascend Hardware", b"AscendCL@",
                  b"HostToDevice", b'"Task Type"', b"Overlap Analysis", b"AI Core Freq")
 _TORCH_MARKS = (b'"cpu_op"', b'"python_function"', b"torch_to_npu", b'"async_npu"')
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# msprof marks each finished write with a small text file beside it (``info.json.0.done``,
+# ``sample.json.done``, ``data/*.slice_0.done``: text ``filesize:968``) and a finished folder
+# with an empty ``*.complete``: they carry no data and never stand in for the file they mark.
+# Markers of raw data slices add ``starttime:N`` and ``endtime  :N`` lines.
+_MARKER = re.compile(rb"\s*filesize\s*:\s*\d+\s*(?:\n\s*[a-z_]+\s*:\s*\d+\s*)*")
+MARKER_HEAD = 256
+
+
+def marker_kind(head: bytes) -> str | None:
+    """"empty" or "marker" when a file's first ``MARKER_HEAD`` bytes are all there is and hold
+    no data."""
+    if not head.strip():
+        return "empty"
+    return "marker" if len(head) < MARKER_HEAD and _MARKER.fullmatch(head) else None
+
+
+def is_key_value_text(head: bytes) -> bool:
+    """``Key=value`` lines (msprof op's ``dump/op_basic_info.txt``)."""
+    lines = [ln for ln in head.splitlines()[:-1] or head.splitlines() if ln.strip()]
+    return bool(lines) and all(b"=" in ln for ln in lines[:8])
+
+
+# PROF_*/host and PROF_*/device_N metadata: which role a file can fill is decided by the keys
+# of its JSON object (newer CANN writes both begin and end times into start_info and end_info,
+# so there the name decides between the two).
+_META_KEYS = (
+    ("info", (b'"platform_version"', b'"DeviceInfo"')),
+    ("collection", (b'"collectionTimeBegin"', b'"collectionTimeEnd"', b'"collectionDateBegin"',
+                    b'"collectionDateEnd"')),
+    ("sample", (b'"ai_core_profiling"', b'"ai_core_metrics"', b'"dataTypeConfig"')),
+)
+META_ROLES = ("info", "start_info", "end_info", "sample")
+
+
+def prof_meta_role(path: Path) -> str | None:
+    """Which PROF_* metadata file ``path`` is by content (info, start_info, end_info, sample),
+    or None (a marker, a log, raw data…)."""
+    head = read_head(path, 1 << 20)        # info.json lists every CPU core before the chip
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+        return None
+    kind = next((k for k, keys in _META_KEYS if any(key in head for key in keys)), None)
+    if kind != "collection":
+        return kind
+    low = logical_name(path).lower()
+    for role in ("start_info", "end_info"):
+        if low.startswith(role):
+            return role
+    begin, end = b'"collectionTimeBegin"' in head, b'"collectionTimeEnd"' in head
+    return "start_info" if begin and not end else "end_info" if end and not begin else None
+
+
+def prof_metadata(directory: Path) -> tuple[dict[str, Path], list[Path]]:
+    """The metadata files of a PROF_* subfolder by role, and the folder's other files.  Where
+    two files could fill one role the one named for it wins (``info.json.0`` over a copy)."""
+    found: dict[str, list[Path]] = {}
+    rest: list[Path] = []
+    for p in list_files(directory):
+        role = prof_meta_role(p)
+        if role is None:
+            rest.append(p)
+        else:
+            found.setdefault(role, []).append(p)
+    chosen: dict[str, Path] = {}
+    for role, paths in found.items():
+        stem = "info.json" if role == "info" else "sample.json" if role == "sample" else role
+        paths.sort(key=lambda p: (not logical_name(p).lower().startswith(stem), p.name))
+        chosen[role] = paths[0]
+        rest.extend(paths[1:])
+    rest.sort(key=lambda p: p.name)
+    return chosen, rest
+
+
+def files_below(directory: Path, depth: int = 4) -> list[Path]:
+    """Every file in the folders under ``directory`` (not its own files), sorted by folder."""
+    out: list[Path] = []
+    if depth <= 0:
+        return out
+    for sub in subdirs(directory):
+        out.extend(list_files(sub))
+        out.extend(files_below(sub, depth - 1))
+    return out
 
 
 def run_kind(kind: str) -> str | None:
@@ -174,9 +261,28 @@ def inside_torch_run(d: Path) -> bool:
     for up in list(d.parents)[:4]:
         out = up / PT_OUT
         if is_dir(out):
-            names = {logical_name(Path(n)) for n in listdir(out)}
-            return bool(names & {"trace_view.json", "kernel_details.csv"})
+            return any(classify(out / n) in ("trace_view", "kernel_details")
+                       for n in listdir(out) if is_file(out / n))
     return False
+
+
+# What torch_npu writes into a rank folder beside ASCEND_PROFILER_OUTPUT: its own raw data
+# (FRAMEWORK/), logs and msprof's PROF_* collection of the device side.
+_RANK_RAW = re.compile(r"^(FRAMEWORK|logs|PROF_\d+_\d+_\w+)$")
+
+
+def rank_raw_files(rank: Path) -> list[Path]:
+    """The files of a torch_npu rank folder that its ASCEND_PROFILER_OUTPUT export was made
+    from (raw data, logs); a PROF_* folder that is a run of its own is left to that run."""
+    out: list[Path] = []
+    for sub in subdirs(rank):
+        if not _RANK_RAW.match(sub.name):
+            continue
+        if is_dir(sub / PROF_OUT) and not inside_torch_run(sub / PROF_OUT):
+            continue
+        out.extend(list_files(sub))
+        out.extend(files_below(sub))
+    return out
 
 
 def sim_root(d: Path) -> Path:
