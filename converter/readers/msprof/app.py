@@ -130,7 +130,7 @@ def _device_info(trace: Trace, source: Source) -> None:
                                f"({CHIPS.get(pv, 'unknown chip model')}), "
                                f"{d0.get('ai_core_num')} AI cores + {d0.get('aiv_num')} vector "
                                f"cores @ {d0.get('aic_frequency')} MHz")
-            infos[where or p.name] = entry
+            infos.setdefault(where or p.name, {}).update(entry)
         elif kind in ("start_info", "end_info", "sample"):
             try:
                 infos.setdefault(where or "run", {})[kind] = load_json(p) if kind == "sample" \
