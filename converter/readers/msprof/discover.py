@@ -193,7 +193,9 @@ def prof_meta_role(path: Path) -> str | None:
     for role in ("start_info", "end_info"):
         if low.startswith(role):
             return role
-    begin, end = b'"collectionTimeBegin"' in head, b'"collectionTimeEnd"' in head
+    # renamed: the time it holds decides (newer CANN leaves the other one "")
+    begin, end = (re.search(rb'"collectionTime%s"\s*:\s*"?\d' % k, head) is not None
+                  for k in (b"Begin", b"End"))
     return "start_info" if begin and not end else "end_info" if end and not begin else None
 
 
