@@ -34,9 +34,12 @@ def _discover() -> list:
     families = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) if SAMPLES.is_dir() \
         else []
     places = [(f"samples/{f}", SAMPLES / f, None) for f in families]
-    # The PyPTO fixtures add NPU / AICPU runs (other fixture folders hold inputs that are
-    # meant to be refused).
+    # The PyPTO fixtures add NPU / AICPU runs (most other fixture folders hold inputs that
+    # are meant to be refused).
     places += [("fixtures", p, None) for p in sorted(FIXTURES.glob("pypto_*")) if p.is_dir()]
+    # simpler's converter output alone (read as drawn)
+    places += [("fixtures", p, None) for p in sorted(FIXTURES.glob("simpler_converter_*"))
+               if p.is_dir()]
     places.append(("samples/pypto-raw", SAMPLES / "pypto", "pypto-raw"))
     for label, path, fmt in places:
         try:

@@ -56,14 +56,13 @@ def test_run_folder_records_file_and_converter_output_give_the_same_run():
     assert len(a.read().flows) == len(c.read().flows) == 128
 
 
-def test_converter_output_alone_is_refused_in_one_line(tmp_path):
+def test_converter_output_alone_is_read_as_drawn_and_deps_alone_refused_in_one_line(tmp_path):
     merged = tmp_path / "merged_swimlane.json"
     shutil.copyfile(VECTOR / "merged_swimlane.json", merged)
-    with pytest.raises(InputError, match="swimlane_converter output"):
-        find_runs(merged)
+    (src,) = find_runs(merged)           # (test_simpler_converter_output.py: what it gives)
+    assert (src.format, src.variant) == ("simpler", "converter-output")
     r = cli("to-perfetto", merged)
-    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
-    assert str(merged) in r.output
+    assert r.exit_code == 0, r.output
     deps = tmp_path / "deps.json"
     shutil.copyfile(VECTOR / "deps.json", deps)
     with pytest.raises(InputError, match="task graph, without times"):

@@ -21,7 +21,9 @@ from conftest import REPO, SAMPLES
 SCHEMA = json.loads((REPO / "docs" / "summary.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 FAMILIES = [SAMPLES / "pypto", SAMPLES / "msprof", SAMPLES / "ncu", SAMPLES / "simpler",
-            REPO / "samples"]
+            REPO / "samples",
+            # simpler's converter output alone: read as drawn, no bubble figures
+            REPO / "tests" / "fixtures" / "simpler_converter_older_layout_alone"]
 NCU = REPO / "samples" / "ncu" / "h200-triton-full"
 
 

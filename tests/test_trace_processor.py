@@ -51,6 +51,11 @@ PLACES = [
     ("msprof", SAMPLES / "msprof", None),
     ("ncu", SAMPLES / "ncu", None),
     ("simpler", SAMPLES / "simpler", None),      # the chip swimlanes (PyPTO 3.0)
+    # simpler's own converter output handed over alone: its older layout, and the current one
+    # (the critical_path overlays of a sample's reference/ folder)
+    ("simpler-converter", FIXTURES / "simpler_converter_older_layout_alone", None),
+    ("simpler-converter", SAMPLES / "simpler" / "a2a3sim_tmr_vector_example_L4" / "reference"
+     / "TestVectorExample_default_20261124_113755" / "critical_path", None),
 ]
 PARALLEL = 6          # trace_processors started at once (each waits ~1 s for its server)
 WRITERS = ("perfetto", "chrome")
@@ -193,7 +198,8 @@ def test_every_family_is_tested():
     kinds = {(src.format, src.variant) for _, src in RUNS}
     assert {("pypto", "merged"), ("pypto", "pypto-raw"), ("pypto", "raw"), ("pypto", "aicpu"),
             ("msprof", "msprof-app"), ("msprof", "msprof-op"), ("msprof", "msprof-sim"),
-            ("msprof", "torch-npu"), ("ncu", "ncu-rep"), ("ncu", "csv")} <= kinds
+            ("msprof", "torch-npu"), ("ncu", "ncu-rep"), ("ncu", "csv"),
+            ("simpler", ""), ("simpler", "converter-output")} <= kinds
 
 
 @pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])

@@ -113,7 +113,9 @@ def _walk(path: Path, fmt: str | None, readers: list[Reader], max_entry: int) ->
                 if fmt and fmt != r.formats[0]:
                     src.variant = fmt
                 runs.append(src)
-    return runs
+    # A companion (a drawing of a run) never wins over the file it stands for.
+    primary = {s.format for s in runs if not s.companion}
+    return [s for s in runs if not (s.companion and s.format in primary)]
 
 
 def _unique_names(runs: list[Source]) -> None:

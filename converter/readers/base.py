@@ -35,6 +35,9 @@ class Source:
     archive: Path | None = None                 # the .zip/.tar the run is read from, if any
     max_entry: int = 0                          # that archive's per-entry size cap
     refused: list[str] = field(default_factory=list)   # archive entries refused, one line each
+    # Read from a file that stands for another (simpler's converter output draws the records):
+    # a walk that also finds a run of its format read from such a file reads that one only.
+    companion: bool = False
 
     def paths(self) -> list[Path]:
         """Every path the run is read from (its root, its files, the archive holding it):

@@ -32,6 +32,8 @@ def sniff_merged(head: bytes) -> bool:
 
 
 def sniff_aicpu(head: bytes) -> bool:
+    if sniff_converter_output(head):
+        return False        # simpler's converter had an "AICPU View" too before 2026-06-22
     return b"traceEvents" in head and b"AICPU View" in head
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import find_variant, is_file, listdir, logical_name, read_head
-from ...model import LABEL_ARGS, RESOURCES, TASK_GRAPH, RunMeta, Trace
+from ...model import LABEL_ARGS, NO_BUBBLES, RESOURCES, TASK_GRAPH, RunMeta, Trace
 from ..base import ReadOptions, Source
-from .files import DEPS, HOST_PHASES, LEGACY_PREFIXES, LEGACY_RECORDS, RECORDS, TOOL_REPORTS
-
+from .files import (CONVERTER_EXTRA, DEPS, FULL_ANALYSIS, HOST_PHASES, LEGACY_PREFIXES,
+                    LEGACY_RECORDS, RECORDS, TOOL_REPORTS)
 
 
 def sniff_records(head: bytes) -> bool:
@@ -36,9 +36,24 @@ def sniff_deps(head: bytes) -> bool:
 
 
 def sniff_converter_output(head: bytes) -> bool:
-    """simpler's swimlane_converter output (merged_swimlane*.json, CPM_*.json): a drawing of
-    the records, not data to read again."""
-    return b"traceEvents" in head and b'"Worker View"' in head and b"Machine View" not in head
+    """simpler's swimlane_converter output (merged_swimlane*.json, CPM_*.json), a drawing of
+    the records: a Chrome trace whose first processes (the converter names them first) are
+    its worker view, "Worker View" since 2026-06-22, "AICore View" before; never PyPTO's
+    "Machine View"."""
+    return b"traceEvents" in head and (b'"Worker View"' in head or b'"AICore View"' in head) \
+        and b"Machine View" not in head
+
+
+def _records_in(directory: Path, filenames: list[str]) -> list[Path]:
+    """The records files among ``filenames``: by content, or by name (a damaged records file
+    is then an error naming it, not a folder without runs)."""
+    found = []
+    for n in filenames:
+        if n.endswith((".json", ".json.gz")) and not n.startswith(("deps", "name_map")):
+            p = directory / n
+            if _is_records_name(n) or sniff_records(read_head(p)):
+                found.append(p)
+    return found
 
 
 def _is_records_name(name: str) -> bool:
@@ -53,6 +68,10 @@ class SimplerReader:
              "deps.json + name_map*.json; simpler-records: without deps.json")
 
     def declarations(self, meta: RunMeta) -> dict[str, Any]:
+        if type(meta.extra) is dict and CONVERTER_EXTRA in meta.extra:
+            # A drawing: its lanes repeat each row in several views (AIC_3 is a worker lane
+            # and a scheduler lane), and it has no task graph: the records give the analysis.
+            return {TASK_GRAPH: False, NO_BUBBLES: FULL_ANALYSIS}
         info = meta.extra.get("simpler")
         graph = bool(info.get("task_graph")) if isinstance(info, dict) else False
         return {TASK_GRAPH: graph, RESOURCES: ["AIC", "AIV"],
@@ -60,19 +79,16 @@ class SimplerReader:
 
     # -- detection -----------------------------------------------------------------------
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
-        found = []
-        for n in filenames:
-            if n.endswith((".json", ".json.gz")) and not n.startswith(("deps", "name_map")):
-                p = directory / n
-                # By name too: a damaged records file is then an error naming it, not
-                # a folder without runs.
-                if _is_records_name(n) or sniff_records(read_head(p)):
-                    found.append(p)
-        if not found:
-            return []
+        found = _records_in(directory, filenames)
         if len(found) == 1:
             return [self._source(found[0], directory)]
-        return [self._source(p, p) for p in found]
+        if found:
+            return [self._source(p, p) for p in found]
+        # No records here: the runtime's converter output is then the run, read as drawn (a
+        # companion: a walk that finds the records it draws reads those instead).
+        return [self._drawing(directory / n) for n in filenames
+                if n.endswith((".json", ".json.gz"))
+                and sniff_converter_output(read_head(directory / n))]
 
     def find_file(self, path: Path, force: bool) -> Source | None:
         head = read_head(path)
@@ -80,19 +96,33 @@ class SimplerReader:
             return self._source(path, path)
         drawing = sniff_converter_output(head)
         if drawing or sniff_deps(head):
-            records = find_variant(path.parent, RECORDS)
-            what = ("the simpler runtime's swimlane_converter output (a drawing of "
-                    "chip_swimlane_records.json)" if drawing else
-                    "a simpler deps.json (the task graph, without times)")
-            if records is None:
-                raise InputError(path, f"{what}: convert the run's {RECORDS} (with deps.json "
-                                 "and name_map*.json beside it) instead")
-            src = self._source(records, records)
-            src.files["named"] = path
-            return src
+            found = _records_in(path.parent, listdir(path.parent))
+            named = [p for p in found if logical_name(p) == RECORDS]
+            records = named[0] if len(named) == 1 else (found[0] if len(found) == 1 else None)
+            if records is not None:             # the records it draws: the better source
+                src = self._source(records, records)
+                src.files["named"] = path
+                return src
+            if drawing:
+                src = self._drawing(path)
+                src.companion = False
+                return src
+            raise InputError(path, "a simpler deps.json (the task graph, without times): "
+                             f"convert the run's {RECORDS} (with deps.json and name_map*.json "
+                             "beside it) instead")
         if force:
             return self._source(path, path)
         return None
+
+    def _drawing(self, path: Path) -> Source:
+        """The runtime's converter output as a run of its own (no records beside it)."""
+        name = logical_name(path)
+        name = run_name(path, path.parent) if name.startswith("merged_swimlane") else \
+            name.rsplit(".", 1)[0]
+        src = Source("simpler", name, path, {"converter_output": path}, self,
+                     "converter-output")
+        src.companion = True
+        return src
 
     def _source(self, records: Path, root: Path) -> Source:
         directory = records.parent
@@ -120,6 +150,9 @@ class SimplerReader:
 
     # -- reading -------------------------------------------------------------------------
     def read(self, source: Source, options: ReadOptions) -> Trace:
+        if "records" not in source.files and "converter_output" in source.files:
+            from .converter_output import read_converter_output
+            return read_converter_output(source, options)
         from .build import build
         return build(source, options)
 

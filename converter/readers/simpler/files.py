@@ -11,3 +11,10 @@ HOST_PHASES = "host_phase_records.jsonl"
 # the summary compares every figure with them.
 TOOL_REPORTS = {"critical_path_report": "critical_path_report.md",
                 "sched_overhead_analysis": "sched_overhead_analysis.txt"}
+# A run read from the runtime's swimlane_converter output alone (readers/simpler/
+# converter_output.py): meta.extra key of what the drawing says about itself, and why the
+# analyses of the records are not made from it (the summary says so).
+CONVERTER_EXTRA = "simpler_converter"
+FULL_ANALYSIS = ("a drawing by simpler's swimlane_converter, not its records: "
+                 "chip_swimlane_records.json (with deps.json and name_map*.json beside it) "
+                 "gives the full analysis")
