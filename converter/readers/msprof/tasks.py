@@ -10,6 +10,7 @@ name), with the start offset the tool puts between its files, and add their colu
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from typing import Any
 
@@ -101,6 +102,7 @@ class TaskIndex:
         self.device: dict[int, int | None] = {}
         self.files: list[str] = []         # the files the slices came from
         self._track_device: dict[int, int | None] = {}
+        self._sorted: dict[tuple, tuple[list[int], list[int]]] = {}
 
     def __len__(self) -> int:
         return len(self.device)
@@ -120,17 +122,30 @@ class TaskIndex:
             if dev == -1:
                 dev = self._track_device[s.track] = self.layout.place(s.track)[1]
         self.device[idx] = dev
+        self._sorted.clear()
         src = a.get("source")
         if isinstance(src, str) and src not in self.files:
             self.files.append(src)
 
-    def candidates(self, row: "_Row") -> list[int]:
+    def _window(self, table: dict, key, lo: int, hi: int) -> list[int]:
+        """The slices of ``table[key]`` starting in [lo, hi] (a sorted view, made once)."""
+        view = self._sorted.get((id(table), key))
+        if view is None:
+            ids = sorted(table.get(key, ()), key=lambda i: self.trace.slices[i].ts)
+            view = self._sorted[(id(table), key)] = (
+                [self.trace.slices[i].ts for i in ids], ids)
+        starts, ids = view
+        return ids[bisect.bisect_left(starts, lo):bisect.bisect_right(starts, hi)]
+
+    def candidates(self, row: "_Row", lo: int, hi: int) -> list[int]:
+        """The slices with the row's key (or name) starting in [lo, hi], on its device."""
         if row.stream is not None and row.task is not None:
-            ids = self.by_key.get((row.stream, row.task), []) + self.keyless.get(row.name, [])
+            ids = self._window(self.by_key, (row.stream, row.task), lo, hi) + \
+                self._window(self.keyless, row.name, lo, hi)
         else:
-            ids = self.by_name.get(row.name, ())
+            ids = self._window(self.by_name, row.name, lo, hi)
         if row.device is None:
-            return list(ids)
+            return ids
         return [i for i in ids if self.device[i] in (None, row.device)]
 
     def offset(self, rows: list["_Row"]) -> int:
@@ -139,9 +154,10 @@ class TaskIndex:
         slices = self.trace.slices
         seen: dict[int, int] = defaultdict(int)
         for row in rows:
-            near = min((row.ts - slices[i].ts for i in self.candidates(row)), key=abs,
-                       default=None)
-            if near is not None and abs(near) < MAX_OFFSET_NS:
+            near = min((row.ts - slices[i].ts for i in self.candidates(
+                row, row.ts - MAX_OFFSET_NS + 1, row.ts + MAX_OFFSET_NS - 1)),
+                key=abs, default=None)
+            if near is not None:
                 seen[near] += 1
         if not seen:
             return 0
@@ -151,14 +167,12 @@ class TaskIndex:
         """The unused slice with the row's key whose start is the row's minus ``shift``
         (within ROUNDING_NS), the same name preferred; None if there is none."""
         slices = self.trace.slices
+        t = row.ts - shift
         best = None
-        for i in self.candidates(row):
+        for i in self.candidates(row, t - ROUNDING_NS, t + ROUNDING_NS):
             if i in used:
                 continue
-            off = abs(row.ts - shift - slices[i].ts)
-            if off > ROUNDING_NS:
-                continue
-            rank = (off, slices[i].name != row.name)
+            rank = (abs(t - slices[i].ts), slices[i].name != row.name)
             if best is None or rank < best[0]:
                 best = (rank, i)
         return None if best is None else best[1]
