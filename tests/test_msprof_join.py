@@ -48,7 +48,9 @@ def _shifted(src, tmp_path, ns=30, edit=None):
         for row in rows[1:]:
             row[c] = f"{Decimal(row[c].strip()) + Decimal(ns) / 1000:.3f}\t"
     if edit:
-        edit(head, rows[1:])
+        body = rows[1:]
+        edit(head, body)
+        rows = [head] + body
     with open(path, "w", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows(rows)
     return dst, path, len(rows) - 1
@@ -122,3 +124,22 @@ def test_task_time_row_without_a_json_task_is_reported_not_drawn(tmp_path, what,
     (warning,) = [w for w in trace.meta.warnings if str(path) in w]
     assert f"1 of {n} rows match no task of msprof_" in warning
     assert "row 3 (stream " in warning and "not drawn" in warning
+
+
+def test_rows_of_a_device_without_json_tasks_are_drawn_on_that_device(tmp_path):
+    """The device is part of the key: task_time rows of NPU 1 (which the JSON does not
+    cover), written first, with the same stream, task ids and times as NPU 0's join nothing
+    of NPU 0; they are the only record of NPU 1's tasks, so they are drawn there, and NPU 0's
+    rows join NPU 0's tasks."""
+    def second_device(head, rows):
+        c = head.index("Device_id")
+        rows[:0] = [[("1" if i == c else v) for i, v in enumerate(row)] for row in list(rows)]
+
+    run, path, n = _shifted(PROF, tmp_path, ns=0, edit=second_device)
+    trace = find_runs(run)[0].read()
+    stat = trace.meta.extra["msprof_sources"][str(path)]
+    assert (stat["rows"], stat["matched"], stat["added"]) == (n, n // 2, n // 2)
+    groups = collections.Counter(trace.path(s.track).split(" / ")[0] for s in _hardware(trace))
+    assert groups == {"NPU 0": n // 2, "NPU 1": n // 2}
+    assert all(s.args["device_id"] == 0 for s in _hardware(trace)
+               if trace.path(s.track).startswith("NPU 0"))

@@ -232,12 +232,21 @@ def add_task_table(trace: Trace, layout: Layout, index: TaskIndex, table: Table,
         rows.append(_Row(r, ts, dur, args, _int(args.get("stream_id")),
                          _int(args.get("task_id")), dev, name,
                          normalize_task_type(args.get("task_type"))))
-    if len(index):
-        _join(trace, index, table, role, rows, stats)
-    else:
-        for row in rows:
-            _add(trace, layout, index, table, row, c_stream, device)
-        stats["added"] = len(rows)
+    # A device the run has no tasks of yet (no JSON, or this is the first table for it):
+    # its rows make the slices; every other row joins the task that is already there.
+    have = set(index.device.values())
+
+    def unseen(row: _Row) -> bool:
+        dev = row.device if row.device is not None else device
+        return not have or (dev is not None and None not in have and dev not in have)
+
+    new = [row for row in rows if unseen(row)]
+    if len(new) < len(rows):
+        fresh = set(map(id, new))
+        _join(trace, index, table, role, [row for row in rows if id(row) not in fresh], stats)
+    for row in new:
+        _add(trace, layout, index, table, row, c_stream, device)
+    stats["added"] = len(new)
     if stats["skipped"]:
         trace.warn(f"{table.path}: {stats['skipped']} rows without a usable start time were kept "
                    "out of the timeline")
