@@ -105,9 +105,6 @@ class TaskIndex:
         self._track_device: dict[int, int | None] = {}
         self._sorted: dict[tuple, tuple[list[int], list[int]]] = {}
 
-    def __len__(self) -> int:
-        return len(self.device)
-
     def add(self, idx: int) -> None:
         s = self.trace.slices[idx]
         a = s.args or {}
