@@ -12,7 +12,7 @@ from typing import Callable
 
 from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
-from .model import Trace
+from .model import CLOCK_SKEW, Trace
 from .readers import ReadOptions, Source, find_runs, format_names
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
@@ -199,5 +199,6 @@ def write_run(source: Source, trace: Trace, writer: str, output: Path,
     if counts.get("flows_not_drawn"):
         from .writers.flows import not_drawn_warning
         warnings.append(not_drawn_warning(counts["flows_not_drawn"], len(trace.flows),
-                                          output.name, perfetto=writer == "perfetto"))
+                                          output.name, perfetto=writer == "perfetto",
+                                          skew=trace.meta.extra.get(CLOCK_SKEW)))
     return Result(source, output, counts, size, warnings)

@@ -90,6 +90,26 @@ UNTRUSTED_PREDECESSORS = "untrustedPredecessors"
 # tool's own figures use that binding.  Writers leave it out of traces.
 SOURCE_BINDING = "source_binding"
 
+# RunMeta.extra[CLOCK_SKEW]: where a reader found successors starting before the predecessor
+# that caused them across two clocks (a device task before the host call that launched it):
+# one dict per device, {"device": number or None, "rank": number (where the run has ranks),
+# "clock_skew_us": the largest such lead (the clocks differ by at least this much),
+# "tasks_before_launch": how many, "dependencies": of how many host -> device dependencies}.
+# Times stay as recorded; writers name the figure where they cannot draw such a dependency.
+CLOCK_SKEW = "clock_skew"
+
+
+def clock_skew_text(entry: dict) -> str:
+    """One ``CLOCK_SKEW`` entry in words: "host and device clocks differ by at least
+    12.214 µs on NPU 0 (5 of 11 device tasks start before the host call that launched them)"."""
+    dev = entry.get("device")
+    where = [f"rank {entry['rank']}"] if entry.get("rank") is not None else []
+    if dev is not None or not where:
+        where.append("NPU" if dev is None else f"NPU {dev}")
+    return (f"host and device clocks differ by at least {entry['clock_skew_us']:g} µs on "
+            f"{' '.join(where)} ({entry['tasks_before_launch']} of {entry['dependencies']} "
+            "device tasks start before the host call that launched them)")
+
 # Between the parts of a name made of others: "AIC_3 · bubbles", "Python · Thread 7".
 SEP = " · "
 

@@ -60,7 +60,8 @@ def test_flow_between_slices_starting_together_terminates_on_the_destination_end
 
 
 def test_backward_flow_is_counted_and_not_written():
-    # Trace Processor binds a flow's ends in time order: it could only draw it reversed.
+    # Trace Processor directs a flow from the slice that starts first: it could only draw it
+    # reversed.
     data, counts = _write(_two_lane_trace(200, 100))
     assert sorted(_flow_marks_all(data)) == [([], []), ([], [])]
     assert counts["flows_not_drawn"] == 1

@@ -12,8 +12,9 @@ equal the model's; every flow joins the model's predecessor (``slice_out``) to i
   a counter track may be named there with its group's name in front, so names are not
   compared);
 * flows: the model's flows that a trace can draw in their true direction
-  (``writers.flows.drawable``): trace_processor binds a flow's ends in time order, so a
-  dependency whose successor starts before its predecessor can only be drawn reversed; the
+  (``writers.flows.drawable``): trace_processor directs every flow from the slice that starts
+  first, so a dependency whose successor starts before its predecessor can only be drawn
+  reversed (a device task before its launching host call: clock skew, ``model.CLOCK_SKEW``); the
   writers leave those out and say so (``flows_not_drawn`` and a warning).  Every other flow
   is drawn, from its source to its destination.
 

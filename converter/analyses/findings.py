@@ -7,7 +7,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..model import INPUTS, INVENTED_TIMES, OUTPUTS, RESOURCES, Trace
+from ..model import CLOCK_SKEW, INPUTS, INVENTED_TIMES, OUTPUTS, RESOURCES, Trace
 from .actions import (COMPUTE, DEPENDENCY, DISPATCH, LATENCY, MSPROF_PIPE_LABEL, NCU_BOUND_LABEL,
                       msprof_advice_actions, ncu_check_actions, ncu_rule_actions)
 from .bubbles import Totals, pct, us
@@ -91,6 +91,8 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
     for key in ("device_name", "compute_capability", "chip", "soc"):
         if key in meta.extra:
             conf[key] = meta.extra[key]
+    if meta.extra.get(CLOCK_SKEW):
+        conf["clock_skew"] = [dict(e) for e in meta.extra[CLOCK_SKEW]]
     return conf
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..model import clock_skew_text
 from .html_pictures import (bubble_breakdown, cp_strip, esc, kind_colors, timeline_strip,
                             util_bars, visual)
 from .markdown import change_cell, figure_cell, ncu_kernel_table, num, pct_, us_
@@ -247,6 +248,7 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
         sections.append(("simpler", html_section(d["simpler"])))
     rows = [["device", conf.get("device") or "unknown"], ["tool", tool or "unknown"],
             ["tasks", num(conf.get("tasks"))], ["time span", us_(makespan)]]
+    rows += [["clock skew", clock_skew_text(e)] for e in conf.get("clock_skew") or []]
     for sh in conf.get("shapes") or []:
         rows.append([f"shapes '{sh['label']}'", ", ".join(sh.get("inputs") or []) + " → "
                      + ", ".join(sh.get("outputs") or [])])

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..model import clock_skew_text
+
 
 def num(v: Any, digits: int = 3) -> str:
     if v is None:
@@ -123,6 +125,8 @@ def render_markdown(d: dict[str, Any]) -> str:
                 "chip", "soc"):
         if conf.get(key) not in (None, ""):
             rows.append((key.replace("_", " "), num(conf[key])))
+    for e in conf.get("clock_skew") or []:
+        rows.append(("clock skew", clock_skew_text(e)))
     for sh in conf.get("shapes") or []:
         ins = ", ".join(sh.get("inputs") or [])
         outs = ", ".join(sh.get("outputs") or [])

@@ -72,8 +72,8 @@ import orjson
 
 from .. import __version__
 from ..fileio import PRODUCER
-from ..model import (COUNTER, GROUP, INT64_MIN, LANE, READING_KEYS, SOURCE_BINDING, UINT64_END,
-                     UNTRUSTED_FLOW, Trace)
+from ..model import (CLOCK_SKEW, COUNTER, GROUP, INT64_MIN, LANE, READING_KEYS, SOURCE_BINDING,
+                     UINT64_END, UNTRUSTED_FLOW, Trace)
 from .flows import drawable, not_drawn_warning
 from .names import thread_names
 
@@ -421,7 +421,8 @@ def write_chrome(trace: Trace, out: IO[bytes],
     counts["flows"] = len(flows)
     counts["flows_not_drawn"] = not_drawn
     if not_drawn:
-        warnings.append(not_drawn_warning(not_drawn, len(trace.flows), "chrome json"))
+        warnings.append(not_drawn_warning(not_drawn, len(trace.flows), "chrome json",
+                                          skew=trace.meta.extra.get(CLOCK_SKEW)))
 
     for inst in trace.instants:
         ev = {"ph": "i", "s": "t", "name": inst.name}

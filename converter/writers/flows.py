@@ -1,11 +1,16 @@
 """Which dependencies a trace can draw in their true direction (both writers).
 
-Trace Processor binds a flow's two ends in time order: the first end it meets becomes the
-flow's source.  A dependency whose successor starts before its predecessor (a source's quirk
-can make them; the reader then marks them ``model.UNTRUSTED_FLOW``) can therefore only be
-drawn backwards, from the successor to the predecessor.  The writers leave such flows out,
-count them (``flows_not_drawn``) and say so in a warning; the destination's args name the
-predecessor where the reader marked it (``model.UNTRUSTED_PREDECESSORS``).  The .pftrace also
+Trace Processor directs every flow from the slice that starts first (its FlowTracker orders
+the two ends by their slices' starts), and binds a terminating flow id only after the flow's
+start has been met.  A dependency whose successor starts before its predecessor (a source's
+quirk can make them, the reader then marks them ``model.UNTRUSTED_FLOW``; or two clocks that
+differ: a device task starting before the host call that launched it) can therefore only be
+drawn backwards, from the successor to the predecessor, whatever event carries its ends
+(checked with trace_processor: an ``f`` or terminating id bound inside the successor after
+the predecessor's start still comes out reversed).  The writers leave such flows out, count
+them (``flows_not_drawn``) and say so in a warning, with the clock skew the reader measured
+where it did (``model.CLOCK_SKEW``); the destination's args name the predecessor where the
+reader marked it (``model.UNTRUSTED_PREDECESSORS``).  The .pftrace also
 leaves out the untrusted flows it could draw: its flows have no name to mark them by.
 
 * ``.pftrace``: the source's ``flow_ids`` ride on its BEGIN; the destination's
@@ -19,7 +24,7 @@ leaves out the untrusted flows it could draw: its flows have no name to mark the
 
 from __future__ import annotations
 
-from ..model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Slice
+from ..model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Slice, clock_skew_text
 
 
 def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
@@ -36,10 +41,15 @@ def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
     return dst.dur > 0 if writer == "perfetto" else True
 
 
-def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False) -> str:
+def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False,
+                      skew: list | None = None) -> str:
+    """The writer's line on the dependencies it left out; ``skew``: the run's
+    ``model.CLOCK_SKEW`` entries, the reason real runs have such dependencies."""
+    because = "".join(f"; {clock_skew_text(e)}, times kept as recorded" for e in skew or ())
     return (f"{what}: {n} of {total} dependencies are not drawn: "
             + ("the untrusted ones (a .pftrace flow cannot carry a name) and " if perfetto
                else "")
-            + "those whose successor starts before their predecessor (Perfetto binds a "
-            "flow's ends in time order: it would draw them reversed); the successors' "
-            f"args.{UNTRUSTED_PREDECESSORS} name the untrusted ones")
+            + "those whose successor starts before their predecessor (Perfetto directs every "
+            "flow from the slice that starts first: it would draw them reversed)" + because
+            + f"; the successors' args.{UNTRUSTED_PREDECESSORS} name the untrusted ones")
+

@@ -33,7 +33,7 @@ def read_app(source: Source, options: ReadOptions) -> Trace:
     meta = RunMeta(source.name, "msprof", tool="msprof", clock=EPOCH_US)
     trace = Trace(meta)
     layout = Layout(trace)
-    index = TaskIndex(trace)
+    index = TaskIndex(trace, layout)
     sources: dict[str, Any] = {}
     meta.extra["msprof_sources"] = sources
     jsons = files_of(source, "msprof_json")

@@ -78,3 +78,17 @@ class Layout:
                 name, parent, order=clamp(order), nesting=nesting, description=description,
                 derived=derived)
         return lane
+
+    def place(self, track: int) -> tuple[str | None, int | None]:
+        """Which side ``track`` lies under: ("host", None), ("device", its device number or
+        None for the unnumbered NPU group), or (None, None) outside both."""
+        groups = {g: dev for dev, g in self._devices.items()}
+        tracks = self.trace.tracks
+        t: int | None = track
+        while t is not None:
+            if t in groups:
+                return "device", groups[t]
+            if t == self._host:
+                return "host", None
+            t = tracks[t].parent
+        return None, None

@@ -64,7 +64,7 @@ def _read_rank(trace: Trace, source: Source, prefix: str, rank: int | None,
                guard: Guard) -> None:
     layout = Layout(trace, rank=rank, order=rank or 0) if rank is not None else Layout(trace)
     layout.default_device, parsed = _device_hint(source, prefix)
-    index = TaskIndex(trace)
+    index = TaskIndex(trace, layout)
     views = files_of(source, "trace_view", prefix)
     if views:
         import_timelines(trace, layout, views, index, sources, guard)

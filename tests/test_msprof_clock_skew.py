@@ -1,0 +1,113 @@
+"""Host -> device dependencies whose device task starts before its launch (issue 23, item 8).
+
+In real msprof and torch_npu runs a device task can start before the host call that launched
+it: the two clocks differ.  Perfetto directs every flow from the slice that starts first
+(Trace Processor's FlowTracker orders a flow's ends by their slices' starts), so such a
+dependency cannot be drawn as it is.  The reader measures the skew per device (the largest
+lead of a device task over its launching host call: the clocks differ by at least that
+much), the warning and the summary say it as a figure, and the times stay as recorded.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import json
+from decimal import Decimal
+
+import pytest
+
+import tracecvt
+from tracecvt.readers import find_runs
+
+from conftest import SAMPLES, SHARED
+from tp_helper import rows, trace_processor
+
+MS = SAMPLES / "msprof"
+HELIX = SHARED / ("field-samples/msprof/helix-agenticcompiler/tests/fixtures/"
+                  "ascend_npu_operator_profiler/msprof_real_output")
+RUNS = {   # run folder -> its Chrome JSON, one device each
+    "helix-field": (HELIX, "mindstudio_profiler_output/msprof_*.json"),
+    "msinsight-level1": (MS / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt",
+                         "ASCEND_PROFILER_OUTPUT/trace_view.json"),
+    "msprof-analyze": (MS / "msprof-analyze/msprof_analyze/test/ut/advisor/timeline_advice",
+                       "trace_view.json"),
+}
+DEVICE_SIDE = {"Ascend Hardware", "HCCL"}     # device tasks (the rest is host side)
+
+
+def ns(v) -> int:
+    return int(Decimal(str(v)) * 1000)
+
+
+def _expected(path):
+    """From the JSON alone: (largest lead in ns, tasks leading, host -> device pairs)."""
+    events = json.loads(path.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    pname = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e["name"] == "process_name"}
+    xs = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            xs[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e.get("dur", 0))))
+    for v in xs.values():
+        v.sort()
+
+    def innermost(key, t):      # the latest-starting slice containing t
+        v = xs[key]
+        for s, d in reversed(v[:bisect.bisect_right(v, (t, float("inf")))]):
+            if s <= t <= s + d:
+                return s
+        return None
+
+    ends = collections.defaultdict(lambda: ([], []))     # (cat, id) -> starts, finishes
+    for e in events:
+        if e.get("ph") in ("s", "f"):
+            ends[(e.get("cat"), str(e["id"]))][e["ph"] == "f"].append(e)
+    lead, n, pairs = 0, 0, 0
+    for s, f in (p for starts, finishes in ends.values() for p in zip(starts, finishes)):
+        if pname[s["pid"]] in DEVICE_SIDE or pname[f["pid"]] not in DEVICE_SIDE:
+            continue
+        host = innermost((s["pid"], s["tid"]), ns(s["ts"]))
+        dev = innermost((f["pid"], f["tid"]), ns(f["ts"]))
+        if host is None or dev is None:
+            continue
+        pairs += 1
+        if dev < host:
+            lead, n = max(lead, host - dev), n + 1
+    return lead, n, pairs
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_clock_skew_measured_from_the_flows_per_device(name):
+    run, pattern = RUNS[name]
+    (path,) = run.glob(pattern)
+    lead, n, pairs = _expected(path)
+    assert n > 0
+    (src,) = [s for s in find_runs(run) if s.variant in ("msprof-app", "torch-npu")]
+    (entry,) = src.read().meta.extra["clock_skew"]
+    assert entry["clock_skew_us"] == lead / 1000
+    assert (entry["tasks_before_launch"], entry["dependencies"]) == (n, pairs)
+
+
+def test_warning_and_summary_name_the_skew_and_perfetto_draws_the_rest(tmp_path):
+    (run,) = tracecvt.read(HELIX)
+    out = run.to_perfetto(tmp_path / "t.pftrace")
+    (line,) = [w for w in run.warnings if "dependencies are not drawn" in w]
+    assert "5 of 11 dependencies are not drawn" in line
+    assert ("host and device clocks differ by at least 12.214 µs on NPU 0 (5 of 11 device "
+            "tasks start before the host call that launched them)") in line
+    assert "binding order" not in line
+    summary = run.summary()
+    (entry,) = summary["configuration"]["clock_skew"]
+    assert entry == {"device": 0, "clock_skew_us": 12.214, "tasks_before_launch": 5,
+                     "dependencies": 11}
+    md = run.write_summary(tmp_path / "s.md").read_text()
+    assert "| clock skew | host and device clocks differ by at least 12.214 µs on NPU 0" in md
+    # every dependency whose successor starts after its predecessor is drawn, host -> device
+    with trace_processor(out) as tp:
+        flows = rows(tp, "select so.ts as a, si.ts as b, so.track_id as ta, si.track_id as tb "
+                         "from flow f join slice so on so.id = f.slice_out "
+                         "join slice si on si.id = f.slice_in")
+    assert len(flows) == 11 - 5
+    assert all(f["a"] <= f["b"] for f in flows)
