@@ -24,7 +24,7 @@ from tracecvt.model import PICKUP, TASK_ID
 from tracecvt.readers import find_runs
 from tracecvt.summary import render, summary_data
 
-from conftest import PYPTO, REPO, SAMPLES
+from conftest import PYPTO, REPO, SAMPLES, checkout_copy
 from simpler_refparse import agrees, parse_cp, parse_loop, parse_so
 
 SIMPLER = SAMPLES / "simpler"
@@ -312,7 +312,8 @@ def test_the_runtime_tools_reports_beside_the_records_are_compared(tmp_path):
     them, and they all agree (the bundled sample is such a folder)."""
     from tracecvt.cli import main as cli_main
     from click.testing import CliRunner
-    run = REPO / "samples" / "simpler" / "a2a3sim_paged_attention"
+    run = checkout_copy(REPO / "samples" / "simpler" / "a2a3sim_paged_attention",
+                        tmp_path / "a2a3sim_paged_attention")
     res = CliRunner().invoke(cli_main, ["summary", str(run), "--format", "json", "-o", "-"],
                              catch_exceptions=False)
     assert res.exit_code == 0, res.output
