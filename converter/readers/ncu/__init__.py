@@ -119,7 +119,7 @@ class NcuReader:
 
     def _read_csv(self, source: Source, path: Path, options: ReadOptions) -> Trace:
         loaded = csv_page.load(path)
-        rows, skipped = loaded.rows, loaded.skipped
+        rows, skipped = loaded.rows, len(loaded.log)
         header = rows[0]
         page = csv_page.page_of(header)
         units: dict[str, str] = {}

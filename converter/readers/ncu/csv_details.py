@@ -14,7 +14,7 @@ content, row by row: a label in ``DETAILS_LABELS`` or a metric identifier.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -64,14 +64,6 @@ class Details:
                 "timelines and NVTX ranges are not in this export.")
 
 
-@dataclass
-class _Named:
-    """Rows of one kernel keyed by metric identifier: resolved after the page is read, in the
-    preference order of ``KEY_METRICS`` (as the raw page picks among its columns)."""
-
-    cells: dict[str, tuple[str, str]] = field(default_factory=dict)     # name -> (text, unit)
-
-
 def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
                  units_out: dict[str, str], warnings: list[str], skipped: int = 0
                  ) -> tuple[list[Kernel], Details]:
@@ -94,7 +86,9 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
         rule_need = max(metric_need, c_type, c_desc, c_stype, c_speed)
     short = csv_page.ShortRows(len(header), ident.id)
     kernels: dict[int, Kernel] = {}
-    named: dict[int, _Named] = {}
+    # kernel -> {metric identifier: (text, unit)}: resolved after the page is read, in the
+    # preference order of KEY_METRICS (as the raw page picks among its columns)
+    named: dict[int, dict[str, tuple[str, str]]] = {}
     durations: dict[int, tuple[str, str]] = {}          # kernel -> (text, unit) of duration
     total = len(rows) - 1
     stage = f"reading {path.name}"
@@ -143,7 +137,7 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
                     if arg == "duration_ns":
                         durations[index] = (text, unit)
         elif is_name:
-            named.setdefault(index, _Named()).cells.setdefault(label, (text, unit))
+            named.setdefault(index, {}).setdefault(label, (text, unit))
         if k.metrics is not None:
             v = parse_cell(text, factor)
             if v is not None:
@@ -153,8 +147,8 @@ def read_details(path: Path, rows: list[list[str]], options: ReadOptions,
         if n % 1024 == 0:
             options.report(stage, n, total)
     options.report(stage, total, total)
-    for index, got in named.items():
-        _resolve(kernels[index], got.cells, durations)
+    for index, cells in named.items():
+        _resolve(kernels[index], cells, durations)
     if warning := short.warning(path):
         warnings.append(warning)
     return sorted(kernels.values(), key=lambda k: k.index), _details(has_rules, durations)

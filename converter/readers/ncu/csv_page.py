@@ -28,9 +28,9 @@ RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup
                 "Estimated Speedup")
 
 
-# ncu's own log lines (``==PROF== Connected to process …``, ``==WARNING== …``, ``==ERROR== …``)
-# come first on the standard output that ``ncu --csv … > file.csv`` captures (also with
-# --log-file; seen with Nsight Compute 2025.3.1): the CSV starts after them.
+# ncu's own log lines (``==PROF== Connected to process …``, ``==WARNING== …``,
+# ``==ERROR== …``) come first on the standard output that ``ncu --csv … > file.csv``
+# captures (also with --log-file; seen with Nsight Compute 2025.3.1): the CSV follows them.
 _LOG_LINE = re.compile(r"==[A-Z]+==")
 
 
@@ -45,8 +45,7 @@ def sniff(head: bytes) -> bool:
 @dataclass
 class Loaded:
     rows: list[list[str]]           # the CSV, header first
-    log: list[str]                  # ncu's log lines before it
-    skipped: int                    # lines before the header (line numbers start after them)
+    log: list[str]          # ncu's log lines before it (line numbers count them)
 
 
 def load(path: Path) -> Loaded:
@@ -66,7 +65,7 @@ def load(path: Path) -> Loaded:
         raise InputError(path, f"malformed CSV ({e})") from None
     if not rows:
         raise InputError(path, "Nsight Compute's log lines and no CSV after them")
-    return Loaded(rows, log, len(log))
+    return Loaded(rows, log)
 
 
 def page_of(header: list[str]) -> str:
