@@ -9,6 +9,8 @@ import io
 import json
 from fractions import Fraction
 
+import tracecvt
+
 from tracecvt.readers import find_runs
 from tracecvt.readers.base import ReadOptions
 
@@ -138,6 +140,13 @@ def test_metrics_export_after_ncus_log_lines_reads_every_metric():
     assert [sm.values[sm.ts.index(k.ts)] for k in ks] == [k.args["sm_throughput_pct"]
                                                            for k in ks]
     assert trace.meta.warnings == []
+    # the summary's kernel table: each kernel's duration and DRAM throughput are the CSV's
+    (run,) = tracecvt.read(H100)
+    table = run.summary()["ncu"]["kernels"]
+    got = sorted((k["figures"]["duration_us"]["value"],
+                  k["figures"]["dram_throughput_pct"]["value"]) for k in table)
+    assert got == sorted((duration_ns(*m["gpu__time_duration.sum"]) / 1000, float(
+        m["dram__throughput.avg.pct_of_peak_sustained_elapsed"][0])) for _, m in want.values())
 
 
 def test_ncu_warning_lines_before_the_csv_are_reported(tmp_path):
