@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import collections
+import os
+import shutil
 import signal
+import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -59,6 +63,67 @@ def pftrace_counts(trace) -> dict:
             "counter": types[4] + extra,
             "flow_ids": flows_out, "terminating_flow_ids": flows_in,
             "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor"))}
+
+
+# -- the checkout's own folders, as a fresh clone has them ---------------------------------------
+# A user's commands leave outputs in the checkout: the README's first command writes
+# samples/pypto/ffn_medium/output_….pftrace, and to-chrome, to-model and summary write
+# `<run>.json`, `<run>.tcmodel` and `<run>.summary.*` next to each run (a .tcmodel is itself a
+# run that `info` and `summary` then find).  Tests never read samples/ (or any other folder of
+# the checkout that holds runs) in place: they read a copy made by ``checkout_copy``.
+
+def checkout_files(folder: Path, repo: Path = REPO) -> list[Path]:
+    """The files under ``folder`` (in the checkout ``repo``) that a fresh clone has: those git
+    tracks.  Where ``repo`` is not a git work tree (an unpacked source archive) or git is
+    missing: every file but tracecvt's own outputs (``is_tracecvt_output``)."""
+    folder = Path(folder)
+    try:
+        rel = folder.resolve().relative_to(Path(repo).resolve())
+        out = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--", str(rel)],
+                             capture_output=True, check=True, timeout=60).stdout
+        inside = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel"],
+                                capture_output=True, check=True, text=True,
+                                timeout=60).stdout.strip()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        out, inside = None, ""
+    if out is not None and Path(inside).resolve() == Path(repo).resolve():
+        names = [n for n in out.decode().split("\0") if n]
+        return sorted(Path(repo) / n for n in names)
+    return sorted(p for p in folder.rglob("*")
+                  if p.is_file() and not p.is_symlink() and not is_tracecvt_output(p))
+
+
+def is_tracecvt_output(path: Path) -> bool:
+    """A file tracecvt writes next to a run: a Perfetto trace (``.pftrace``, ``.pftrace.gz``)
+    or a model file (``.tcmodel``), by name; by content, a summary (JSON with the
+    ``tracecvt-summary/`` schema, Markdown or HTML that names tracecvt as its maker) or a
+    Chrome JSON trace whose first event names tracecvt as its producer."""
+    name = path.name
+    if name.endswith((".pftrace", ".pftrace.gz", ".tcmodel")):
+        return True
+    if not name.endswith((".json", ".json.gz", ".md", ".html")):
+        return False
+    head = path.read_bytes()[:4096]
+    if name.endswith(".gz"):
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
+        except zlib.error:
+            return False
+    return any(marker in head for marker in (
+        b'"schema": "tracecvt-summary/', b'"producer":"tracecvt ', b"made by tracecvt ",
+        b"<title>tracecvt "))
+
+
+def checkout_copy(folder: Path, dest: Path, repo: Path = REPO) -> Path:
+    """A writable copy of ``folder`` of the checkout as a fresh clone has it
+    (``checkout_files``), at ``dest``; returns ``dest``."""
+    folder = Path(folder)
+    for f in checkout_files(folder, repo):
+        target = dest / f.relative_to(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        os.chmod(target, 0o644)
+    return dest
 
 
 def pytest_configure(config):

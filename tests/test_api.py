@@ -16,15 +16,14 @@ import tracecvt
 from tracecvt.cli import main
 
 import conftest
-from conftest import REPO
+from conftest import REPO, checkout_copy
 
 SAMPLE = REPO / "samples" / "pypto" / "ffn_medium"
 
 
 @pytest.fixture
 def run_copy(tmp_path):
-    shutil.copytree(SAMPLE, tmp_path / "ffn_medium")
-    (run,) = tracecvt.read(tmp_path / "ffn_medium")
+    (run,) = tracecvt.read(checkout_copy(SAMPLE, tmp_path / "ffn_medium"))
     return run
 
 
@@ -143,7 +142,7 @@ def test_docs_api_examples_run(tmp_path):
     text = (REPO / "docs" / "api.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 6
-    shutil.copytree(REPO / "samples", tmp_path / "samples")
+    checkout_copy(REPO / "samples", tmp_path / "samples")
     (tmp_path / "docs").mkdir()
     shutil.copy(REPO / "docs" / "summary.schema.json", tmp_path / "docs")
     script = tmp_path / "api_examples.py"

@@ -11,7 +11,8 @@ import pytest
 
 from tracecvt.readers import find_runs
 
-from conftest import REPO, check_pftrace, decode_pftrace, pftrace_counts, pypto_run_dir
+from conftest import (REPO, check_pftrace, checkout_copy, decode_pftrace, pftrace_counts,
+                      pypto_run_dir)
 from conftest import cli as run
 
 
@@ -117,8 +118,8 @@ def test_info_reports_runs_tasks_span_tracks(tiny):
     assert report["time_span_ns"][0] == first
 
 
-def test_bundled_samples_are_found():
-    r = run("info", REPO / "samples", "--json")
+def test_bundled_samples_are_found(tmp_path):
+    r = run("info", checkout_copy(REPO / "samples", tmp_path / "samples"), "--json")
     assert r.exit_code == 0, r.output
     reports = json.loads(r.output)
     pypto = [rep for rep in reports if rep["format"] == "pypto"]
@@ -132,7 +133,8 @@ def test_bundled_samples_are_found():
 
 
 def test_bundled_samples_convert(tmp_path):
-    r = run("to-perfetto", REPO / "samples", "-o", tmp_path, "-q")
+    samples = checkout_copy(REPO / "samples", tmp_path / "samples")
+    r = run("to-perfetto", samples, "-o", tmp_path, "-q")
     assert r.exit_code == 0, r.output
     outs = sorted(tmp_path.glob("*.pftrace"))
     assert len(outs) == 7
@@ -305,8 +307,9 @@ def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
     (findings, labels, ratings, the format checks) are not even imported."""
     import subprocess
     import sys
+    tiny = checkout_copy(REPO / "samples" / "pypto" / "tiny_add", tmp_path / "tiny_add")
     code = ("import sys; import tracecvt.cli as c; "
-            f"c.main(['to-perfetto', {str(REPO / 'samples/pypto/tiny_add')!r}, '-o', "
+            f"c.main(['to-perfetto', {str(tiny)!r}, '-o', "
             f"{str(tmp_path / 't.pftrace')!r}, '-j', '1', '-q'], standalone_mode=False); "
             "print(*sorted(m for m in sys.modules if m.startswith('tracecvt.analyses')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -22,16 +22,15 @@ import pytest
 
 import tracecvt
 
-from conftest import REPO, SHARED, decode_pftrace, pftrace_counts
+from conftest import (REPO, SHARED, checkout_copy, checkout_files, decode_pftrace,
+                      pftrace_counts)
 
 TRACECVT = [sys.executable, "-m", "tracecvt.cli"]
 PFUI_HOME = Path(os.environ.get("PFUI_HOME") or Path.home() / ".cache" / "perfetto-ui")
 
 
 def copy_sample(tmp_path: Path, name: str = "tiny_add") -> Path:
-    dest = tmp_path / name
-    shutil.copytree(REPO / "samples" / "pypto" / name, dest)
-    return dest
+    return checkout_copy(REPO / "samples" / "pypto" / name, tmp_path / name)
 
 
 class Opened:
@@ -113,7 +112,8 @@ def test_open_no_cache_leaves_nothing_behind(tmp_path):
 
 def test_open_a_trace_serves_it_as_it_is(tmp_path):
     trace = tmp_path / "mine.pftrace"
-    shutil.copy(next((REPO / "samples").rglob("*.ncu-rep")), tmp_path / "x.ncu-rep")
+    report = next(p for p in checkout_files(REPO / "samples") if p.suffix == ".ncu-rep")
+    shutil.copy(report, tmp_path / "x.ncu-rep")
     subprocess.run([*TRACECVT, "to-perfetto", tmp_path / "x.ncu-rep", "-o", trace, "-q"],
                    check=True)
     o = Opened(trace, "--no-browser", "--timeout", "60")
@@ -133,8 +133,9 @@ def test_open_gives_up_after_the_timeout(tmp_path):
     assert time.monotonic() - t0 < 20
 
 
-def test_open_several_runs_is_a_one_line_error():
-    r = subprocess.run([*TRACECVT, "open", REPO / "samples", "--no-browser"],
+def test_open_several_runs_is_a_one_line_error(tmp_path):
+    samples = checkout_copy(REPO / "samples", tmp_path / "samples")
+    r = subprocess.run([*TRACECVT, "open", samples, "--no-browser"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "runs found; name one run" in r.stderr

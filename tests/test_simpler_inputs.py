@@ -236,9 +236,9 @@ def test_to_perfetto_prints_the_output_path(tmp_path):
 
 
 def test_the_bundled_sample_converts_like_its_source(tmp_path):
-    from conftest import REPO
+    from conftest import REPO, checkout_copy
     bundled = REPO / "samples" / "simpler" / "a2a3sim_paged_attention"
-    run = copy_run(bundled, tmp_path)
+    run = checkout_copy(bundled, tmp_path / bundled.name)
     r = cli("to-perfetto", run, "--force")
     out = tmp_path / f"{bundled.name}.pftrace"
     assert r.exit_code == 0 and str(out) in r.output and out.is_file()

@@ -16,12 +16,11 @@ import pytest
 import tracecvt
 from tracecvt.analyses.actions import LABELS
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, checkout_copy
 
 SCHEMA = json.loads((REPO / "docs" / "summary.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 FAMILIES = [SAMPLES / "pypto", SAMPLES / "msprof", SAMPLES / "ncu", SAMPLES / "simpler",
-            REPO / "samples",
             # simpler's converter output alone: read as drawn, no bubble figures
             REPO / "tests" / "fixtures" / "simpler_converter_older_layout_alone"]
 NCU = REPO / "samples" / "ncu" / "h200-triton-full"
@@ -35,9 +34,10 @@ def _runs(folder):
 
 
 @pytest.fixture(scope="module")
-def summaries():
+def summaries(tmp_path_factory):
     out = {}
-    for folder in FAMILIES:
+    bundled = checkout_copy(REPO / "samples", tmp_path_factory.mktemp("checkout") / "samples")
+    for folder in [*FAMILIES, bundled]:
         for run in _runs(folder):
             out[f"{folder.name}/{run.name}"] = run.summary()
     return out
@@ -134,7 +134,7 @@ def test_ncu_kernel_table_equals_the_csv_export(source):
 def test_summary_to_stdout_is_the_json_alone(tmp_path):
     """A run with warnings: stdout holds exactly the JSON document (the warnings are in
     it, nothing else is printed there)."""
-    run = REPO / "samples" / "pypto" / "ffn_medium"
+    run = checkout_copy(REPO / "samples" / "pypto" / "ffn_medium", tmp_path / "ffn_medium")
     r = subprocess.run([sys.executable, "-m", "tracecvt.cli", "summary", str(run), "--format",
                         "json", "-o", "-"], capture_output=True, text=True, timeout=120,
                        cwd=tmp_path)
@@ -146,7 +146,8 @@ def test_summary_to_stdout_is_the_json_alone(tmp_path):
 
 
 def test_compare_json_validates_and_has_the_summary_structure(tmp_path):
-    a, b = REPO / "samples" / "pypto" / "matmul_add", REPO / "samples" / "pypto" / "ffn_medium"
+    a, b = (checkout_copy(REPO / "samples" / "pypto" / name, tmp_path / name)
+            for name in ("matmul_add", "ffn_medium"))
     r = subprocess.run([sys.executable, "-m", "tracecvt.cli", "compare", str(a), str(b),
                         "--format", "json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..analyses.simpler.figures import printed
 from .markdown import table
 
 TOOLS = (("critical_path", "critical_path (python -m simpler_setup.tools.critical_path)"),
@@ -37,11 +38,12 @@ def _rows(s: dict[str, Any], tool: str) -> tuple[list[tuple[str, str, str, str]]
     """(figure, tracecvt, runtime's tool, agrees) rows without the per-task path listing,
     and a line about the listing."""
     comp = (s.get("comparisons") or {}).get(tool)
-    ours = (s.get("figures") or {}).get(tool) or {}
+    ours = (s.get("figures") or {}).get(tool) or []
     if comp is None:
-        rows = [(_label(k), v, "", "") for k, v in ours.items() if not k.startswith("path ")
-                or tool != "critical_path"]
-        listed = sum(1 for k in ours if k.startswith("path ") and k.endswith(" kernel"))
+        rows = [(_label(f["figure"]), printed(f["value"], f["decimals"]), "", "")
+                for f in ours if not f["figure"].startswith("path ") or tool != "critical_path"]
+        listed = sum(1 for f in ours
+                     if f["figure"].startswith("path ") and f["figure"].endswith(" kernel"))
         return rows, (f"Observed path: {listed} tasks (JSON summary: "
                       "simpler.figures.critical_path)." if tool == "critical_path" else "")
     rows = []
@@ -56,8 +58,10 @@ def _rows(s: dict[str, Any], tool: str) -> tuple[list[tuple[str, str, str, str]]
         mark = {True: "✔", False: "✘", None: "—"}[r["agrees"]]
         if r.get("half_way"):
             mark += " (exactly half-way: the tool's float sum rounds it the other way)"
-        rows.append((_label(key), r["tracecvt"] if r["tracecvt"] is not None else "—",
-                     r["reference"] if r["reference"] is not None else "—", mark))
+        ours_text = printed(r["tracecvt"], r["decimals"])
+        ref_text = printed(r["reference"], r["decimals"])
+        rows.append((_label(key), ours_text if ours_text is not None else "—",
+                     ref_text if ref_text is not None else "—", mark))
     line = (f"Observed path listing (kernel, task, compute, stall, stall kind per task): "
             f"{path_ok} of {path_rows} figures agree." if path_rows else "")
     return rows, line

@@ -68,7 +68,7 @@ class SimplerCheck:
             "level": self.run.level, "clock_freq_hz": self.run.freq,
             "questions": self.questions,
             "functions": function_table(self.run)[:50],
-            "figures": {tool: {f.key: f.printed for f in lst} for tool, lst in figs.items()},
+            "figures": {tool: [f.row() for f in lst] for tool, lst in figs.items()},
             "exact_ns": self._exact(),
             "notes": self.notes,
         }
@@ -114,7 +114,9 @@ class SimplerCheck:
         if c is not None:
             out["critical_path"] = {
                 "makespan_ns": c.makespan, "cpm_ns": c.cpm_len, "compute_ns": c.compute,
-                "stall_ns": c.stall, "stall_by_kind_ns": dict(c.stall_by_kind),
+                "stall_ns": c.stall,
+                "stall_by_kind": [{"kind": k, "stall_ns": v}
+                                  for k, v in c.stall_by_kind.items()],
                 "cpm_path": [_token(t) for t in c.cpm_path],
                 "observed_path": [_token(t.task) for t in c.path]}
         o = self.overhead
@@ -123,8 +125,8 @@ class SimplerCheck:
                 "window_ns": o.window, "overhead_by_engine_ns": dict(o.engines),
                 "cores_by_engine": dict(o.cores), "all_overhead_ns": o.all_overhead,
                 "has_overhead_ns": o.has_overhead,
-                "switch_by_core_ns": {ty: {str(k): v for k, v in d.items()}
-                                      for ty, d in o.switch_cores.items()},
+                "switch_by_core": [{"engine": ty, "core": k, "switch_ns": v}
+                                   for ty, d in o.switch_cores.items() for k, v in d.items()],
                 "head_total_ns": o.head.total if o.head else None,
                 "tail_total_ns": o.tail.total if o.tail else None, "path_ns": o.path}
         if self.loops:

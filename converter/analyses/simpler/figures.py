@@ -1,9 +1,12 @@
 """The runtime tools' figures as they print them: one ``Figure`` per printed number, keyed
 so the parsed reports (``reports.py``) line up with them, and compared at the tool's own
-precision."""
+precision.  In the JSON summary each is a row ``{figure, value, unit, decimals}``: the value
+a JSON number rounded as the tool prints it (text only for a verdict, a kernel or a stall
+kind), so renderers print it back with ``decimals`` (``printed``)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -28,6 +31,25 @@ class Figure:
             return str(self.value)
         return f"{float(self.value):.{self.decimals}f}"
 
+    @property
+    def number(self) -> float | int | str:
+        """The printed value as a JSON number: an int where the tool prints no decimals,
+        else the float of the printed digits; text stays text."""
+        if isinstance(self.value, str):
+            return self.value
+        if self.decimals is None:
+            return self.value if isinstance(self.value, int) else float(self.value)
+        p = self.printed
+        return int(p) if self.decimals == 0 else float(p)
+
+    @property
+    def unit(self) -> str | None:
+        return unit_of(self.key)
+
+    def row(self) -> dict[str, Any]:
+        return {"figure": self.key, "value": self.number, "unit": self.unit,
+                "decimals": self.decimals}
+
     def agrees(self, printed: str) -> bool:
         """Equal at the tool's rounding: the tool's number is this value rounded to its
         digits (a value exactly half-way may round either way in the tool's float sums)."""
@@ -39,6 +61,27 @@ class Figure:
             return False
         return abs(ref - float(self.value)) <= 0.5 * 10 ** -self.decimals + 1e-9 * max(
             1.0, abs(float(self.value)))
+
+
+_UNITS = (("_ms", "ms"), ("_us", "µs"), ("_pct", "%"), (" pct", "%"), ("_ns", "ns"),
+          ("ns_per_loop", "ns"), ("_ticks", "ticks"))
+_DISTRIBUTION = re.compile(r"(head|tail) (P\d+|max|mean|total)")
+
+
+def unit_of(key: str) -> str | None:
+    """The unit of a figure, from its key (``…_us``: µs; a head/tail distribution's
+    percentiles, max, mean and total: µs); None for counts, ratios and text."""
+    for suffix, unit in _UNITS:
+        if key.endswith(suffix):
+            return unit
+    return "µs" if _DISTRIBUTION.fullmatch(key) else None
+
+
+def printed(value: Any, decimals: int | None) -> str | None:
+    """A figure's value (``Figure.number``, or a parsed reference) as the tool prints it."""
+    if value is None or isinstance(value, str) or decimals is None:
+        return value if value is None or isinstance(value, str) else str(value)
+    return f"{float(value):.{decimals}f}"
 
 
 def _ms(ns: int) -> Fraction:
@@ -65,8 +108,8 @@ def cpm_figures(r: CpmResult) -> list[Figure]:
         v = r.stall_by_kind.get(kind, 0)
         if v:
             out += [Figure(f"{kind}_ms", _ms(v), 3), Figure(f"{kind}_pct", _pct(v, ms), 1)]
-    out += [Figure("tiling_ticks", str(r.ticks(r.compute + r.stall))),
-            Figure("makespan_ticks", str(r.ticks(ms)))]
+    out += [Figure("tiling_ticks", int(r.ticks(r.compute + r.stall))),
+            Figure("makespan_ticks", int(r.ticks(ms)))]
     for fam, c, s, n in r.families():
         out += [Figure(f"family {fam} compute_ms", _ms(c), 3),
                 Figure(f"family {fam} pct", _pct(c, ms), 1),
@@ -170,20 +213,43 @@ def loop_figures(loops: list[ThreadLoop], tail_mean_ns: Fraction | None) -> list
     return out
 
 
+def _reference(text: str, like: Figure | None) -> float | int | str:
+    """A number the tool printed, as a JSON number (text where the figure is text or the
+    tool printed no number)."""
+    if like is not None and isinstance(like.value, str):
+        return text
+    t = text.strip()
+    if re.fullmatch(r"-?\d+", t):
+        return int(t)
+    try:
+        return float(t)
+    except ValueError:
+        return text
+
+
+def _decimals(text: str) -> int | None:
+    t = text.strip()
+    return len(t.split(".", 1)[1]) if re.fullmatch(r"-?\d+\.\d+", t) else None
+
+
 def compare(figures: list[Figure], reference: dict[str, str]) -> list[dict[str, Any]]:
-    """Rows (figure, tracecvt, reference, agrees) for every figure the tool printed, then
-    tracecvt's figures the tool did not print (``agrees`` None: nothing to compare)."""
+    """Rows (figure, unit, decimals, tracecvt, reference, agrees) for every figure the tool
+    printed, then tracecvt's figures the tool did not print (``agrees`` None: nothing to
+    compare); values are JSON numbers at the printed precision (``decimals``)."""
     ours = {f.key: f for f in figures}
     rows = []
     for key, ref in reference.items():
         f = ours.get(key)
-        row = {"figure": key, "tracecvt": f.printed if f else None, "reference": ref,
-               "agrees": f is not None and f.agrees(ref)}
-        if row["agrees"] and row["tracecvt"] != ref:
+        agrees = f is not None and f.agrees(ref)
+        row = {"figure": key, "unit": unit_of(key),
+               "decimals": f.decimals if f is not None else _decimals(ref),
+               "tracecvt": f.number if f else None, "reference": _reference(ref, f),
+               "agrees": agrees}
+        if agrees and f.printed != ref:
             row["half_way"] = True      # an exact tie the tool's float sum rounded the other way
         rows.append(row)
     for key, f in ours.items():
         if key not in reference:
-            rows.append({"figure": key, "tracecvt": f.printed, "reference": None,
-                         "agrees": None})
+            rows.append({"figure": key, "unit": f.unit, "decimals": f.decimals,
+                         "tracecvt": f.number, "reference": None, "agrees": None})
     return rows

@@ -49,7 +49,7 @@ def _run_name(path: Path) -> str:
 class NcuReader:
     formats = ("ncu", "ncu-rep", "ncu-csv")
     title = ("Nsight Compute: .ncu-rep (also .xz/.gz; needs tracecvt[ncu]) or its CSV export "
-             "(--page raw, --page details)")
+             "(--page raw, --page details, --metrics)")
 
     def declarations(self, meta: RunMeta) -> dict[str, Any]:
         # Every run is a serialized timeline (layout.build).
@@ -118,25 +118,25 @@ class NcuReader:
         return build(kernels, run)
 
     def _read_csv(self, source: Source, path: Path, options: ReadOptions) -> Trace:
-        rows = csv_page.load(path)
+        loaded = csv_page.load(path)
+        rows, skipped = loaded.rows, len(loaded.log)
         header = rows[0]
         page = csv_page.page_of(header)
         units: dict[str, str] = {}
-        warnings: list[str] = []
+        warnings: list[str] = [f"{path}: Nsight Compute's log before the CSV says: {line}"
+                               for line in loaded.log if not line.startswith("==PROF==")]
         if page == csv_page.RAW:
             from .csv_raw import read_raw
-            kernels = read_raw(path, rows, options, units, warnings)
+            kernels = read_raw(path, rows, options, units, warnings, skipped)
             note = ("Values come from a raw-page CSV export and keep only its printed "
                     "precision (6 decimals of an auto-scaled unit, or 2 decimals with "
                     "--print-units base); PM-sampling timelines and rule results are not in "
                     "this export.")
         elif page == csv_page.DETAILS:
             from .csv_details import read_details
-            kernels = read_details(path, rows, options, units, warnings)
-            note = ("Values come from a details-page CSV export, printed with 2 decimals of "
-                    "an auto-scaled unit: durations have 10 ns resolution, so the serialized "
-                    "timeline is approximate; PM-sampling timelines and NVTX ranges are not in "
-                    "this export.")
+            kernels, details = read_details(path, rows, options, units, warnings,
+                                             skipped)
+            note = details.note()
         else:
             raise csv_page.wrong_page(path, header)
         if not kernels:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError
@@ -19,33 +20,59 @@ OTHER = "other"
 # Columns every per-kernel page starts with (NVTX columns may follow "Host Name").
 IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
             "Block Size", "Grid Size", "Device", "CC")
-DETAILS_COLUMNS = ("Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name",
-                   "Rule Type", "Rule Description", "Estimated Speedup Type",
-                   "Estimated Speedup")
+# The details page's metric columns; the rule columns follow them in an export of a report
+# with sections (--page details) and are absent from 'ncu --csv --metrics …' (Nsight Compute
+# 2023.1: the rows end after "Metric Value").
+DETAILS_COLUMNS = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
+RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
+                "Estimated Speedup")
+
+
+# ncu's own log lines (``==PROF== Connected to process …``, ``==WARNING== …``,
+# ``==ERROR== …``) come first on the standard output that ``ncu --csv … > file.csv``
+# captures (also with --log-file; seen with Nsight Compute 2025.3.1): the CSV follows them.
+_LOG_LINE = re.compile(r"==[A-Z]+==")
 
 
 def sniff(head: bytes) -> bool:
     """Does this look like a Nsight Compute CSV export (any page)?"""
-    line = head.split(b"\n", 1)[0]
+    lines = head.split(b"\n")
+    line = next((x for x in lines if not _LOG_LINE.match(x.decode("latin-1"))), b"")
     return line.startswith(b'"ID","Process ID"') or (
         b'"Kernel Name"' in line and b'"ID"' in line)
 
 
-def load(path: Path) -> list[list[str]]:
+@dataclass
+class Loaded:
+    rows: list[list[str]]           # the CSV, header first
+    log: list[str]          # ncu's log lines before it (line numbers count them)
+
+
+def load(path: Path) -> Loaded:
     text = read_text(path)
     if not text.strip():
         raise InputError(path, "empty file")
+    log: list[str] = []
+    start = 0
+    while _LOG_LINE.match(text, start):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        log.append(text[start:end].rstrip("\r\n"))
+        start = end
     try:
-        return list(csv.reader(io.StringIO(text, newline="")))
+        rows = list(csv.reader(io.StringIO(text[start:], newline="")))
     except csv.Error as e:
         raise InputError(path, f"malformed CSV ({e})") from None
+    if not rows:
+        raise InputError(path, "Nsight Compute's log lines and no CSV after them")
+    return Loaded(rows, log)
 
 
 def page_of(header: list[str]) -> str:
     names = set(header)
     if "ID" not in names or "Kernel Name" not in names:
         return OTHER
-    if {"Section Name", "Metric Name", "Metric Value", "Rule Name"} <= names:
+    if set(DETAILS_COLUMNS) <= names:
         return DETAILS
     # the raw page: identity columns then metric columns named like unit__counter.rollup
     if sum(1 for h in header if "__" in h) >= 1 and not names & {"Section Name", "Metric Name"}:

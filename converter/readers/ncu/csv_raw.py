@@ -18,13 +18,16 @@ from .nvtx import parse_push_pop, parse_start_end
 
 
 def read_raw(path: Path, rows: list[list[str]], options: ReadOptions,
-             units_out: dict[str, str], warnings: list[str]) -> list[Kernel]:
+             units_out: dict[str, str], warnings: list[str], skipped: int = 0
+             ) -> list[Kernel]:
+    """``skipped``: lines before the header (ncu's log), for line numbers in messages."""
     header = rows[0]
     ident = csv_page.Identity(header)
     short = csv_page.ShortRows(len(header), ident.id)
     last = len(header) - 1
     # (line, row) of every non-blank row after the header
-    body = [(n + 1, row) for n, row in enumerate(rows) if n and any(c.strip() for c in row)]
+    body = [(n + 1 + skipped, row) for n, row in enumerate(rows)
+            if n and any(c.strip() for c in row)]
     units = [""] * len(header)
     if body and not csv_page.cell(body[0][1], ident.id).strip():   # the units row: no ID
         line, row = body.pop(0)
