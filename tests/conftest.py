@@ -21,6 +21,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SAMPLES = SHARED / "samples"
+# Real outputs other people committed from their own machines (PROVENANCE.md there).
+FIELD = SHARED / "field-samples"
 PYPTO = SAMPLES / "pypto"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

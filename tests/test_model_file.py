@@ -25,7 +25,7 @@ from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.model import ModelWriteError, encode_model, write_model
 from tracecvt.writers.perfetto import write_perfetto
 
-from conftest import FIXTURES, SAMPLES
+from conftest import FIELD, FIXTURES, SAMPLES
 
 
 # -- the runs to round-trip: discovered at collection time ----------------------------------
@@ -41,6 +41,8 @@ def _discover() -> list:
     places += [("fixtures", p, None) for p in sorted(FIXTURES.glob("simpler_converter_*"))
                if p.is_dir()]
     places.append(("samples/pypto-raw", SAMPLES / "pypto", "pypto-raw"))
+    places += [(f"field/{f.name}", f, None) for f in sorted(FIELD.iterdir()) if f.is_dir()] \
+        if FIELD.is_dir() else []
     for label, path, fmt in places:
         try:
             runs = find_runs(path, fmt) if fmt is None else \

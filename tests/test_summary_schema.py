@@ -16,11 +16,11 @@ import pytest
 import tracecvt
 from tracecvt.analyses.actions import LABELS
 
-from conftest import REPO, SAMPLES, checkout_copy
+from conftest import FIELD, REPO, SAMPLES, checkout_copy
 
 SCHEMA = json.loads((REPO / "docs" / "summary.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
-FAMILIES = [SAMPLES / "pypto", SAMPLES / "msprof", SAMPLES / "ncu", SAMPLES / "simpler",
+FAMILIES = [SAMPLES / "pypto", SAMPLES / "msprof", SAMPLES / "ncu", SAMPLES / "simpler", FIELD,
             # simpler's converter output alone: read as drawn, no bubble figures
             REPO / "tests" / "fixtures" / "simpler_converter_older_layout_alone"]
 NCU = REPO / "samples" / "ncu" / "h200-triton-full"

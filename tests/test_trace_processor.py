@@ -40,7 +40,7 @@ from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.flows import drawable
 from tracecvt.writers.perfetto import time_origin, write_perfetto
 
-from conftest import FIXTURES, SAMPLES
+from conftest import FIELD, FIXTURES, SAMPLES
 from tp_helper import TP_BIN, rows, trace_processor
 
 # (label, where, format): every run ``find_runs`` finds there.  Add a family's samples here.
@@ -52,6 +52,7 @@ PLACES = [
     ("msprof", SAMPLES / "msprof", None),
     ("ncu", SAMPLES / "ncu", None),
     ("simpler", SAMPLES / "simpler", None),      # the chip swimlanes (PyPTO 3.0)
+    ("field", FIELD, None),                      # other people's real outputs
     # simpler's own converter output handed over alone: its older layout, and the current one
     # (the critical_path overlays of a sample's reference/ folder)
     ("simpler-converter", FIXTURES / "simpler_converter_older_layout_alone", None),
