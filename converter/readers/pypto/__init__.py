@@ -36,8 +36,21 @@ def sniff_aicpu(head: bytes) -> bool:
 
 
 def sniff_raw_swim(head: bytes) -> bool:
+    """Per-core task times (3.1): ``_simulate.swim.json`` (SIM) or the on-board
+    ``tilefwk_L1_prof_data.json`` layout under any name (``tilefwk_prof_data.json`` of
+    PyPTO's profiling tools); not the per-core phase marks of ``machine_trace_perf_data_*``
+    (blocks with ``freq``) nor the pipe swimlane (``pipeLogs``, no ``tasks``)."""
     h = head.lstrip()
-    return h[:1] == b"[" and b'"blockIdx"' in head and b'"coreType"' in head
+    return h[:1] == b"[" and b'"blockIdx"' in head and b'"coreType"' in head \
+        and b'"tasks"' in head and b'"freq"' not in head and b'"pipeLogs"' not in head
+
+
+def sniff_task_list(head: bytes) -> bool:
+    """A task graph as a JSON list of tasks without seqNo: ``[{taskId, successors, …}]``
+    (the old-style ``topo.json``, or the static ``<N>_simulate.topo.json``, 3.4)."""
+    h = head.lstrip()
+    return h[:1] == b"[" and b'"taskId"' in head and b'"successors"' in head \
+        and b'"seqNo"' not in head and b'"blockIdx"' not in head
 
 
 class PyptoReader:
@@ -68,13 +81,17 @@ class PyptoReader:
             if sniff_aicpu(read_head(directory / n)):
                 files[f"aicpu{i}"] = directory / n
         if "merged" not in files and "swim" not in files:
-            # A renamed merged swimlane file: sniff unknown JSON files.
+            # Files under other names: every JSON file is taken for what its content is,
+            # as find_file takes it (a renamed merged swimlane, or per-core task times).
             runs = []
             for n in filenames:
                 if logical_name(Path(n)).endswith(".json") and not n.startswith("_simulate"):
                     p = directory / n
-                    if sniff_merged(read_head(p)):
+                    head = read_head(p)
+                    if sniff_merged(head):
                         runs.append(self._source(p, {"merged": p}))
+                    elif sniff_raw_swim(head):
+                        runs.append(self._source(p, {"swim": p}))
             if not runs and any(k.startswith("aicpu") for k in files):
                 runs.append(self._source(directory, files))
             return runs
@@ -122,6 +139,10 @@ class PyptoReader:
             else []
         if static:
             files.setdefault("static_topo", static[0])
+        if "swim" in files and not any(r in files for r in GRAPH_ROLES):
+            graph = _task_list_beside(run_dir, files)
+            if graph is not None:
+                files["task_graph"] = graph
         if "bubble_log" not in files:
             for d in (sim_dir, run_dir):
                 p = find_variant(d, BUBBLE_LOG) if is_dir(d) else None
@@ -204,11 +225,26 @@ class PyptoReader:
             trace.meta.source_files.append(str(source.files[role]))
 
 
+GRAPH_ROLES = ("dyn_topo", "tmp_topo", "static_topo")
+
+
+def _task_list_beside(run_dir: Path, files: dict[str, Path]) -> Path | None:
+    """A task graph of another shape than PyPTO's pipeline inputs, found by content next to
+    the task times: a JSON list of tasks without seqNo (hicann/pypto's old-style
+    ``topo.json``: taskId, funcName, semanticLabel, successors).  Names break ties only:
+    ``topo.json`` first, then by name."""
+    taken = set(files.values())
+    found = [p for p in glob(run_dir, "*.json*") if logical_name(p).endswith(".json")
+             and p not in taken and sniff_task_list(read_head(p))]
+    found.sort(key=lambda p: (logical_name(p) != "topo.json", p.name))
+    return found[0] if found else None
+
+
 def _bind_flows(trace: Trace, merged: bool) -> None:
     """Re-bind the dependencies of HUB executions to the device tasks they belong to, and
     mark the ones that stay untrusted (hub_binding: PyPTO's HUB seqNo quirk); ``merged``:
     the run was read from merged_swimlane.json."""
-    from .hub_binding import DEVICE_TASK, bind_hub_executions
+    from .hub_binding import DEVICE_TASK, WHY_LATE, bind_hub_executions
     where = "merged_swimlane.json (PyPTO keeps one execution per key; read the raw files " \
         "with --from pypto-raw to get them all)" if merged else "the raw files"
     counts = bind_hub_executions(trace, where)
@@ -221,13 +257,21 @@ def _bind_flows(trace: Trace, merged: bool) -> None:
                    f"args.{DEVICE_TASK}): PyPTO's HUB seqNo "
                    "quirk records every device task's HUB tasks with seqNo 0 and binds their "
                    "dependencies to the wrong execution")
-    if counts["flows_untrusted"]:
-        trace.warn(f"{name}: {counts['flows_untrusted']} of {len(trace.flows)} dependencies "
+    late = sum(1 for f in trace.flows if f.name == UNTRUSTED_FLOW
+               and (f.args or {}).get("why") == WHY_LATE)
+    hub = counts["flows_untrusted"] - late
+    kept = (f"kept as PyPTO bound them, marked {UNTRUSTED_FLOW!r} (named in "
+            f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
+            "can as flows of that name, with args saying why) and not followed by the "
+            "analyses")
+    if hub:
+        trace.warn(f"{name}: {hub} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
-                   f"kept as PyPTO bound them, marked {UNTRUSTED_FLOW!r} (named in "
-                   f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
-                   "can as flows of that name, with args saying why) and not followed by the "
-                   "analyses")
+                   + kept)
+    if late:
+        trace.warn(f"{name}: {late} of {len(trace.flows)} dependencies end after their "
+                   "successor starts (the recorded times do not show them as causal): "
+                   + kept)
 
 
 def _describe_device(trace: Trace) -> None:

@@ -24,6 +24,7 @@ Task-table semantics replicated here (5.2-5.6):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -41,6 +42,13 @@ PERF_DATA_PREFIX = "machine_trace_perf_data_"
 FAKE_CORE = "Fake Core_0"
 SIM_DEVICE = "Ascend A2/A3 cost model (PyPTO simulation)"
 NPU_DEVICE = "Ascend NPU"
+# The counter rate names the chip (PyPTO: 50 MHz on DAV_2201, 1000 MHz on DAV_3510).
+NPU_CHIPS = {Fraction(50): "Ascend A2/A3 NPU (DAV_2201)",
+             Fraction(1000): "Ascend 950 NPU (DAV_3510)"}
+# Task times from an NPU are absolute system-counter values (ticks since the device started:
+# 1e9 ticks are 20 s at 50 MHz); the cost model counts from cycle 0 and runs its first task
+# within a few thousand cycles.
+ABSOLUTE_TICKS_MIN = 10**9
 
 _STATIC_TOPO_RE = re.compile(r"^(\d+)_simulate\.topo\.json$")
 _REPORT_EVERY = 20000
@@ -313,34 +321,97 @@ def _npu_clock_mhz(swim: Path, trace: Trace) -> tuple[Fraction, Path | None]:
     return Fraction(NPU_TICKS_PER_US["A2/A3"]), None
 
 
+def _join_task_list(rows: list[tuple], table: dict[int, _Task], path: Path, swim: Path,
+                    warn) -> list[tuple]:
+    """The rows of a task graph found beside the task times (``task_graph``: not an input
+    PyPTO's own pipeline pairs with them), joined on the task key.  It is the run's graph
+    only if every recorded task has a row; its rows without a record are reported, not drawn
+    as fake tasks (no PyPTO script pairs these files, so a missing record is no evidence of
+    a task that ran), and the dependencies on them are dropped and counted."""
+    keys = {r[KEY] for r in rows}
+    unjoined = [k for k in table if k not in keys]
+    if unjoined:
+        warn(f"{path}: not used as the task graph: {len(unjoined):,} of {len(table):,} tasks "
+             f"of {swim.name} have no task there (the files are not of one run)")
+        return []
+    kept = [r for r in rows if r[KEY] in table]
+    if len(kept) == len(rows):
+        return rows
+    lost = {r[KEY] for r in rows if r[KEY] not in table}
+    edges = sum(len(r[SUCCS]) for r in rows if r[KEY] in lost) + \
+        sum(1 for r in kept for s in r[SUCCS] if s not in table)
+    ids = sorted(r[TID] for r in rows if r[KEY] in lost)
+    shown = ", ".join(map(str, ids[:8])) + (", …" if len(ids) > 8 else "")
+    warn(f"{path}: {len(ids):,} of its {len(rows):,} tasks have no record in {swim.name} "
+         f"(taskId {shown}): not drawn, and the {edges:,} dependencies on them dropped")
+    return [r[:SUCCS] + ([s for s in r[SUCCS] if s in table],) + r[SUCCS + 1:] for r in kept]
+
+
 def _pick_topo(source: Source) -> tuple[str | None, Path | None]:
-    for role in ("dyn_topo", "tmp_topo", "static_topo"):
+    for role in ("dyn_topo", "tmp_topo", "static_topo", "task_graph"):
         p = source.files.get(role)
         if p is not None:
             return role, p
     return None, None
 
 
+def _on_board(cores: Any, swim: Path) -> bool:
+    """Whether per-core task times were recorded on an NPU (system-counter ticks) rather
+    than by the cost model (cycles), from content (3.1, 2.3): the cost model writes
+    ``completeSeq`` on every task; the on-board writers (the runtime's
+    ``tilefwk_L1_prof_data.json``, the profiling tools' ``tilefwk_prof_data.json``) never do,
+    and their times are absolute counter values, far from the cost model's cycle 0.  Task
+    times without ``completeSeq`` that start near 0 are simulation cycles (e.g. on-board
+    data rebased into cycles by PyPTO's convert_onboard2sim.py).  Without any task record,
+    the file's name decides."""
+    first_start: int | None = None
+    for core in cores if isinstance(cores, list) else []:
+        tasks = core.get("tasks") if isinstance(core, dict) else None
+        for t in tasks if isinstance(tasks, list) else []:
+            if not isinstance(t, dict):
+                continue
+            if "completeSeq" in t:
+                return False
+            start = t.get("execStart")
+            if _is_int(start) and (first_start is None or start < first_start):
+                first_start = start
+    if first_start is None:
+        return logical_name(swim) == RAW_NPU
+    return first_start >= ABSOLUTE_TICKS_MIN
+
+
 def read_raw(source: Source, options: ReadOptions) -> Trace:
     swim_path = source.files.get("swim")
     if swim_path is None:
         raise InputError(source.root, "no _simulate.swim.json or tilefwk_L1_prof_data.json")
-    npu = logical_name(swim_path) == RAW_NPU
+    options.report(f"reading {swim_path.name}", 0, 1)
+    cores, cut = load_json_records(swim_path, None, (1, 3))    # cores, and their tasks
+    if not isinstance(cores, list):
+        raise InputError(swim_path, "expected a JSON array of cores")
+    npu = _on_board(cores, swim_path)
     meta = RunMeta(source.name, "pypto", tool="PyPTO", device=NPU_DEVICE if npu else SIM_DEVICE,
                    source_files=[str(swim_path)])
     trace = Trace(meta)
 
     # Clock (2.3).
     perf_file = None
+    assumed = False
     if options.clock_mhz is not None:
         mhz = Fraction(options.clock_mhz)
         if mhz <= 0:
             raise InputError(None, f"clock rate must be positive, got {mhz} MHz")
     elif npu:
         mhz, perf_file = _npu_clock_mhz(swim_path, trace)
+        assumed = perf_file is None
     else:
         mhz = Fraction(SIM_CYCLES_PER_US)
     clock = cycles_clock(mhz, "npu" if npu else "sim")
+    if npu:
+        meta.device = NPU_CHIPS.get(mhz, NPU_DEVICE)
+        why = (" (PyPTO's rate on Ascend A2/A3; no machine_trace_perf_data file gives one: "
+               "--clock-mhz 1000 for Ascend 950)") if assumed else ""
+        clock = dataclasses.replace(
+            clock, description=f"NPU system-counter ticks at {float(mhz):g} per us{why}")
     meta.clock = clock
     if perf_file is not None:
         meta.source_files.append(str(perf_file))
@@ -348,10 +419,6 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
     den: int | float = mhz.numerator if mhz.denominator == 1 else float(mhz)
     to_ns = clock.to_ns
 
-    options.report(f"reading {swim_path.name}", 0, 1)
-    cores, cut = load_json_records(swim_path, None, (1, 3))    # cores, and their tasks
-    if not isinstance(cores, list):
-        raise InputError(swim_path, "expected a JSON array of cores")
     if cut is not None:
         last = cores[-1] if cores else None
         if isinstance(last, dict) and not (_is_int(last.get("blockIdx"))
@@ -432,6 +499,11 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
         elif topo_role == "tmp_topo":
             rows = _load_tmp_topo(topo_path, trace.warn)
             meta.source_files.append(str(topo_path))
+        elif topo_role == "task_graph":
+            rows = _join_task_list(_load_static_topo(topo_path, 0, trace.warn), table,
+                                   topo_path, swim_path, trace.warn)
+            if rows:
+                meta.source_files.append(str(topo_path))
         else:
             files = _static_topo_files(topo_path)
             for seq in sorted(set(files) | {t.seq for t in records}):
@@ -444,8 +516,8 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
         options.report(f"reading {topo_path.name}", 1, 1)
     else:
         where = swim_path.parent
-        trace.warn(f"{where}: no task graph (dyn_topo.txt, tmp_topo_json.json or "
-                   "<N>_simulate.topo.json) found: tasks converted without dependency flows, "
+        trace.warn(f"{where}: no task graph (dyn_topo.txt, tmp_topo_json.json, "
+                   "<N>_simulate.topo.json or a topo.json task list) found: tasks converted without dependency flows, "
                    "fake tasks, rootIndex, semantic labels or operands")
     if static_missing:
         trace.warn(f"{topo_path.parent}: no <N>_simulate.topo.json for device task(s) "
