@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import COUNTER, GROUP, LANE, Trace
+from .model import COUNTER, GROUP, LANE, Trace, warning_groups
 from .readers import Source
 
 
@@ -24,6 +24,15 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
             entry["samples"] = samples.get(index, 0)
         tracks.append(entry)
     meta = trace.meta
+    # What the writers would not draw (their warning when writing), with the run's own.
+    warnings, causes = list(meta.warnings), dict(meta.causes)
+    from .writers.flows import not_drawn_lines
+    for writer, what in (("perfetto", "a .pftrace"), ("chrome", "Chrome JSON")):
+        line, cause = not_drawn_lines(trace, writer, what)
+        if line is not None:
+            warnings.append(line)
+            if cause:
+                causes[line] = cause
     return {
         "run": source.name,
         "format": source.format,
@@ -40,7 +49,11 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "time_span_ns": list(span) if span else None,
         "duration_us": (span[1] - span[0]) / 1000 if span else 0.0,
         "tracks": tracks,
-        "warnings": list(meta.warnings),
+        "warnings": warnings,
+        # Warnings that share a cause (RunMeta.causes): the cause, and their indices in
+        # "warnings".
+        "causes": [{"cause": key, "warnings": [warnings.index(w) for w in group]}
+                   for key, group in warning_groups(warnings, causes) if len(group) > 1],
     }
 
 
@@ -76,6 +89,16 @@ def render_text(reports: list[dict[str, Any]]) -> str:
             elif t["kind"] == COUNTER:
                 out.append("    " + "  " * t["depth"] + f"{t['name']} (counter, "
                            f"{t['samples']} samples)")
-        for w in r["warnings"]:
-            out.append(f"  warning: {w}")
+        shared = {i: c["cause"] for c in r.get("causes", []) for i in c["warnings"]}
+        said = set()
+        for i, w in enumerate(r["warnings"]):
+            cause = shared.get(i)
+            if cause is None:
+                out.append(f"  warning: {w}")
+                continue
+            if cause not in said:
+                said.add(cause)
+                group = [j for j, c in shared.items() if c == cause]
+                out.append(f"  warnings from one cause, {cause}:")
+                out.extend(f"    warning: {r['warnings'][j]}" for j in sorted(group))
     return "\n".join(out)

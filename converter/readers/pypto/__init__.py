@@ -14,7 +14,7 @@ from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_b
 from ...model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from ..simpler import sniff_converter_output
-from .common import MERGED_US, MachineView, declarations
+from .common import HUB_QUIRK, MERGED_US, MachineView, declarations
 
 MERGED = "merged_swimlane.json"
 RAW_SIM = "_simulate.swim.json"
@@ -90,8 +90,8 @@ class PyptoReader:
                     head = read_head(p)
                     if sniff_merged(head):
                         runs.append(self._source(p, {"merged": p}))
-                    elif sniff_raw_swim(head):
-                        runs.append(self._source(p, {"swim": p}))
+                    elif sniff_raw_swim(head):          # with the AICPU traces beside it
+                        runs.append(self._source(p, {"swim": p, **files}))
             if not runs and any(k.startswith("aicpu") for k in files):
                 runs.append(self._source(directory, files))
             return runs
@@ -218,7 +218,8 @@ class PyptoReader:
             if negative:
                 trace.warn(f"{log}: PyPTO reports negative wait times on {len(negative)} "
                            f"cores ({', '.join(negative[:4])}{', …' if len(negative) > 4 else ''}"
-                           "): its HUB seqNo quirk, not real waiting; kept as run metadata only")
+                           "): its HUB seqNo quirk, not real waiting; kept as run metadata only",
+                           HUB_QUIRK)
         for role in sorted(r for r in source.files if r.startswith("aicpu")):
             from .aicpu import add_aicpu_trace
             add_aicpu_trace(trace, source.files[role], options)
@@ -256,7 +257,7 @@ def _bind_flows(trace: Trace, merged: bool) -> None:
                    f"({counts['hub_executions_bound']} executions bound to their device task, "
                    f"args.{DEVICE_TASK}): PyPTO's HUB seqNo "
                    "quirk records every device task's HUB tasks with seqNo 0 and binds their "
-                   "dependencies to the wrong execution")
+                   "dependencies to the wrong execution", HUB_QUIRK)
     late = sum(1 for f in trace.flows if f.name == UNTRUSTED_FLOW
                and (f.args or {}).get("why") == WHY_LATE)
     hub = counts["flows_untrusted"] - late
@@ -267,7 +268,9 @@ def _bind_flows(trace: Trace, merged: bool) -> None:
     if hub:
         trace.warn(f"{name}: {hub} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
-                   + kept)
+                   + kept, HUB_QUIRK)
+        if not late:                    # every untrusted flow: a writer's warning about them
+            trace.meta.causes[UNTRUSTED_FLOW] = HUB_QUIRK
     if late:
         trace.warn(f"{name}: {late} of {len(trace.flows)} dependencies end after their "
                    "successor starts (the recorded times do not show them as causal): "

@@ -34,8 +34,8 @@ from ...errors import InputError
 from ...fileio import glob, is_file, load_json, load_json_records, logical_name, read_text
 from ...model import INT64_MIN, MAX_NS, UINT64_END, RunMeta, Trace
 from ..base import ReadOptions, Source
-from .common import (NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView, SharedTaskArgs,
-                     core_lane_name, cycles_clock, operand, task_category)
+from .common import (HUB_QUIRK, NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView,
+                     SharedTaskArgs, core_lane_name, cycles_clock, operand, task_category)
 
 RAW_NPU = "tilefwk_L1_prof_data.json"
 PERF_DATA_PREFIX = "machine_trace_perf_data_"
@@ -651,11 +651,15 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
                "so their keys collide)") if hub and not npu else ""
         trace.warn(f"{swim_path}: {len(dropped)} task executions share a (seqNo, taskId) "
                    f"key with a later execution{why}; merged_swimlane.json keeps only the last "
-                   "per key, these are kept as extra slices with args.duplicateKey")
+                   "per key, these are kept as extra slices with args.duplicateKey",
+                   HUB_QUIRK if why else None)
     if fakes:
+        # SIM: the HUB rows of device tasks >= 1 lose their records to the HUB seqNo quirk.
+        hub = not npu and all(t.seq >= 1 and t.row is not None and t.row[LEAF_HASH] == 0
+                              for t in fakes)
         trace.warn(f"{topo_path}: {len(fakes)} tasks of the task graph have no record in "
                    f"{swim_path.name}: drawn as 1-us fake tasks on {FAKE_CORE} with invented "
-                   "times (as PyPTO does)")
+                   "times (as PyPTO does)", HUB_QUIRK if hub else None)
     if missing_succ:
         trace.warn(f"{topo_path}: {missing_succ} successor edges point to tasks without a "
                    "row or record and were dropped")
