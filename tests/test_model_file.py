@@ -38,6 +38,8 @@ def _discover() -> list:
     # meant to be refused).
     places += [("fixtures", p, None) for p in sorted(FIXTURES.glob("pypto_*")) if p.is_dir()]
     places.append(("samples/pypto-raw", SAMPLES / "pypto", "pypto-raw"))
+    # Real PyPTO output from other people's machines (on-board task times, old topo.json).
+    places.append(("field-samples/pypto", SAMPLES.parent / "field-samples" / "pypto", None))
     for label, path, fmt in places:
         try:
             runs = find_runs(path, fmt) if fmt is None else \
