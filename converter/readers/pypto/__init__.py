@@ -20,7 +20,6 @@ MERGED = "merged_swimlane.json"
 RAW_SIM = "_simulate.swim.json"
 RAW_NPU = "tilefwk_L1_prof_data.json"
 BUBBLE_LOG = "bubble_analysis.log"
-AICPU_PREFIX = "machine_runtime_operator_trace"
 SIM_DIR = "CostModelSimulationOutput"
 
 
@@ -33,6 +32,12 @@ def sniff_merged(head: bytes) -> bool:
 
 def sniff_aicpu(head: bytes) -> bool:
     return b"traceEvents" in head and b"AICPU View" in head
+
+
+def holds_machine_view(path: Path) -> bool:
+    """Whether a trace whose head is the AICPU view holds PyPTO's Machine View further in:
+    a merged_swimlane.json with the AICPU view prepended (5.7), whatever its name."""
+    return b"Machine View" in read_bytes(path)
 
 
 def sniff_raw_swim(head: bytes) -> bool:
@@ -75,24 +80,34 @@ class PyptoReader:
         pick("swim", RAW_SIM, sniff_raw_swim)
         if "swim" not in files:
             pick("swim", RAW_NPU, sniff_raw_swim)
-        aicpu = sorted(n for n in filenames if n.startswith(AICPU_PREFIX)
-                       and logical_name(Path(n)).endswith(".json"))
-        for i, n in enumerate(aicpu):
-            if sniff_aicpu(read_head(directory / n)):
-                files[f"aicpu{i}"] = directory / n
+        # Every JSON file is taken for what its content is, as find_file takes it; the
+        # names above only break ties.  AICPU traces (any name) join the directory's run; a
+        # file that starts with the AICPU view but holds the Machine View is a merged file.
+        merged_elsewhere = []
+        aicpu = 0
+        for n in filenames:
+            p = directory / n
+            if not logical_name(Path(n)).endswith(".json") or p in files.values():
+                continue
+            if sniff_aicpu(read_head(p)) and not sniff_merged(read_head(p)):
+                if holds_machine_view(p):
+                    merged_elsewhere.append(p)
+                else:
+                    files[f"aicpu{aicpu}"] = p
+                    aicpu += 1
         if "merged" not in files and "swim" not in files:
-            # Files under other names: every JSON file is taken for what its content is,
-            # as find_file takes it (a renamed merged swimlane, or per-core task times).
+            # Runs under other names: a merged swimlane, or per-core task times, each with
+            # the AICPU traces beside it.
             runs = []
             for n in filenames:
                 if logical_name(Path(n)).endswith(".json") and not n.startswith("_simulate"):
                     p = directory / n
                     head = read_head(p)
-                    if sniff_merged(head):
-                        runs.append(self._source(p, {"merged": p}))
-                    elif sniff_raw_swim(head):          # with the AICPU traces beside it
+                    if sniff_merged(head) or p in merged_elsewhere:
+                        runs.append(self._source(p, {"merged": p, **files}))
+                    elif sniff_raw_swim(head):
                         runs.append(self._source(p, {"swim": p, **files}))
-            if not runs and any(k.startswith("aicpu") for k in files):
+            if not runs and aicpu:
                 runs.append(self._source(directory, files))
             return runs
         pick("bubble_log", BUBBLE_LOG)
@@ -100,7 +115,8 @@ class PyptoReader:
 
     def find_file(self, path: Path, force: bool) -> Source | None:
         head = read_head(path)
-        if sniff_merged(head) or (logical_name(path) == MERGED and sniff_aicpu(head)):
+        if sniff_merged(head) or (sniff_aicpu(head) and (logical_name(path) == MERGED
+                                                         or holds_machine_view(path))):
             return self._source(path, {"merged": path})
         if sniff_aicpu(head):
             return self._source(path, {"aicpu0": path})
