@@ -67,10 +67,16 @@ def test_the_rule_holds_in_other_families_and_through_a_model_file(tmp_path):
 
 
 def test_warnings_of_different_causes_stay_lines_of_their_own(tmp_path):
-    """The field sample's two warnings have different causes (a graph that does not cover
-    the task times; dependencies the times do not show as causal): two full lines."""
+    """The field sample's warnings have two causes (task-graph rows without a record;
+    dependencies the times do not show as causal): Chrome JSON draws those dependencies,
+    two full lines; a .pftrace leaves them out, which shares their cause: still two lines."""
     field = SAMPLES.parent / "field-samples" / "pypto" / "hicann-pypto-ut"
     r = cli("to-chrome", field, "-o", tmp_path / "f.json")
     assert r.exit_code == 0, r.output
     lines = _warning_lines(r.output)
     assert len(lines) == 2 and not any("warnings (in full" in w for w in lines)
+    r = cli("to-perfetto", field, "-o", tmp_path / "f.pftrace")
+    assert r.exit_code == 0, r.output
+    first, second = _warning_lines(r.output)
+    assert first == lines[0] and "not causal as recorded" in second \
+        and "2 warnings (in full" in second

@@ -243,6 +243,8 @@ class PyptoReader:
 
 
 GRAPH_ROLES = ("dyn_topo", "tmp_topo", "static_topo")
+# The cause (Trace.warn) of the warnings about dependencies the times show as not causal.
+LATE = "dependencies that end after their successor starts (not causal as recorded)"
 
 
 def _task_list_beside(run_dir: Path, files: dict[str, Path]) -> Path | None:
@@ -277,20 +279,20 @@ def _bind_flows(trace: Trace, merged: bool) -> None:
     late = sum(1 for f in trace.flows if f.name == UNTRUSTED_FLOW
                and (f.args or {}).get("why") == WHY_LATE)
     hub = counts["flows_untrusted"] - late
-    kept = (f"kept as PyPTO bound them, marked {UNTRUSTED_FLOW!r} (named in "
+    kept = (f"marked {UNTRUSTED_FLOW!r} (named in "
             f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
             "can as flows of that name, with args saying why) and not followed by the "
             "analyses")
     if hub:
         trace.warn(f"{name}: {hub} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
-                   + kept, HUB_QUIRK)
-        if not late:                    # every untrusted flow: a writer's warning about them
-            trace.meta.causes[UNTRUSTED_FLOW] = HUB_QUIRK
+                   "kept as PyPTO bound them, " + kept, HUB_QUIRK)
     if late:
         trace.warn(f"{name}: {late} of {len(trace.flows)} dependencies end after their "
-                   "successor starts (the recorded times do not show them as causal): "
-                   + kept)
+                   "successor starts (the recorded times do not show them as causal): kept, "
+                   + kept, LATE)
+    if bool(hub) != bool(late):         # one cause for every untrusted flow: a writer's
+        trace.meta.causes[UNTRUSTED_FLOW] = HUB_QUIRK if hub else LATE      # warning shares it
 
 
 def _describe_device(trace: Trace) -> None:
