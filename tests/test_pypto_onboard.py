@@ -75,6 +75,11 @@ def test_field_sample_on_board_times_are_50_mhz_ticks_with_topo_json_flows():
     assert "2 of its 235 tasks have no record" in lost and "taskId 177, 195" in lost \
         and "43 dependencies" in lost
     assert not any("HUB" in w or "no task graph" in w for w in trace.meta.warnings)
+    # Each task names the leaf function its topo.json row gives (the time-by-leaf-function
+    # key: the rows carry no leafHash).
+    func = {t["taskId"]: t["funcName"] for t in json.loads(topo.read_text())}
+    assert all(s.all_args["funcName"] == func[s.args["taskId"]] for s in trace.slices)
+    assert trace.meta.extra["label_args"]["leaf_function"] == "funcName"
 
 
 def test_field_sample_folder_is_found_as_its_file_is():

@@ -32,14 +32,16 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import glob, is_file, load_json, load_json_records, logical_name, read_text
-from ...model import INT64_MIN, MAX_NS, UINT64_END, RunMeta, Trace
+from ...model import INT64_MIN, LABEL_ARGS, MAX_NS, UINT64_END, RunMeta, Trace
 from ..base import ReadOptions, Source
 from .common import (HUB_QUIRK, NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView,
-                     SharedTaskArgs, core_lane_name, cycles_clock, operand, task_category)
+                     SharedTaskArgs, core_lane_name, cycles_clock, declarations, operand,
+                     task_category)
 
 RAW_NPU = "tilefwk_L1_prof_data.json"
 PERF_DATA_PREFIX = "machine_trace_perf_data_"
 FAKE_CORE = "Fake Core_0"
+FUNC_NAME = "funcName"            # shared arg: a task list's leaf function name
 SIM_DEVICE = "Ascend A2/A3 cost model (PyPTO simulation)"
 NPU_DEVICE = "Ascend NPU"
 # The counter rate names the chip (PyPTO: 50 MHz on DAV_2201, 1000 MHz on DAV_3510).
@@ -95,8 +97,9 @@ class _Task:
 # -- the task graph -------------------------------------------------------------------------
 # A topo row: (key, seqNo, taskId, rootHash, opmagic, leafHash, psgId, successor keys,
 #              semantic label or None (look it up in program.json),
-#              rootIndex or None (compute it from rootHash)).
-KEY, SEQ, TID, ROOT_HASH, OPMAGIC, LEAF_HASH, PSG, SUCCS, LABEL, ROOT_INDEX = range(10)
+#              rootIndex or None (compute it from rootHash),
+#              leaf function name or None (a task list's funcName)).
+KEY, SEQ, TID, ROOT_HASH, OPMAGIC, LEAF_HASH, PSG, SUCCS, LABEL, ROOT_INDEX, FUNC = range(11)
 
 
 def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
@@ -134,7 +137,7 @@ def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
         seq = vals[0]
         base = seq << 32
         rows.append((base | vals[1], seq, vals[1], vals[3], vals[4], vals[6], vals[8],
-                     [base | x for x in vals[n_fixed:]], None, None))
+                     [base | x for x in vals[n_fixed:]], None, None, None))
     return rows
 
 
@@ -161,7 +164,8 @@ def _load_tmp_topo(path: Path, warn=None) -> list[tuple]:
                     and all(_is_int(x) for x in succs)):
                 raise TypeError
             base = seq << 32
-            rows.append((base | tid, seq, tid, *extra, [base | x for x in succs], None, None))
+            rows.append((base | tid, seq, tid, *extra, [base | x for x in succs], None, None,
+                         None))
         except (KeyError, TypeError, AttributeError):
             raise InputError(path, f"task {i}: expected integer seqNo, taskId, rootHash, "
                              "opmagic, funcHash, psgId and a list of integer successors") \
@@ -201,8 +205,10 @@ def _load_static_topo(path: Path, seq: int, warn=None) -> list[tuple]:
             raise InputError(path, f"task {i}: expected an integer taskId, a list of integer "
                              "successors and integer optional keys") from None
         label = t.get("semanticLabel")
+        func = t.get("funcName")
         rows.append((base | tid, *extra[:6], [base | x for x in succs],
-                     "" if label is None else str(label), extra[6]))
+                     "" if label is None else str(label), extra[6],
+                     str(func) if func else None))
     return rows
 
 
@@ -665,6 +671,9 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
                    "row or record and were dropped")
 
     meta.extra["tasks"] = len(trace.slices)
+    if any(r[FUNC] for r in rows):
+        # Leaf functions by the name the task list gives them (its rows carry no leafHash).
+        meta.extra[LABEL_ARGS] = {**declarations()[LABEL_ARGS], "leaf_function": FUNC_NAME}
     meta.extra["pypto_fake_tasks"] = len(fakes)
     meta.extra["pypto_duplicate_executions"] = len(dropped)
     return trace
@@ -674,7 +683,7 @@ def _add_task_slice(trace: Trace, task: _Task, program: _Program, exec_stats: di
                     shared: SharedTaskArgs, has_graph: bool) -> int:
     """A task slice: own args {seqNo, taskId}, the rest shared with tasks of the same CALL."""
     row = task.row
-    root_hash = op_magic = leaf_hash = inputs = outputs = None
+    root_hash = op_magic = leaf_hash = inputs = outputs = func = None
     if row is None:
         # No topo row: PyPTO's defaults (rootIndex/psgId -1) when there is a graph; without
         # any graph the swim subGraphId (= topo psgId in SIM) is the best psgId there is.
@@ -687,14 +696,17 @@ def _add_task_slice(trace: Trace, task: _Task, program: _Program, exec_stats: di
             root_index = program.root_index(root_hash)
             _, inputs, outputs = program.call(root_index, op_magic)
         psg = row[PSG] if row[PSG] is not None else task.psg_dyn
+        func = row[FUNC]
     fake = task.fake
     label = task.label
     shown = label[4:] if fake else label
     group = 0 if fake else task.psg_dyn
     # inputs/outputs are cached per CALL by _Program, so their identity names them.
-    key = (root_hash, leaf_hash, op_magic, shown, group, id(inputs), id(outputs))
+    key = (root_hash, leaf_hash, op_magic, shown, group, id(inputs), id(outputs), func)
     common = shared.get(key, root_hash, leaf_hash, op_magic, shown, inputs, outputs,
                         exec_stats.get(group))
+    if func is not None:
+        common[FUNC_NAME] = func        # the leaf function a task list names (no leafHash)
     name = f"{formal_name(task.key)}-{root_index}-{psg}({label})"
     return trace.add_slice(task.lane, task.start, task.end - task.start, name,
                            task_category(task.lane_name, fake),
