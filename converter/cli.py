@@ -11,7 +11,7 @@ import click
 from . import __version__, archive
 from .convert import convert_source, default_output, default_workers, output_path, runs_under
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail, size,
-                      warn)
+                      warn_run)
 from .errors import TracecvtError, error_message
 from .progress import Reporter
 from .readers import READERS, ReadOptions, format_names
@@ -146,8 +146,7 @@ def _convert(writer: str, path: Path, output: str | None, force: bool, fmt: str 
             _fail("interrupted; no partial output was left behind")
             sys.exit(EXIT_INTERRUPTED)
         reporter.close()
-        for w in result.warnings:
-            warn(w)
+        warn_run(result.warnings, result.causes, src.name, src.root)
         if not quiet:
             c = result.counts
             click.echo(f"wrote {result.output} ({_human_size(result.size)}: "

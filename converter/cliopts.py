@@ -23,6 +23,28 @@ def warn(message: str) -> None:
     click.echo(f"tracecvt: warning: {one_line(message)}", err=True)
 
 
+def warning_lines(warnings: list[str], causes: dict[str, str], run: str,
+                  where: object) -> list[str]:
+    """The terminal's lines for a run's warnings: one per cause.  Warnings that share a
+    cause (``RunMeta.causes``) make one line naming it, with where to read them in full
+    (``tracecvt info WHERE`` and the run's summary); any other warning is its own line."""
+    from .model import warning_groups
+    lines = []
+    for key, group in warning_groups(warnings, causes):
+        if len(group) == 1:
+            lines.append(group[0])
+        else:
+            lines.append(f"{run}: {key}: {len(group)} warnings (in full: "
+                         f"tracecvt info {where}, or the run's summary)")
+    return lines
+
+
+def warn_run(warnings: list[str], causes: dict[str, str], run: str, where: object) -> None:
+    """Print a run's warnings, one line per cause (``warning_lines``)."""
+    for line in warning_lines(warnings, causes, run, where):
+        warn(line)
+
+
 def clock_mhz(value: str | None) -> Fraction | None:
     """``--clock-mhz``: a positive number, exactly (e.g. 1800, 50, 1.5)."""
     if value is None:

@@ -12,7 +12,7 @@ from typing import Callable
 
 from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
-from .model import CLOCK_SKEW, Trace
+from .model import CLOCK_SKEW, UNTRUSTED_FLOW, Trace
 from .readers import ReadOptions, Source, find_runs, format_names
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
@@ -58,6 +58,7 @@ class Result:
     counts: dict[str, int]
     size: int
     warnings: list[str] = field(default_factory=list)
+    causes: dict[str, str] = field(default_factory=dict)     # warning -> its cause
 
 
 def read(path: str | Path, fmt: str | None = None,
@@ -196,9 +197,14 @@ def write_run(source: Source, trace: Trace, writer: str, output: Path,
     except OSError as e:  # pragma: no cover - the rename just succeeded
         raise OutputError(f"{output}: {e}") from None
     warnings = list(trace.meta.warnings)
+    causes = {w: c for w, c in trace.meta.causes.items() if w != UNTRUSTED_FLOW}
     if counts.get("flows_not_drawn"):
-        from .writers.flows import not_drawn_warning
-        warnings.append(not_drawn_warning(counts["flows_not_drawn"], len(trace.flows),
-                                          output.name, perfetto=writer == "perfetto",
-                                          skew=trace.meta.extra.get(CLOCK_SKEW)))
-    return Result(source, output, counts, size, warnings)
+        from .writers.flows import not_drawn, not_drawn_warning
+        line = not_drawn_warning(counts["flows_not_drawn"], len(trace.flows), output.name,
+                                 perfetto=writer == "perfetto",
+                                 skew=trace.meta.extra.get(CLOCK_SKEW))
+        warnings.append(line)
+        cause = trace.meta.causes.get(UNTRUSTED_FLOW)
+        if cause and not_drawn(trace, writer) == (counts["flows_not_drawn"],) * 2:
+            causes[line] = cause        # every flow left out is one the reader marked
+    return Result(source, output, counts, size, warnings, causes)

@@ -255,6 +255,21 @@ class RunMeta:
     extra: dict[str, Any] = field(default_factory=dict)
     # Anything the reader could not convert or found suspicious, one line each.
     warnings: list[str] = field(default_factory=list)
+    # The cause of warnings that share one (``Trace.warn``): warning -> one line naming the
+    # cause.  The command line prints one line per cause, the warnings in full are in `info`
+    # and the summary.  Key UNTRUSTED_FLOW: the cause of the flows the reader marked so, for
+    # warnings about them made later (a writer's dependencies not drawn).
+    causes: dict[str, str] = field(default_factory=dict)
+
+
+def warning_groups(warnings: list[str], causes: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """``warnings`` grouped by cause (``RunMeta.causes``), in order of first appearance:
+    (cause, its warnings); a warning without a cause is a group of its own, keyed by
+    itself."""
+    groups: dict[str, list[str]] = {}
+    for w in warnings:
+        groups.setdefault(causes.get(w) or w, []).append(w)
+    return list(groups.items())
 
 
 class Trace:
@@ -305,8 +320,12 @@ class Trace:
                  args: dict[str, Any] | None = None) -> None:
         self.flows.append(Flow(src, dst, name, args))
 
-    def warn(self, message: str) -> None:
+    def warn(self, message: str, cause: str | None = None) -> None:
+        """Record a warning; ``cause``: one line naming its cause, where several warnings
+        of a run can come from one (they are then printed as one line, RunMeta.causes)."""
         self.meta.warnings.append(message)
+        if cause:
+            self.meta.causes[message] = cause
 
     # -- reading --------------------------------------------------------------------------
     @property

@@ -33,7 +33,7 @@ from pathlib import Path
 import click
 
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail,
-                      size as size_option, warn)
+                      size as size_option, warn_run)
 from .errors import InputError, TracecvtError, error_message, one_line
 
 DEFAULT_UI = "https://ui.perfetto.dev"
@@ -106,8 +106,7 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
         raise
     finally:
         reporter.close()
-    for w in result.warnings:
-        warn(w)
+    warn_run(result.warnings, result.causes, src.name, src.root)
     _note(f"wrote {target}" + (" (removed on exit)" if temporary else ""))
     return target, temporary
 

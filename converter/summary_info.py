@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import COUNTER, GROUP, LANE, Trace
+from .model import COUNTER, GROUP, LANE, Trace, warning_groups
 from .readers import Source
 
 
@@ -29,6 +29,15 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
     why = meta.extra.get("msprof_ignored_files") if type(meta.extra) is dict else None
     why = why if isinstance(why, dict) else {}
     unused = {role for role in source.files if _role_kind(role) == "ignored"}
+    # What the writers would not draw (their warning when writing), with the run's own.
+    warnings, causes = list(meta.warnings), dict(meta.causes)
+    from .writers.flows import not_drawn_lines
+    for writer, what in (("perfetto", "a .pftrace"), ("chrome", "Chrome JSON")):
+        line, cause = not_drawn_lines(trace, writer, what)
+        if line is not None:
+            warnings.append(line)
+            if cause:
+                causes[line] = cause
     return {
         "run": source.name,
         "format": source.format,
@@ -47,7 +56,11 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "time_span_ns": list(span) if span else None,
         "duration_us": (span[1] - span[0]) / 1000 if span else 0.0,
         "tracks": tracks,
-        "warnings": list(meta.warnings),
+        "warnings": warnings,
+        # Warnings that share a cause (RunMeta.causes): the cause, and their indices in
+        # "warnings".
+        "causes": [{"cause": key, "warnings": [warnings.index(w) for w in group]}
+                   for key, group in warning_groups(warnings, causes) if len(group) > 1],
     }
 
 
@@ -90,6 +103,16 @@ def render_text(reports: list[dict[str, Any]]) -> str:
             elif t["kind"] == COUNTER:
                 out.append("    " + "  " * t["depth"] + f"{t['name']} (counter, "
                            f"{t['samples']} samples)")
-        for w in r["warnings"]:
-            out.append(f"  warning: {w}")
+        shared = {i: c["cause"] for c in r.get("causes", []) for i in c["warnings"]}
+        said = set()
+        for i, w in enumerate(r["warnings"]):
+            cause = shared.get(i)
+            if cause is None:
+                out.append(f"  warning: {w}")
+                continue
+            if cause not in said:
+                said.add(cause)
+                group = [j for j, c in shared.items() if c == cause]
+                out.append(f"  warnings from one cause, {cause}:")
+                out.extend(f"    warning: {r['warnings'][j]}" for j in sorted(group))
     return "\n".join(out)

@@ -162,12 +162,25 @@ def test_exact_ns_at_1ghz(tmp_path):
     assert trace.meta.extra["aicpu_freq_mhz"] == 1000
 
 
-def test_machine_view_inside_aicpu_file(tmp_path):
-    """A merged file with the AICPU view first, under an AICPU trace name, is refused."""
-    shutil.copy(MERGED_FILE, tmp_path / "machine_runtime_operator_trace_3.json")
-    (src,) = find_runs(tmp_path)
-    with pytest.raises(InputError, match="Machine View"):
-        src.read()
+@pytest.mark.parametrize("name", ["machine_runtime_operator_trace_3.json", "npu_swimlane.json"])
+def test_merged_file_with_the_aicpu_view_first_is_merged_under_any_name(tmp_path, name):
+    """Content decides, not the name (5.7: gen_perfetto prepends the AICPU view to the
+    merged file, so "Machine View" is far in): under an AICPU trace's name or any other, the
+    file is a merged run, found in its folder as it is as a file, read as the named one is;
+    an AICPU trace beside it (any name) joins that run."""
+    shutil.copy(MERGED_FILE, tmp_path / name)
+    shutil.copy(AICPU_FILE, tmp_path / "phases.json")
+    (by_folder,) = find_runs(tmp_path)
+    assert by_folder.files == {"merged": tmp_path / name, "aicpu0": tmp_path / "phases.json"}
+    (by_file,) = find_runs(tmp_path / name)
+    assert by_file.files == {"merged": tmp_path / name}
+    (named,) = find_runs(MERGED_DIR)
+    expected = named.read()
+    for src in (by_folder, by_file):
+        trace = src.read()
+        assert collections.Counter((s.ts, s.dur, s.name) for s in trace.slices) == \
+            collections.Counter((s.ts, s.dur, s.name) for s in expected.slices)
+        assert len(trace.flows) == len(expected.flows) == 5
 
 
 def test_malformed_aicpu_file(tmp_path):

@@ -338,7 +338,7 @@ def test_npu_raw_matches_pypto_merged_output():
         collections.Counter(flow_key(merged, f) for f in merged.flows)
     assert lane_names(raw) == lane_names(merged) == \
         {"Fake Core_0", "AIC_1", "AIC_2", "AIV_27", "AI-CPU_49"}
-    assert raw.meta.device == "Ascend NPU"
+    assert raw.meta.device == "Ascend 950 NPU (DAV_3510)"     # 1000 ticks per us
     # machine_trace_perf_data_0.json says 1000 ticks per us: 1 tick = 1 ns.
     assert raw.meta.clock.ns_per_unit == 1 and raw.meta.clock.unit == "tick"
     assert any(p.endswith("machine_trace_perf_data_0.json") for p in raw.meta.source_files)

@@ -46,6 +46,8 @@ from tp_helper import TP_BIN, rows, trace_processor
 # (label, where, format): every run ``find_runs`` finds there.  Add a family's samples here.
 PLACES = [
     ("pypto", SAMPLES / "pypto", None),
+    # Real PyPTO output from other people's machines (on-board task times, old topo.json).
+    ("pypto-field", SAMPLES.parent / "field-samples" / "pypto", None),
     ("pypto-raw", SAMPLES / "pypto", "pypto-raw"),
     ("pypto-npu", FIXTURES / "pypto_npu", None),
     ("pypto-raw-fixture", FIXTURES / "pypto_raw", None),

@@ -24,7 +24,8 @@ leaves out the untrusted flows it could draw: its flows have no name to mark the
 
 from __future__ import annotations
 
-from ..model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Slice, clock_skew_text
+from ..model import (CLOCK_SKEW, UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Slice, Trace,
+                     clock_skew_text)
 
 
 def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
@@ -53,3 +54,28 @@ def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False,
             "flow from the slice that starts first: it would draw them reversed)" + because
             + f"; the successors' args.{UNTRUSTED_PREDECESSORS} name the untrusted ones")
 
+
+def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
+    """(flows ``writer`` leaves out, how many of them are untrusted, ``model.UNTRUSTED_FLOW``):
+    when they are all untrusted, its warning shares their cause (``RunMeta.causes``)."""
+    slices = trace.slices
+    n = len(slices)
+    out = untrusted = 0
+    for f in trace.flows:
+        if 0 <= f.src < n and 0 <= f.dst < n and \
+                not drawable(slices[f.src], slices[f.dst], writer, f.name):
+            out += 1
+            untrusted += f.name == UNTRUSTED_FLOW
+    return out, untrusted
+
+
+def not_drawn_lines(trace: Trace, writer: str, what: str) -> tuple[str | None, str | None]:
+    """The warning about the flows ``writer`` leaves out of ``what`` (None when it draws
+    them all), and its cause: the untrusted flows' (``RunMeta.causes[UNTRUSTED_FLOW]``)
+    when they are all it leaves out."""
+    out, untrusted = not_drawn(trace, writer)
+    if not out:
+        return None, None
+    line = not_drawn_warning(out, len(trace.flows), what, perfetto=writer == "perfetto",
+                             skew=trace.meta.extra.get(CLOCK_SKEW))
+    return line, trace.meta.causes.get(UNTRUSTED_FLOW) if untrusted == out else None

@@ -420,7 +420,7 @@ def encode_model(trace: Trace) -> bytes:
     f_args = dicts.column([f.args for f in trace.flows], "flow args")
     perm, plan = _group_dicts(dicts)
     more = {f.name: getattr(trace.meta, f.name) for f in dataclasses.fields(trace.meta)
-            if f.name not in META_FIELDS}
+            if f.name not in META_FIELDS and not _is_default(trace.meta, f)}
     # Count every reference to a container first: a container may be stored as JSON only if
     # nothing inside it is shared.
     for keys, ds, columns in plan:
@@ -481,6 +481,13 @@ def encode_model(trace: Trace) -> bytes:
     _set_strings(m, strings.items)
     data = m.SerializeToString()
     return data + END_PREFIX + pack_crc(zlib.crc32(data))
+
+
+def _is_default(meta: RunMeta, f: dataclasses.Field) -> bool:
+    """A RunMeta field at its default (not written: a reader gets the default back)."""
+    if f.default_factory is not dataclasses.MISSING:
+        return getattr(meta, f.name) == f.default_factory()
+    return f.default is not dataclasses.MISSING and getattr(meta, f.name) == f.default
 
 
 def _set_meta(mm, meta: RunMeta, more: dict[str, Any], enc: _Values) -> None:

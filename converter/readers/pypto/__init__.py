@@ -14,13 +14,12 @@ from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_b
 from ...model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from ..simpler import sniff_converter_output
-from .common import MERGED_US, MachineView, declarations
+from .common import HUB_QUIRK, MERGED_US, MachineView, declarations
 
 MERGED = "merged_swimlane.json"
 RAW_SIM = "_simulate.swim.json"
 RAW_NPU = "tilefwk_L1_prof_data.json"
 BUBBLE_LOG = "bubble_analysis.log"
-AICPU_PREFIX = "machine_runtime_operator_trace"
 SIM_DIR = "CostModelSimulationOutput"
 
 
@@ -37,9 +36,28 @@ def sniff_aicpu(head: bytes) -> bool:
     return b"traceEvents" in head and b"AICPU View" in head
 
 
+def holds_machine_view(path: Path) -> bool:
+    """Whether a trace whose head is the AICPU view holds PyPTO's Machine View further in:
+    a merged_swimlane.json with the AICPU view prepended (5.7), whatever its name."""
+    return b"Machine View" in read_bytes(path)
+
+
 def sniff_raw_swim(head: bytes) -> bool:
+    """Per-core task times (3.1): ``_simulate.swim.json`` (SIM) or the on-board
+    ``tilefwk_L1_prof_data.json`` layout under any name (``tilefwk_prof_data.json`` of
+    PyPTO's profiling tools); not the per-core phase marks of ``machine_trace_perf_data_*``
+    (blocks with ``freq``) nor the pipe swimlane (``pipeLogs``, no ``tasks``)."""
     h = head.lstrip()
-    return h[:1] == b"[" and b'"blockIdx"' in head and b'"coreType"' in head
+    return h[:1] == b"[" and b'"blockIdx"' in head and b'"coreType"' in head \
+        and b'"tasks"' in head and b'"freq"' not in head and b'"pipeLogs"' not in head
+
+
+def sniff_task_list(head: bytes) -> bool:
+    """A task graph as a JSON list of tasks without seqNo: ``[{taskId, successors, …}]``
+    (the old-style ``topo.json``, or the static ``<N>_simulate.topo.json``, 3.4)."""
+    h = head.lstrip()
+    return h[:1] == b"[" and b'"taskId"' in head and b'"successors"' in head \
+        and b'"seqNo"' not in head and b'"blockIdx"' not in head
 
 
 class PyptoReader:
@@ -64,20 +82,34 @@ class PyptoReader:
         pick("swim", RAW_SIM, sniff_raw_swim)
         if "swim" not in files:
             pick("swim", RAW_NPU, sniff_raw_swim)
-        aicpu = sorted(n for n in filenames if n.startswith(AICPU_PREFIX)
-                       and logical_name(Path(n)).endswith(".json"))
-        for i, n in enumerate(aicpu):
-            if sniff_aicpu(read_head(directory / n)):
-                files[f"aicpu{i}"] = directory / n
+        # Every JSON file is taken for what its content is, as find_file takes it; the
+        # names above only break ties.  AICPU traces (any name) join the directory's run; a
+        # file that starts with the AICPU view but holds the Machine View is a merged file.
+        merged_elsewhere = []
+        aicpu = 0
+        for n in filenames:
+            p = directory / n
+            if not logical_name(Path(n)).endswith(".json") or p in files.values():
+                continue
+            if sniff_aicpu(read_head(p)) and not sniff_merged(read_head(p)):
+                if holds_machine_view(p):
+                    merged_elsewhere.append(p)
+                else:
+                    files[f"aicpu{aicpu}"] = p
+                    aicpu += 1
         if "merged" not in files and "swim" not in files:
-            # A renamed merged swimlane file: sniff unknown JSON files.
+            # Runs under other names: a merged swimlane, or per-core task times, each with
+            # the AICPU traces beside it.
             runs = []
             for n in filenames:
                 if logical_name(Path(n)).endswith(".json") and not n.startswith("_simulate"):
                     p = directory / n
-                    if sniff_merged(read_head(p)):
-                        runs.append(self._source(p, {"merged": p}))
-            if not runs and any(k.startswith("aicpu") for k in files):
+                    head = read_head(p)
+                    if sniff_merged(head) or p in merged_elsewhere:
+                        runs.append(self._source(p, {"merged": p, **files}))
+                    elif sniff_raw_swim(head):
+                        runs.append(self._source(p, {"swim": p, **files}))
+            if not runs and aicpu:
                 runs.append(self._source(directory, files))
             return runs
         pick("bubble_log", BUBBLE_LOG)
@@ -85,7 +117,8 @@ class PyptoReader:
 
     def find_file(self, path: Path, force: bool) -> Source | None:
         head = read_head(path)
-        if sniff_merged(head) or (logical_name(path) == MERGED and sniff_aicpu(head)):
+        if sniff_merged(head) or (sniff_aicpu(head) and (logical_name(path) == MERGED
+                                                         or holds_machine_view(path))):
             return self._source(path, {"merged": path})
         if sniff_aicpu(head):
             return self._source(path, {"aicpu0": path})
@@ -124,6 +157,10 @@ class PyptoReader:
             else []
         if static:
             files.setdefault("static_topo", static[0])
+        if "swim" in files and not any(r in files for r in GRAPH_ROLES):
+            graph = _task_list_beside(run_dir, files)
+            if graph is not None:
+                files["task_graph"] = graph
         if "bubble_log" not in files:
             for d in (sim_dir, run_dir):
                 p = find_variant(d, BUBBLE_LOG) if is_dir(d) else None
@@ -199,18 +236,36 @@ class PyptoReader:
             if negative:
                 trace.warn(f"{log}: PyPTO reports negative wait times on {len(negative)} "
                            f"cores ({', '.join(negative[:4])}{', …' if len(negative) > 4 else ''}"
-                           "): its HUB seqNo quirk, not real waiting; kept as run metadata only")
+                           "): its HUB seqNo quirk, not real waiting; kept as run metadata only",
+                           HUB_QUIRK)
         for role in sorted(r for r in source.files if r.startswith("aicpu")):
             from .aicpu import add_aicpu_trace
             add_aicpu_trace(trace, source.files[role], options)
             trace.meta.source_files.append(str(source.files[role]))
 
 
+GRAPH_ROLES = ("dyn_topo", "tmp_topo", "static_topo")
+# The cause (Trace.warn) of the warnings about dependencies the times show as not causal.
+LATE = "dependencies that end after their successor starts (not causal as recorded)"
+
+
+def _task_list_beside(run_dir: Path, files: dict[str, Path]) -> Path | None:
+    """A task graph of another shape than PyPTO's pipeline inputs, found by content next to
+    the task times: a JSON list of tasks without seqNo (hicann/pypto's old-style
+    ``topo.json``: taskId, funcName, semanticLabel, successors).  Names break ties only:
+    ``topo.json`` first, then by name."""
+    taken = set(files.values())
+    found = [p for p in glob(run_dir, "*.json*") if logical_name(p).endswith(".json")
+             and p not in taken and sniff_task_list(read_head(p))]
+    found.sort(key=lambda p: (logical_name(p) != "topo.json", p.name))
+    return found[0] if found else None
+
+
 def _bind_flows(trace: Trace, merged: bool) -> None:
     """Re-bind the dependencies of HUB executions to the device tasks they belong to, and
     mark the ones that stay untrusted (hub_binding: PyPTO's HUB seqNo quirk); ``merged``:
     the run was read from merged_swimlane.json."""
-    from .hub_binding import DEVICE_TASK, bind_hub_executions
+    from .hub_binding import DEVICE_TASK, WHY_LATE, bind_hub_executions
     where = "merged_swimlane.json (PyPTO keeps one execution per key; read the raw files " \
         "with --from pypto-raw to get them all)" if merged else "the raw files"
     counts = bind_hub_executions(trace, where)
@@ -222,14 +277,24 @@ def _bind_flows(trace: Trace, merged: bool) -> None:
                    f"({counts['hub_executions_bound']} executions bound to their device task, "
                    f"args.{DEVICE_TASK}): PyPTO's HUB seqNo "
                    "quirk records every device task's HUB tasks with seqNo 0 and binds their "
-                   "dependencies to the wrong execution")
-    if counts["flows_untrusted"]:
-        trace.warn(f"{name}: {counts['flows_untrusted']} of {len(trace.flows)} dependencies "
+                   "dependencies to the wrong execution", HUB_QUIRK)
+    late = sum(1 for f in trace.flows if f.name == UNTRUSTED_FLOW
+               and (f.args or {}).get("why") == WHY_LATE)
+    hub = counts["flows_untrusted"] - late
+    kept = (f"marked {UNTRUSTED_FLOW!r} (named in "
+            f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
+            "can as flows of that name, with args saying why) and not followed by the "
+            "analyses")
+    if hub:
+        trace.warn(f"{name}: {hub} of {len(trace.flows)} dependencies "
                    "cannot be bound to the execution they belong to (PyPTO's HUB seqNo quirk): "
-                   f"kept as PyPTO bound them, marked {UNTRUSTED_FLOW!r} (named in "
-                   f"args.{UNTRUSTED_PREDECESSORS} of each successor; Chrome JSON draws those it "
-                   "can as flows of that name, with args saying why) and not followed by the "
-                   "analyses")
+                   "kept as PyPTO bound them, " + kept, HUB_QUIRK)
+    if late:
+        trace.warn(f"{name}: {late} of {len(trace.flows)} dependencies end after their "
+                   "successor starts (the recorded times do not show them as causal): kept, "
+                   + kept, LATE)
+    if bool(hub) != bool(late):         # one cause for every untrusted flow: a writer's
+        trace.meta.causes[UNTRUSTED_FLOW] = HUB_QUIRK if hub else LATE      # warning shares it
 
 
 def _describe_device(trace: Trace) -> None:

@@ -50,8 +50,8 @@ def add_aicpu_trace(trace: Trace, path: Path, options: ReadOptions) -> None:
     if any(isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
            and (e.get("args") or {}).get("name") == MACHINE_VIEW for e in events):
         raise InputError(path, "holds a PyPTO 'Machine View' process: this is a "
-                         "merged_swimlane.json with the AICPU view prepended (section 5.7); "
-                         "name it merged_swimlane.json to read it as one")
+                         "merged_swimlane.json with the AICPU view prepended (section 5.7), "
+                         "not an AICPU trace; convert the file itself")
     was_empty = not trace.tracks
     # Load into a scratch trace, then merge: the loader always makes new groups.
     scratch = Trace(RunMeta(trace.meta.name, trace.meta.format))

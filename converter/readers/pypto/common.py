@@ -17,6 +17,9 @@ from ...model import (ARG_LINES, GROUP, INPUTS, INT64_MIN, INVENTED_TIMES, LABEL
 SIM_CYCLES_PER_US = 1800
 NPU_TICKS_PER_US = {"A2/A3": 50, "950": 1000}
 
+# The cause (Trace.warn) of every warning about PyPTO's HUB seqNo quirk (5.6).
+HUB_QUIRK = "PyPTO's HUB seqNo quirk (HUB tasks of every device task recorded with seqNo 0)"
+
 MERGED_US = Clock("pypto-us", "us", Fraction(1000),
                   "microseconds as written by PyPTO's draw_swim_lane.py (raw count / clock MHz)")
 

@@ -24,6 +24,7 @@ Task-table semantics replicated here (5.2-5.6):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -31,16 +32,25 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import glob, is_file, load_json, load_json_records, logical_name, read_text
-from ...model import INT64_MIN, MAX_NS, UINT64_END, RunMeta, Trace
+from ...model import INT64_MIN, LABEL_ARGS, MAX_NS, UINT64_END, RunMeta, Trace
 from ..base import ReadOptions, Source
-from .common import (NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView, SharedTaskArgs,
-                     core_lane_name, cycles_clock, operand, task_category)
+from .common import (HUB_QUIRK, NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView,
+                     SharedTaskArgs, core_lane_name, cycles_clock, declarations, operand,
+                     task_category)
 
 RAW_NPU = "tilefwk_L1_prof_data.json"
 PERF_DATA_PREFIX = "machine_trace_perf_data_"
 FAKE_CORE = "Fake Core_0"
+FUNC_NAME = "funcName"            # shared arg: a task list's leaf function name
 SIM_DEVICE = "Ascend A2/A3 cost model (PyPTO simulation)"
 NPU_DEVICE = "Ascend NPU"
+# The counter rate names the chip (PyPTO: 50 MHz on DAV_2201, 1000 MHz on DAV_3510).
+NPU_CHIPS = {Fraction(50): "Ascend A2/A3 NPU (DAV_2201)",
+             Fraction(1000): "Ascend 950 NPU (DAV_3510)"}
+# Task times from an NPU are absolute system-counter values (ticks since the device started:
+# 1e9 ticks are 20 s at 50 MHz); the cost model counts from cycle 0 and runs its first task
+# within a few thousand cycles.
+ABSOLUTE_TICKS_MIN = 10**9
 
 _STATIC_TOPO_RE = re.compile(r"^(\d+)_simulate\.topo\.json$")
 _REPORT_EVERY = 20000
@@ -87,8 +97,9 @@ class _Task:
 # -- the task graph -------------------------------------------------------------------------
 # A topo row: (key, seqNo, taskId, rootHash, opmagic, leafHash, psgId, successor keys,
 #              semantic label or None (look it up in program.json),
-#              rootIndex or None (compute it from rootHash)).
-KEY, SEQ, TID, ROOT_HASH, OPMAGIC, LEAF_HASH, PSG, SUCCS, LABEL, ROOT_INDEX = range(10)
+#              rootIndex or None (compute it from rootHash),
+#              leaf function name or None (a task list's funcName)).
+KEY, SEQ, TID, ROOT_HASH, OPMAGIC, LEAF_HASH, PSG, SUCCS, LABEL, ROOT_INDEX, FUNC = range(11)
 
 
 def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
@@ -126,7 +137,7 @@ def _load_dyn_topo(path: Path, warn=None) -> list[tuple]:
         seq = vals[0]
         base = seq << 32
         rows.append((base | vals[1], seq, vals[1], vals[3], vals[4], vals[6], vals[8],
-                     [base | x for x in vals[n_fixed:]], None, None))
+                     [base | x for x in vals[n_fixed:]], None, None, None))
     return rows
 
 
@@ -153,7 +164,8 @@ def _load_tmp_topo(path: Path, warn=None) -> list[tuple]:
                     and all(_is_int(x) for x in succs)):
                 raise TypeError
             base = seq << 32
-            rows.append((base | tid, seq, tid, *extra, [base | x for x in succs], None, None))
+            rows.append((base | tid, seq, tid, *extra, [base | x for x in succs], None, None,
+                         None))
         except (KeyError, TypeError, AttributeError):
             raise InputError(path, f"task {i}: expected integer seqNo, taskId, rootHash, "
                              "opmagic, funcHash, psgId and a list of integer successors") \
@@ -193,8 +205,10 @@ def _load_static_topo(path: Path, seq: int, warn=None) -> list[tuple]:
             raise InputError(path, f"task {i}: expected an integer taskId, a list of integer "
                              "successors and integer optional keys") from None
         label = t.get("semanticLabel")
+        func = t.get("funcName")
         rows.append((base | tid, *extra[:6], [base | x for x in succs],
-                     "" if label is None else str(label), extra[6]))
+                     "" if label is None else str(label), extra[6],
+                     str(func) if func else None))
     return rows
 
 
@@ -313,34 +327,97 @@ def _npu_clock_mhz(swim: Path, trace: Trace) -> tuple[Fraction, Path | None]:
     return Fraction(NPU_TICKS_PER_US["A2/A3"]), None
 
 
+def _join_task_list(rows: list[tuple], table: dict[int, _Task], path: Path, swim: Path,
+                    warn) -> list[tuple]:
+    """The rows of a task graph found beside the task times (``task_graph``: not an input
+    PyPTO's own pipeline pairs with them), joined on the task key.  It is the run's graph
+    only if every recorded task has a row; its rows without a record are reported, not drawn
+    as fake tasks (no PyPTO script pairs these files, so a missing record is no evidence of
+    a task that ran), and the dependencies on them are dropped and counted."""
+    keys = {r[KEY] for r in rows}
+    unjoined = [k for k in table if k not in keys]
+    if unjoined:
+        warn(f"{path}: not used as the task graph: {len(unjoined):,} of {len(table):,} tasks "
+             f"of {swim.name} have no task there (the files are not of one run)")
+        return []
+    kept = [r for r in rows if r[KEY] in table]
+    if len(kept) == len(rows):
+        return rows
+    lost = {r[KEY] for r in rows if r[KEY] not in table}
+    edges = sum(len(r[SUCCS]) for r in rows if r[KEY] in lost) + \
+        sum(1 for r in kept for s in r[SUCCS] if s not in table)
+    ids = sorted(r[TID] for r in rows if r[KEY] in lost)
+    shown = ", ".join(map(str, ids[:8])) + (", …" if len(ids) > 8 else "")
+    warn(f"{path}: {len(ids):,} of its {len(rows):,} tasks have no record in {swim.name} "
+         f"(taskId {shown}): not drawn, and the {edges:,} dependencies on them dropped")
+    return [r[:SUCCS] + ([s for s in r[SUCCS] if s in table],) + r[SUCCS + 1:] for r in kept]
+
+
 def _pick_topo(source: Source) -> tuple[str | None, Path | None]:
-    for role in ("dyn_topo", "tmp_topo", "static_topo"):
+    for role in ("dyn_topo", "tmp_topo", "static_topo", "task_graph"):
         p = source.files.get(role)
         if p is not None:
             return role, p
     return None, None
 
 
+def _on_board(cores: Any, swim: Path) -> bool:
+    """Whether per-core task times were recorded on an NPU (system-counter ticks) rather
+    than by the cost model (cycles), from content (3.1, 2.3): the cost model writes
+    ``completeSeq`` on every task; the on-board writers (the runtime's
+    ``tilefwk_L1_prof_data.json``, the profiling tools' ``tilefwk_prof_data.json``) never do,
+    and their times are absolute counter values, far from the cost model's cycle 0.  Task
+    times without ``completeSeq`` that start near 0 are simulation cycles (e.g. on-board
+    data rebased into cycles by PyPTO's convert_onboard2sim.py).  Without any task record,
+    the file's name decides."""
+    first_start: int | None = None
+    for core in cores if isinstance(cores, list) else []:
+        tasks = core.get("tasks") if isinstance(core, dict) else None
+        for t in tasks if isinstance(tasks, list) else []:
+            if not isinstance(t, dict):
+                continue
+            if "completeSeq" in t:
+                return False
+            start = t.get("execStart")
+            if _is_int(start) and (first_start is None or start < first_start):
+                first_start = start
+    if first_start is None:
+        return logical_name(swim) == RAW_NPU
+    return first_start >= ABSOLUTE_TICKS_MIN
+
+
 def read_raw(source: Source, options: ReadOptions) -> Trace:
     swim_path = source.files.get("swim")
     if swim_path is None:
         raise InputError(source.root, "no _simulate.swim.json or tilefwk_L1_prof_data.json")
-    npu = logical_name(swim_path) == RAW_NPU
+    options.report(f"reading {swim_path.name}", 0, 1)
+    cores, cut = load_json_records(swim_path, None, (1, 3))    # cores, and their tasks
+    if not isinstance(cores, list):
+        raise InputError(swim_path, "expected a JSON array of cores")
+    npu = _on_board(cores, swim_path)
     meta = RunMeta(source.name, "pypto", tool="PyPTO", device=NPU_DEVICE if npu else SIM_DEVICE,
                    source_files=[str(swim_path)])
     trace = Trace(meta)
 
     # Clock (2.3).
     perf_file = None
+    assumed = False
     if options.clock_mhz is not None:
         mhz = Fraction(options.clock_mhz)
         if mhz <= 0:
             raise InputError(None, f"clock rate must be positive, got {mhz} MHz")
     elif npu:
         mhz, perf_file = _npu_clock_mhz(swim_path, trace)
+        assumed = perf_file is None
     else:
         mhz = Fraction(SIM_CYCLES_PER_US)
     clock = cycles_clock(mhz, "npu" if npu else "sim")
+    if npu:
+        meta.device = NPU_CHIPS.get(mhz, NPU_DEVICE)
+        why = (" (PyPTO's rate on Ascend A2/A3; no machine_trace_perf_data file gives one: "
+               "--clock-mhz 1000 for Ascend 950)") if assumed else ""
+        clock = dataclasses.replace(
+            clock, description=f"NPU system-counter ticks at {float(mhz):g} per us{why}")
     meta.clock = clock
     if perf_file is not None:
         meta.source_files.append(str(perf_file))
@@ -348,10 +425,6 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
     den: int | float = mhz.numerator if mhz.denominator == 1 else float(mhz)
     to_ns = clock.to_ns
 
-    options.report(f"reading {swim_path.name}", 0, 1)
-    cores, cut = load_json_records(swim_path, None, (1, 3))    # cores, and their tasks
-    if not isinstance(cores, list):
-        raise InputError(swim_path, "expected a JSON array of cores")
     if cut is not None:
         last = cores[-1] if cores else None
         if isinstance(last, dict) and not (_is_int(last.get("blockIdx"))
@@ -432,6 +505,11 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
         elif topo_role == "tmp_topo":
             rows = _load_tmp_topo(topo_path, trace.warn)
             meta.source_files.append(str(topo_path))
+        elif topo_role == "task_graph":
+            rows = _join_task_list(_load_static_topo(topo_path, 0, trace.warn), table,
+                                   topo_path, swim_path, trace.warn)
+            if rows:
+                meta.source_files.append(str(topo_path))
         else:
             files = _static_topo_files(topo_path)
             for seq in sorted(set(files) | {t.seq for t in records}):
@@ -444,8 +522,8 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
         options.report(f"reading {topo_path.name}", 1, 1)
     else:
         where = swim_path.parent
-        trace.warn(f"{where}: no task graph (dyn_topo.txt, tmp_topo_json.json or "
-                   "<N>_simulate.topo.json) found: tasks converted without dependency flows, "
+        trace.warn(f"{where}: no task graph (dyn_topo.txt, tmp_topo_json.json, "
+                   "<N>_simulate.topo.json or a topo.json task list) found: tasks converted without dependency flows, "
                    "fake tasks, rootIndex, semantic labels or operands")
     if static_missing:
         trace.warn(f"{topo_path.parent}: no <N>_simulate.topo.json for device task(s) "
@@ -579,16 +657,23 @@ def read_raw(source: Source, options: ReadOptions) -> Trace:
                "so their keys collide)") if hub and not npu else ""
         trace.warn(f"{swim_path}: {len(dropped)} task executions share a (seqNo, taskId) "
                    f"key with a later execution{why}; merged_swimlane.json keeps only the last "
-                   "per key, these are kept as extra slices with args.duplicateKey")
+                   "per key, these are kept as extra slices with args.duplicateKey",
+                   HUB_QUIRK if why else None)
     if fakes:
+        # SIM: the HUB rows of device tasks >= 1 lose their records to the HUB seqNo quirk.
+        hub = not npu and all(t.seq >= 1 and t.row is not None and t.row[LEAF_HASH] == 0
+                              for t in fakes)
         trace.warn(f"{topo_path}: {len(fakes)} tasks of the task graph have no record in "
                    f"{swim_path.name}: drawn as 1-us fake tasks on {FAKE_CORE} with invented "
-                   "times (as PyPTO does)")
+                   "times (as PyPTO does)", HUB_QUIRK if hub else None)
     if missing_succ:
         trace.warn(f"{topo_path}: {missing_succ} successor edges point to tasks without a "
                    "row or record and were dropped")
 
     meta.extra["tasks"] = len(trace.slices)
+    if any(r[FUNC] for r in rows):
+        # Leaf functions by the name the task list gives them (its rows carry no leafHash).
+        meta.extra[LABEL_ARGS] = {**declarations()[LABEL_ARGS], "leaf_function": FUNC_NAME}
     meta.extra["pypto_fake_tasks"] = len(fakes)
     meta.extra["pypto_duplicate_executions"] = len(dropped)
     return trace
@@ -598,7 +683,7 @@ def _add_task_slice(trace: Trace, task: _Task, program: _Program, exec_stats: di
                     shared: SharedTaskArgs, has_graph: bool) -> int:
     """A task slice: own args {seqNo, taskId}, the rest shared with tasks of the same CALL."""
     row = task.row
-    root_hash = op_magic = leaf_hash = inputs = outputs = None
+    root_hash = op_magic = leaf_hash = inputs = outputs = func = None
     if row is None:
         # No topo row: PyPTO's defaults (rootIndex/psgId -1) when there is a graph; without
         # any graph the swim subGraphId (= topo psgId in SIM) is the best psgId there is.
@@ -611,14 +696,17 @@ def _add_task_slice(trace: Trace, task: _Task, program: _Program, exec_stats: di
             root_index = program.root_index(root_hash)
             _, inputs, outputs = program.call(root_index, op_magic)
         psg = row[PSG] if row[PSG] is not None else task.psg_dyn
+        func = row[FUNC]
     fake = task.fake
     label = task.label
     shown = label[4:] if fake else label
     group = 0 if fake else task.psg_dyn
     # inputs/outputs are cached per CALL by _Program, so their identity names them.
-    key = (root_hash, leaf_hash, op_magic, shown, group, id(inputs), id(outputs))
+    key = (root_hash, leaf_hash, op_magic, shown, group, id(inputs), id(outputs), func)
     common = shared.get(key, root_hash, leaf_hash, op_magic, shown, inputs, outputs,
                         exec_stats.get(group))
+    if func is not None:
+        common[FUNC_NAME] = func        # the leaf function a task list names (no leafHash)
     name = f"{formal_name(task.key)}-{root_index}-{psg}({label})"
     return trace.add_slice(task.lane, task.start, task.end - task.start, name,
                            task_category(task.lane_name, fake),

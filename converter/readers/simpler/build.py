@@ -116,8 +116,11 @@ def build(source: Source, options: ReadOptions) -> Trace:
     # Tasks (not slices): each executed task once (MIX / SPMD rows are one), markers and
     # allocations included.
     meta.extra["tasks"] = len(built.rows_of.keys() | built.markers.keys())
+    # What a level below 4 does not record: one cause, however many lines say what it left.
+    cause = (f"recorded at chip swimlane level {level} of 4 (enable_chip_swimlane = 4 "
+             "records everything)") if level <= 3 else None
     for line in missing:
-        warn(f"{path}: {line}")
+        warn(f"{path}: {line}", cause if line.startswith(f"level {level}: ") else None)
     orchestration = ("host" if rec.host_orch is not None or
                      rec.meta.get("orchestrator_source") == "host" else
                      "device" if rec.orch is not None else None)
