@@ -258,9 +258,15 @@ def _one_run_data(path: Path, fmt: str | None, options, what: str) -> dict:
         from .fileio import read_head
         if b"tracecvt-summary/" in read_head(path, 256):
             from .fileio import load_json
-            data = load_json(path)
-            if isinstance(data, dict) and "key_figures" in data:
-                return data
+            from .summary.baseline import read_summary
+            try:
+                data = load_json(path)
+                if isinstance(data, dict) and str(data.get("schema")).startswith(
+                        "tracecvt-summary/"):
+                    return read_summary(data, path)
+            except TracecvtError as e:
+                _fail(str(e))
+                sys.exit(EXIT_ERROR)
     runs = _find(path, fmt)
     if len(runs) != 1:
         _fail(f"{path}: {len(runs)} runs found for {what}; name one run directory or file")

@@ -205,8 +205,9 @@ def test_ncu_bounds_checks_and_advice():
     assert "compute-bound" in a.bottleneck["summary"]
     assert a.opportunities[0].title.startswith("copy_kernel")      # 1.2 µs > 0.9 µs
     d = a.to_dict()
-    assert d["ncu"]["bound_counts"] == {"memory-bound": 1, "compute-bound": 1,
-                                        "latency-bound": 1}
+    assert d["ncu"]["bounds"] == [{"bound": "memory-bound", "kernels": 1, "time_us": 4.0},
+                                  {"bound": "compute-bound", "kernels": 1, "time_us": 10.0},
+                                  {"bound": "latency-bound", "kernels": 1, "time_us": 1.0}]
 
 
 def test_ncu_without_rules_uses_kernel_rule_lists_and_unknown_metrics():

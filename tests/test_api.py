@@ -73,7 +73,7 @@ def test_analysis_once_and_trace_kept_to_the_source_data(run_copy, tmp_path):
     assert len(run_copy.trace.slices) == slices         # no derived tracks in it
     assert not any(t.derived for t in run_copy.trace.tracks)
     assert run_copy.summary() == run_copy.summary()
-    assert run_copy.summary()["key_figures"]["critical path"]["value"] == \
+    assert run_copy.summary()["key_figures"]["critical_path_us"] == \
         round(a.critical_path.length / 1000, 3)
 
 
@@ -150,7 +150,7 @@ def test_docs_api_examples_run(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                        cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "tracecvt-summary/2" not in r.stderr
+    assert "tracecvt-summary/3" not in r.stderr
     assert (tmp_path / "out" / "run.tcmodel").is_file()
 
 

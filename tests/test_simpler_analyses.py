@@ -256,9 +256,9 @@ def test_summaries_carry_the_simpler_section():
     assert len(rows) == 64                     # tasks with AICore rows (+ 4 allocations)
     assert js["configuration"]["tasks"] == trace.meta.extra.get("tasks", len(rows))
     kf = js["key_figures"]                      # the vs-baseline rows of a simpler run
-    assert kf["has_overhead"]["value"] == pytest.approx(90.3, abs=0.05)
-    assert kf["wait start"]["value"] == js["bubbles"]["run"]["wait_start_us"]
-    assert kf["scheduler loop"]["value"] == pytest.approx(4407, abs=0.5)   # the tool: 4407 ns
+    assert kf["has_overhead_pct"] == pytest.approx(90.3, abs=0.05)
+    assert kf["wait_start_us"] == js["bubbles"]["run"]["wait_start_us"]
+    assert kf["scheduler_loop_ns"] == pytest.approx(4407, abs=0.5)   # the tool: 4407 ns
     md = render("md", data).decode()
     for text in ("## First questions (PyPTO 3.0 swimlane guide)", "Is dispatch the bottleneck?",
                  "has_overhead 90.3 %", "## The simpler runtime's own analyses",

@@ -107,7 +107,7 @@ def test_summary_json_has_stable_keys_with_units(matmul, tmp_path):
     r = run("summary", matmul, "--format", "json", "-o", out)
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
-    assert d["schema"] == "tracecvt-summary/2"
+    assert d["schema"] == "tracecvt-summary/3"
     for key in ("run", "configuration", "time_span", "bottleneck", "opportunities",
                 "ratings", "bubbles", "critical_path", "time_by_label", "top_tasks",
                 "pypto_check", "key_figures", "warnings"):
@@ -145,7 +145,7 @@ def test_summary_with_baseline_and_compare(matmul, tiny, tmp_path):
         in r.output
     r = run("compare", base_json, matmul, "--format", "json")
     c = json.loads(r.output)
-    assert c["schema"] == "tracecvt-compare/2" and c["rows"]
+    assert c["schema"] == "tracecvt-compare/3" and c["rows"]
     out = tmp_path / "cmp.html"
     assert run("compare", tiny, matmul, "--format", "html", "-o", out).exit_code == 0
     page = out.read_text()

@@ -18,9 +18,6 @@ from conftest import REPO, SAMPLES, SHARED, checkout_copy
 
 # A key of an object: lower-case letters, digits and underscores, starting with a letter.
 IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
-# Maps whose keys are names (data), as docs/summary.schema.json documents them.
-NAME_KEYED = {"/configuration/lanes", "/critical_path/time_by_kind_us", "/key_figures",
-              "/ncu/bound_counts", "/ncu/bound_time_us"}
 # Fields whose value is a name from the data (a task label may be all digits): text.
 NAME_FIELDS = {"label", "name", "run", "function", "kernel", "figure", "kind", "task"}
 
@@ -38,10 +35,9 @@ def number_like(text: str) -> bool:
 def violations(value, path="", key=None):
     if isinstance(value, dict):
         for k, v in value.items():
-            if path not in NAME_KEYED and not IDENTIFIER.fullmatch(k):
+            if not IDENTIFIER.fullmatch(k):
                 yield f"{path}: key {k!r} is not an identifier"
-            yield from violations(v, f"{path}/{k}" if path not in NAME_KEYED else
-                                  f"{path}/*", k)
+            yield from violations(v, f"{path}/{k}", k)
     elif isinstance(value, list):
         for v in value:
             yield from violations(v, f"{path}[]", key)
@@ -55,6 +51,7 @@ def test_violations_are_found():
     assert sorted(violations(bad)) == [
         "/figures/head P50: '467.78' is a number in a string",
         "/figures: key 'head P50' is not an identifier",
+        "/key_figures: key 'busy time' is not an identifier",
         "/x[]/n: '8' is a number in a string"]
 
 

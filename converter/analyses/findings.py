@@ -1,5 +1,5 @@
 """What a reader of the summary should act on: bottleneck and root cause, ranked
-opportunities with the metric behind each, key figures for baselines, configuration."""
+opportunities with the metric behind each, configuration."""
 
 from __future__ import annotations
 
@@ -78,8 +78,8 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         "tool_version": meta.tool_version, "device": meta.device,
         "clock": meta.clock.name, "source_files": list(meta.source_files),
         "tasks": meta.extra.get("tasks", _tasks(trace, a)),
-        "lanes": {k.name: {"lanes": k.lanes, "used": k.lanes_used}
-                  for k in a.bubbles.kinds},
+        "lanes": [{"kind": k.name, "lanes": k.lanes, "used": k.lanes_used}
+                  for k in a.bubbles.kinds],
     }
     shapes = _shapes(groups, semantic_label_arg(trace))
     if shapes:
@@ -341,47 +341,3 @@ def bottleneck(trace: Trace, a: "Analysis") -> dict[str, str]:
                        f"works {_f(busiest.utilization_pct)} of it.",
             "root_cause": f"Lanes are idle {_f(run.bubble_rate_pct)} of their span between "
                           f"tasks (utilization {_f(run.utilization_pct)})."}
-
-
-# -- key figures for baselines -------------------------------------------------------------
-
-def key_figures(a: "Analysis") -> dict[str, dict[str, Any]]:
-    """name -> {"value", "unit", "better": "lower"|"higher"} for the vs-baseline table."""
-    out: dict[str, dict[str, Any]] = {}
-
-    def put(name, value, unit, better):
-        if value is not None:
-            out[name] = {"value": value, "unit": unit, "better": better}
-
-    b = a.bubbles
-    put("tasks", a.configuration.get("tasks"), "", "")
-    if b.computed and b.run is not None:
-        r = b.run
-        put("makespan", us(r.makespan), "µs", "lower")
-        put("busy time", us(r.busy), "µs", "lower")
-        put("utilization", r.utilization_pct, "%", "higher")
-        put("bubble rate", r.bubble_rate_pct, "%", "lower")
-        put("total wait", us(r.wait), "µs", "lower")
-        if b.cause_model == "task graph":
-            put("wait schedule", us(r.wait_schedule), "µs", "lower")
-            put("wait predecessor", us(r.wait_predecessor), "µs", "lower")
-        for k in b.kinds:
-            put(f"{k.name} utilization", k.utilization_pct, "%", "higher")
-            put(f"{k.name} bubble rate", k.bubble_rate_pct, "%", "lower")
-    cp = a.critical_path
-    if cp.computed:
-        put("critical path", us(cp.length), "µs", "lower")
-        put("critical path wait", us(cp.wait_time), "µs", "lower")
-    if a.ncu is not None:
-        put("kernel time", us(sum(k.duration for k in a.ncu.kernels)), "µs", "lower")
-        put("memory efficiency", a.ncu.memory_efficiency_pct, "%", "higher")
-    if a.msprof_op is not None and a.msprof_op.blocks:
-        durs = [b_["duration_us"] for b_ in a.msprof_op.blocks if b_["duration_us"]]
-        if durs:
-            put("max block duration", round(max(durs), 3), "µs", "lower")
-    for t in a.labels[:1]:
-        for row in t.rows[:8]:
-            put(f"{t.title} '{row.label}' total", us(row.total), "µs", "lower")
-    return out
-
-

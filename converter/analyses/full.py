@@ -9,8 +9,9 @@ from ..model import Trace
 from . import TrackAnalysis, analyze_tracks
 from .actions import annotate, bottlenecks
 from .bubbles import pct, us
-from .findings import (Opportunity, bottleneck, configuration, key_figures, kind_bottleneck,
-                       opportunities, top_tasks)
+from .findings import (Opportunity, bottleneck, configuration, kind_bottleneck, opportunities,
+                       top_tasks)
+from .key_figures import key_figures
 from .labels import LabelTable, slice_groups, time_by_label
 from .msprof_op import MsprofOpResult, analyze_msprof_op
 from .ncu_bounds import NcuResult, analyze_ncu
@@ -41,7 +42,7 @@ class Analysis(TrackAnalysis):
     # A format family's own figures, under its name (summary JSON "format_details")
     format_details: dict[str, Any] = field(default_factory=dict)
 
-    def key_figures(self) -> dict[str, dict[str, Any]]:
+    def key_figures(self) -> dict[str, Any]:
         out = key_figures(self)
         if self.simpler is not None:
             out.update(self.simpler.key_figures(self.bubbles.run))
@@ -180,7 +181,7 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
         "graph_bound_us": us(cp.graph_bound), "caveat": cp.caveat, "tasks": len(cp.tasks),
         "segments": len(cp.segments),
         "dependency_edges": len(cp.edges),
-        "time_by_kind_us": {k: us(v) for k, v in by_kind.items()},
+        "time_by_kind": [{"kind": k, "time_us": us(v)} for k, v in by_kind.items()],
         "by_lane": [{"lane": name, "tasks": r[0], "task_time_us": us(r[1]),
                      "wait_time_us": us(r[2])}
                     for name, r in sorted(by_lane.items(), key=lambda kv: -kv[1][1] - kv[1][2])

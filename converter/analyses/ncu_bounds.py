@@ -90,8 +90,8 @@ class NcuResult:
         for k in self.kernels:
             counts[k.bound] = counts.get(k.bound, 0) + 1
         return {"kernels": [k.to_dict() for k in self.kernels],
-                "bound_counts": counts,
-                "bound_time_us": {b: us(t) for b, t in self.bound_time().items()},
+                "bounds": [{"bound": b, "kernels": counts[b], "time_us": us(t)}
+                           for b, t in self.bound_time().items()],
                 "advice": self.advice, "serialized": self.serialized,
                 "memory_efficiency_pct": self.memory_efficiency_pct}
 

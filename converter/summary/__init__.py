@@ -13,18 +13,20 @@ from ..model import Trace
 
 SUFFIXES = {"md": ".summary.md", "json": ".summary.json", "html": ".summary.html"}
 SUFFIX = SUFFIXES["md"]           # what write_summary writes by default
-SCHEMA = "tracecvt-summary/2"      # docs/summary.schema.json
+SCHEMA = "tracecvt-summary/3"      # docs/summary.schema.json
 
 
 def summary_data(trace: Trace, analysis, baseline: dict[str, Any] | None = None
                  ) -> dict[str, Any]:
     """The dict every format renders: the analysis, and the comparison with ``baseline``
-    (another run's summary data) when given."""
+    (another run's summary data, of this schema or the previous one) when given."""
+    from .baseline import read_summary
     from .compare import compare_rows
     body = analysis.to_dict()
     data = {"schema": SCHEMA, "tracecvt_version": __version__,
             **{k: v for k, v in body.items() if k != "schema"}}
     if baseline is not None:
+        baseline = read_summary(baseline)
         data["baseline"] = {"run": baseline.get("run"),
                             "configuration": baseline.get("configuration")}
         data["vs_baseline"] = compare_rows(baseline, data)

@@ -9,6 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
+from ..analyses.key_figures import rows as key_figure_rows
+from .baseline import read_summary
+
+SCHEMA = "tracecvt-compare/3"      # docs/summary.schema.json: its heads carry key_figures
 
 
 def _change(prev: float, cur: float) -> tuple[float, float | None]:
@@ -20,22 +24,21 @@ def _change(prev: float, cur: float) -> tuple[float, float | None]:
 def compare_rows(base: dict[str, Any], cur: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per key figure present in either run: previous, current, change (absolute
     and %), and whether the change is an improvement (None when neither or no change)."""
-    a = base.get("key_figures") or {}
-    b = cur.get("key_figures") or {}
+    a = {r[0]: r for r in key_figure_rows(base.get("key_figures") or {})}
+    b = {r[0]: r for r in key_figure_rows(cur.get("key_figures") or {})}
     rows = []
     for name in list(b) + [n for n in a if n not in b]:
         fa, fb = a.get(name), b.get(name)
-        spec = fb or fa
-        prev = fa["value"] if fa else None
-        now = fb["value"] if fb else None
-        row: dict[str, Any] = {"figure": name, "unit": spec["unit"], "previous": prev,
+        _, _, unit, better = fb or fa
+        prev = fa[1] if fa else None
+        now = fb[1] if fb else None
+        row: dict[str, Any] = {"figure": name, "unit": unit, "previous": prev,
                                "current": now, "change": None, "change_pct": None,
                                "improved": None}
         if isinstance(prev, (int, float)) and isinstance(now, (int, float)):
             diff, rel = _change(prev, now)
             row["change"] = round(diff, 3)
             row["change_pct"] = None if rel is None else round(rel, 2)
-            better = spec.get("better")
             if diff and better in ("lower", "higher"):
                 row["improved"] = (diff < 0) == (better == "lower")
         rows.append(row)
@@ -43,16 +46,19 @@ def compare_rows(base: dict[str, Any], cur: dict[str, Any]) -> list[dict[str, An
 
 
 def comparison_data(base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
-    """What ``tracecvt compare`` renders: both runs' headline facts and the figure rows."""
+    """What ``tracecvt compare`` renders: both runs' headline facts and the figure rows
+    (either run may be a JSON summary of the previous schema: ``baseline.read_summary``)."""
+    base, cur = read_summary(base), read_summary(cur)
+
     def head(d):
         return {"run": d.get("run"), "configuration": d.get("configuration"),
                 "bottleneck": d.get("bottleneck"),
                 "ratings": d.get("ratings"), "kinds": (d.get("bubbles") or {}).get("kinds"),
-                # the summary's agent-facing parts, as they are there (schema 2 summaries)
+                # the summary's agent-facing parts, as they are there
                 "bottlenecks": d.get("bottlenecks") or [],
                 "opportunities": d.get("opportunities") or [],
                 "key_figures": d.get("key_figures") or {}}
-    return {"schema": "tracecvt-compare/2", "tracecvt_version": __version__,
+    return {"schema": SCHEMA, "tracecvt_version": __version__,
             "baseline": head(base), "current": head(cur), "rows": compare_rows(base, cur),
             "labels": _label_rows(base, cur)}
 

@@ -117,10 +117,10 @@ def render_markdown(d: dict[str, Any]) -> str:
             ("format", conf.get("format", "")),
             ("tasks", num(conf.get("tasks"))),
             ("time span", us_((d.get("time_span") or {}).get("makespan_us")))]
-    lanes = conf.get("lanes") or {}
+    lanes = conf.get("lanes") or []
     if lanes:
-        rows.append(("lanes", ", ".join(f"{k}: {v['used']} of {v['lanes']} used"
-                                        for k, v in lanes.items())))
+        rows.append(("lanes", ", ".join(f"{k['kind']}: {k['used']} of {k['lanes']} used"
+                                        for k in lanes)))
     for key in ("op_name", "block_dim", "core_count", "device_name", "compute_capability",
                 "chip", "soc"):
         if conf.get(key) not in (None, ""):

@@ -80,31 +80,26 @@ class SimplerCheck:
         return out
 
 
-    def key_figures(self, run=None) -> dict[str, dict[str, Any]]:
-        """The vs-baseline rows of a simpler run: wait start, the scheduler's figures."""
-        out: dict[str, dict[str, Any]] = {}
-
-        def put(name: str, value, unit: str, better: str) -> None:
-            out[name] = {"value": value, "unit": unit, "better": better}
-
+    def key_figures(self, run=None) -> dict[str, Any]:
+        """The key figures of a simpler run (``key_figures.SIMPLER``): wait start, the
+        scheduler's figures."""
+        out: dict[str, Any] = {}
         if run is not None and run.pickup:
-            put("wait start", round(run.wait_start / 1000, 3), "µs", "lower")
+            out["wait_start_us"] = round(run.wait_start / 1000, 3)
         o = self.overhead
         if o is not None:
-            put("has_overhead", round(o.pct(o.has_overhead), 3), "%", "lower")
+            out["has_overhead_pct"] = round(o.pct(o.has_overhead), 3)
             picks = sorted(r.start - r.dispatch for r in self.run.rows)
-            put("pickup latency median", round(picks[len(picks) // 2] / 1000, 3), "µs",
-                "lower")
+            out["pickup_latency_median_us"] = round(picks[len(picks) // 2] / 1000, 3)
             if o.tail is not None and o.tail.n:
-                put("tail OH mean", round(o.tail.total / o.tail.n / 1000, 3), "µs", "lower")
+                out["tail_oh_mean_us"] = round(o.tail.total / o.tail.n / 1000, 3)
         if self.cpm is not None and self.cpm.makespan:
-            put("static CPM share", round(100 * self.cpm.cpm_len / self.cpm.makespan, 3), "%",
-                "")
+            out["static_cpm_share_pct"] = round(100 * self.cpm.cpm_len / self.cpm.makespan, 3)
         if self.loops:
             total = sum(t.total for t in self.loops)
             loops = sum(t.loops for t in self.loops)
             if loops:
-                put("scheduler loop", round(total / loops, 1), "ns", "lower")
+                out["scheduler_loop_ns"] = round(total / loops, 1)
         return out
 
     def _exact(self) -> dict[str, Any]:
