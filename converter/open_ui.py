@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import urllib.parse
+from decimal import Decimal
 from pathlib import Path
 
 import click
@@ -55,13 +57,74 @@ def ui_origin(ui: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def deep_link(ui: str, trace_url: str | None) -> str:
-    """The UI's address with ``#!/?url=trace_url`` (or ``#!/`` alone), keeping its path and
+def deep_link(ui: str, trace_url: str | None, args: str = "") -> str:
+    """The UI's address with ``#!/?url=trace_url`` (or ``#!/`` alone) and the route
+    arguments ``args`` (``places.encode_params``: ``visStart=…&ts=…``), keeping its path and
     query (``https://host/perfetto/?testing=1`` stays as it is)."""
     parts = urllib.parse.urlsplit(ui)
-    fragment = "!/" + (f"?url={trace_url}" if trace_url else "")
+    route = "&".join(x for x in (f"url={trace_url}" if trace_url else "", args) if x)
+    fragment = "!/" + (f"?{route}" if route else "")
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/",
                                     parts.query, fragment))
+
+
+_UNITS = {"ns": 1, "us": 1000, "µs": 1000, "ms": 10 ** 6, "s": 10 ** 9}
+
+
+def _time(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|µs|ms|s)?\s*", text)
+    if m is None:
+        raise click.BadParameter(f"{text!r} is not a time (ns, or a number with ns, us, ms "
+                                 "or s)", param_hint="--at")
+    return int(round(Decimal(m.group(1)) * _UNITS[m.group(2) or "ns"]))
+
+
+def parse_at(text: str) -> int | tuple[int, int]:
+    """``--at``: N (the number of a finding of the run's summary, ``#N`` there) or
+    START:END (trace time: ns from the trace's time 0, or with a unit, ``2.5us:40us``)."""
+    if ":" not in text:
+        if not text.strip().isdigit() or int(text) < 1:
+            raise click.BadParameter(f"{text!r}: give N (a finding's number, 1 or more) or "
+                                     "START:END", param_hint="--at")
+        return int(text)
+    a, b = text.split(":", 1)
+    start, end = _time(a), _time(b)
+    if end <= start:
+        raise click.BadParameter(f"{text!r}: END must be after START", param_hint="--at")
+    return start, end
+
+
+def _summary(path: Path, fmt, options, why: str):
+    """(trace, analysis, summary data) of the one run at ``path`` (read again: the trace
+    file holds no findings)."""
+    from .analyses import analyze
+    from .convert import runs_under
+    from .summary import summary_data
+    if fmt is None and (_is_trace(path) or path.name.lower().endswith(CHROME_SUFFIXES)):
+        raise InputError(path, f"{why} needs the run (its directory, file or .tcmodel), "
+                               "not a trace: a trace holds no findings")
+    src = runs_under(path, fmt)[0]
+    trace = src.read(options)
+    analysis = analyze(trace)
+    return trace, analysis, summary_data(trace, analysis)
+
+
+def at_args(at: int | tuple[int, int] | None, data: dict | None) -> str:
+    """The deep-link arguments for ``--at`` (``data``: the run's summary, for N)."""
+    from .analyses.places import encode_params, findings, view_span
+    if at is None:
+        return ""
+    if isinstance(at, tuple):
+        vs, ve = view_span(*at)
+        return encode_params({"visStart": vs, "visEnd": ve})
+    found = findings(data or {})
+    if at > len(found):
+        raise InputError(Path(str((data or {}).get("run"))),
+                         f"--at {at}: the summary has {len(found)} findings (#1 to "
+                         f"#{len(found)})")
+    what, where = found[at - 1]
+    _note(f"finding #{at}: {what}")
+    return encode_params(where["perfetto"])
 
 
 def _is_trace(path: Path) -> bool:
@@ -113,12 +176,14 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
 
 
 class _OneFile(http.server.BaseHTTPRequestHandler):
-    """Serves exactly one file at ``/NAME``, with the CORS header; 404 for anything else."""
+    """Serves exactly one file at ``/NAME``, with the CORS header, and the HTML report at
+    ``/`` when there is one; 404 for anything else."""
 
     path_on_disk: Path
     route: str
     origin: str
     served: threading.Event
+    report: bytes | None = None
 
     def log_message(self, *args) -> None:      # no request log on stderr
         pass
@@ -141,6 +206,14 @@ class _OneFile(http.server.BaseHTTPRequestHandler):
         self._send(body=True)
 
     def _send(self, body: bool) -> None:
+        if self.report is not None and urllib.parse.urlsplit(self.path).path == "/":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(self.report)))
+            self.end_headers()
+            if body:
+                self.wfile.write(self.report)
+            return
         if urllib.parse.urlsplit(self.path).path != self.route:
             self.send_response(404)
             self._cors()
@@ -167,11 +240,13 @@ class _OneFile(http.server.BaseHTTPRequestHandler):
 def serve(trace: Path, port: int, origin: str) -> tuple[http.server.ThreadingHTTPServer, str,
                                                         threading.Event]:
     """Start serving ``trace`` on 127.0.0.1:``port`` (0: any free port): (server, its URL,
-    the event set once the whole file was sent)."""
+    the event set once the whole file was sent).  ``httpd.RequestHandlerClass.report``
+    set to HTML bytes serves them at ``/``."""
     route = "/" + urllib.parse.quote(trace.name)
     served = threading.Event()
     handler = type("Handler", (_OneFile,), {"path_on_disk": trace, "route": route,
-                                            "origin": origin, "served": served})
+                                            "origin": origin, "served": served,
+                                            "report": None})
     try:
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     except OSError as e:
@@ -232,6 +307,30 @@ def _large(trace: Path, size: int, ui: str, tp: str | None, browser: bool,
                 proc.kill()
 
 
+def _serve_report(httpd, summary, ui: str, url: str, args: str, browser: bool,
+                  timeout: float | None) -> None:
+    """Serve the HTML summary at ``/`` (each finding's link: the UI's deep link to the
+    served trace at the finding's place) until Ctrl-C or ``timeout``."""
+    import time
+
+    from .analyses.places import encode_params
+    from .summary.html import render_html
+    trace, analysis, data = summary
+
+    def link(at: dict) -> str:
+        return deep_link(ui, url, encode_params(at["perfetto"]))
+    httpd.RequestHandlerClass.report = render_html(data, trace, analysis, link).encode("utf-8")
+    page = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    _note(f"serving the report at {page} and the trace at {url} (Ctrl-C stops)")
+    _show(page, browser)
+    if args:
+        _note("--at: " + deep_link(ui, url, args))
+    if timeout:
+        time.sleep(timeout)
+    else:
+        threading.Event().wait()
+
+
 @click.command("open")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--ui", default=DEFAULT_UI, show_default=True, metavar="URL",
@@ -252,17 +351,29 @@ def _large(trace: Path, size: int, ui: str, tp: str | None, browser: bool,
                    "or trace_processor on PATH; env TRACECVT_TRACE_PROCESSOR).")
 @click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
 @click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
+@click.option("--at", "at", metavar="N|START:END",
+              help="Open at the N-th finding of the run's summary (#N there): its interval "
+                   "in view, its lanes pinned, its slice selected; or at START:END (trace "
+                   "time: ns from the trace's time 0, or with a unit: 2.5us:40us).")
+@click.option("--report", is_flag=True,
+              help="Serve the run's HTML summary too and open it: each finding's link opens "
+                   "the trace at its place; serves until Ctrl-C or --timeout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp, fmt,
-                 clock_mhz, quiet):
+                 clock_mhz, at, report, quiet):
     """Open PATH in the Perfetto UI: convert it (unless it is a trace already), serve the
     trace on 127.0.0.1 and open the browser at the UI's link; exits once the UI has
     fetched it."""
     from .readers import ReadOptions
     origin = ui_origin(ui)
     limit = size_option(max_ui_size, "--max-ui-size", "1GiB or 512M")
+    where = parse_at(at) if at is not None else None
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz))    # (convert_source sets workers)
+    summary = None
     try:
+        if report or isinstance(where, int):
+            summary = _summary(path, fmt, options, "--report" if report else f"--at {at}")
+        args = at_args(where, summary[2] if summary else None)
         trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)
     except KeyboardInterrupt:
         fail("interrupted; no partial output was left behind")
@@ -281,8 +392,10 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
             fail(str(e))
             sys.exit(EXIT_ERROR)
         try:
+            if summary is not None and report:
+                return _serve_report(httpd, summary, ui, url, args, not no_browser, timeout)
             _note(f"serving {trace} at {url} until the UI has fetched it (Ctrl-C stops)")
-            _show(deep_link(ui, url), not no_browser)
+            _show(deep_link(ui, url, args), not no_browser)
             if not served.wait(timeout):
                 fail(f"the UI did not fetch {url} within {timeout:g} s")
                 sys.exit(EXIT_ERROR)
