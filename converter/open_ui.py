@@ -43,6 +43,12 @@ TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
 CHROME_SUFFIXES = (".json", ".json.gz")
 TP_NAMES = ("trace_processor_shell", "trace_processor")
 TP_PORT = 9001                  # where the UI looks for trace_processor --httpd
+# Where the trace is served by default: the Perfetto UI (v58, ui.perfetto.dev) fetches from
+# 127.0.0.1 only at these (its Content-Security-Policy's connect-src: 'self', https:,
+# http://localhost:8080, http://127.0.0.1:9001), the first free one, as Perfetto's own
+# open_trace_in_ui does (port 9001).  The UI probes 9001 for a trace_processor --httpd
+# (POST /status); this server answers that with an error, and the UI goes on.
+CSP_PORTS = ((TP_PORT, "127.0.0.1"), (8080, "localhost"))
 
 
 def _note(message: str) -> None:
@@ -247,14 +253,28 @@ def serve(trace: Path, port: int, origin: str) -> tuple[http.server.ThreadingHTT
     handler = type("Handler", (_OneFile,), {"path_on_disk": trace, "route": route,
                                             "origin": origin, "served": served,
                                             "report": None})
-    try:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    except OSError as e:
-        raise TracecvtError(f"127.0.0.1:{port}: cannot serve the trace there "
-                            f"({e.strerror or e}); try another --port") from None
+    httpd = None
+    if port == 0:
+        for p, host in CSP_PORTS:
+            try:
+                httpd = http.server.ThreadingHTTPServer(("127.0.0.1", p), handler)
+                break
+            except OSError:
+                continue
+        else:
+            _note("127.0.0.1:9001 and localhost:8080 are in use: serving on another port, "
+                  "which Perfetto UI v58 and later (ui.perfetto.dev) refuse to fetch from "
+                  "(their Content-Security-Policy); free one of them or use --ui")
+    if httpd is None:
+        host = dict(CSP_PORTS).get(port, "127.0.0.1")
+        try:
+            httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError as e:
+            raise TracecvtError(f"127.0.0.1:{port}: cannot serve the trace there "
+                                f"({e.strerror or e}); try another --port") from None
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}{route}", served
+    return httpd, f"http://{host}:{httpd.server_address[1]}{route}", served
 
 
 def find_trace_processor(given: str | None) -> str | None:
@@ -336,7 +356,8 @@ def _serve_report(httpd, summary, ui: str, url: str, args: str, browser: bool,
 @click.option("--ui", default=DEFAULT_UI, show_default=True, metavar="URL",
               help="Perfetto UI to open (a self-hosted one, e.g. http://host:10000/).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0,
-              help="Port on 127.0.0.1 to serve the trace on (default: any free port).")
+              help="Port on 127.0.0.1 to serve the trace on (default: 9001, else 8080 as "
+                   "localhost: the only ones the Perfetto UI v58 fetches from; else any).")
 @click.option("--no-browser", is_flag=True, help="Print the link instead of opening a browser.")
 @click.option("--no-cache", is_flag=True,
               help="Convert to a temporary file instead of keeping <run>.pftrace next to "

@@ -93,8 +93,9 @@ def test_every_finding_lies_in_the_trace_and_covers_its_slice(name, path, fmt, t
             p = at["perfetto"]
             if sl is not None:
                 assert (p["ts"], p["dur"]) == (sl["ts_ns"], sl["dur_ns"]), where
+            # the window the link shows: inside the interval, the slice selected in it
             assert at["start_ns"] <= p["visStart"] < p["visEnd"] <= at["end_ns"] or \
-                at["end_ns"] - at["start_ns"] < 10, where
+                sl["dur_ns"] < 10, where
 
 
 def test_ncu_kernel_rows_are_the_kernels_slices(tmp_path):
@@ -108,15 +109,25 @@ def test_ncu_kernel_rows_are_the_kernels_slices(tmp_path):
         [(0, 7712), (7712, 17536)]
 
 
-def test_critical_path_place_is_the_run_and_its_longest_segment(tmp_path):
+def test_critical_path_place_is_the_run_and_its_longest_inner_segment(tmp_path):
     """tiny_add: the critical path runs 1901..12160 ns on PyPTO's clock, 0..10259 ns in
-    the trace; its longest segment is the 5.024 µs wait before 0-0-4-5-0() on AIV_34."""
+    the trace.  Its two waits (5.024 and 3.377 µs) touch its ends, where the UI's scroll to a
+    selected slice would move the window past the interval: the link selects its longest
+    segment inside, the 1.856 µs task 0-0-4-5-0() on AIV_34, with the whole path in view.
+    The first opportunity (the path's waits) has only those two: it selects the longer and
+    shows that wait alone."""
     (run,) = tracecvt.read(SAMPLES / "pypto" / "tiny_add")
     cp = run.summary()["critical_path"]
     at = cp["at"]
     assert (at["start_ns"], at["end_ns"], at["clock_start_ns"], at["clock_end_ns"]) == \
         (0, 10259, 1901, 12160)
-    assert at["slice"] == {"name": "wait schedule", "lane": "AIV_34", "ts_ns": 1,
-                           "dur_ns": 5024}
+    assert at["slice"] == {"name": "0-0-4-5-0()", "lane": "AIV_34", "ts_ns": 5025,
+                           "dur_ns": 1856}
+    assert (at["perfetto"]["visStart"], at["perfetto"]["visEnd"]) == (1026, 9233)
     first = cp["longest_segments"][0]["at"]
     assert (first["start_ns"], first["end_ns"]) == (1, 5025)
+    wait = run.summary()["opportunities"][0]["at"]
+    assert (wait["start_ns"], wait["end_ns"]) == (0, 10259)
+    assert wait["slice"] == {"name": "wait schedule", "lane": "AIV_34", "ts_ns": 1,
+                             "dur_ns": 5024}
+    assert (wait["perfetto"]["visStart"], wait["perfetto"]["visEnd"]) == (504, 4522)

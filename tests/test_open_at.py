@@ -37,10 +37,10 @@ def test_open_at_a_finding_links_to_its_interval_lanes_and_slice(tmp_path):
     assert code == 0, err
     assert "finding #1: Dispatch ready tasks sooner" in err
     assert args["url"].startswith("http://127.0.0.1:") and args["url"].endswith(".pftrace")
-    # tiny_add's first finding: the critical path 0..10259 ns (trace time), its longest
-    # wait (1 ns, 5024 ns long) selected, shown as the whole window
+    # tiny_add's first finding: the critical path's waits, 0..10259 ns (trace time); its
+    # longest wait (at 1 ns, 5024 ns long, at the interval's edge) selected and shown
     assert (at["start_ns"], at["end_ns"]) == (0, 10259)
-    assert int(args["visStart"]) == 1026 and int(args["visEnd"]) == 9233
+    assert int(args["visStart"]) == 504 and int(args["visEnd"]) == 4522
     assert (int(args["ts"]), int(args["dur"])) == (1, 5024)
     commands = json.loads(args["startupCommands"])
     assert commands == at["perfetto"]["startupCommands"]

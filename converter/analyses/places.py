@@ -9,8 +9,9 @@ plugin ``dev.perfetto.DeeplinkQuerystring``, ``core/load_trace.ts``):
 
 * ``visStart`` / ``visEnd``: raw trace timestamps (ns); the UI zooms so that this span
   takes the middle 80 % of the window (``panSpanIntoView(..., {align: 'zoom'})``, margin
-  10 %), and only when both lie within the trace's bounds.  The span given is the interval
-  shrunk by a tenth of its length at each end, so the window shows the interval itself;
+  10 %), and only when both lie within the trace's bounds.  The span given is the window
+  wanted (the interval, or the selected slice: see ``Place``) shrunk by a tenth of its
+  length at each end, so the window shows just that;
 * ``ts`` + ``dur``: the UI selects the first slice with exactly that start and duration;
 * ``startupCommands``: a JSON array of stable commands run once the trace is loaded:
   ``dev.perfetto.PinTracksByRegex`` and ``dev.perfetto.ExpandTracksByRegex`` with a regex
@@ -36,43 +37,67 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 PIN_LANES = 4                     # lanes a deep link pins at most
+OPTIONS = 64                      # slices a place may select among (the longest)
+
+
+Selection = tuple[int, int, str, int]     # (ts, dur, name, track), model ns
 
 
 @dataclass
 class Place:
     """An interval [start, end] (model ns), the lanes (track indexes) it is about, most
-    important first, and the slice to select: (ts, dur, name, track) in model ns, a slice
-    of the model or one the derived tracks draw (a critical-path wait, a bubble)."""
+    important first, and the slices it may select, best first: (ts, dur, name, track), a
+    slice of the model or one the derived tracks draw (a critical-path wait, a bubble).
+
+    ``select`` and ``view`` (the window a link shows) are chosen so that the UI keeps that
+    window: on loading a link the v58 UI selects the slice and scrolls it into view with a
+    margin of 10 % of the window (``panSpanIntoView``, 'nearest'), which would move a window
+    that shows the whole interval past its edge when the slice lies at the edge.  So the
+    first option at least that margin inside the interval is selected, with the interval
+    in view; when none is, the first option is, with the window on that slice alone."""
 
     start: int
     end: int
     lanes: list[int] = field(default_factory=list)
-    select: tuple[int, int, str, int] | None = None
+    options: list[Selection] = field(default_factory=list)
+    select: Selection | None = field(init=False)
+    view: tuple[int, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.options = sorted(self.options, key=lambda o: -o[1])[:OPTIONS]
+        margin = -(-(self.end - self.start) // 10) + 2
+        self.select, self.view = None, (self.start, self.end)
+        for o in self.options:
+            if self.start + margin <= o[0] and o[0] + o[1] <= self.end - margin:
+                self.select = o
+                return
+        if self.options:
+            o = self.select = self.options[0]
+            self.view = (o[0], o[0] + o[1])
 
     @classmethod
-    def of_slices(cls, trace: Trace, ids: list[int], select: int | None = None
-                  ) -> "Place | None":
+    def of_slices(cls, trace: Trace, ids: list[int]) -> "Place | None":
         """The interval covering slices ``ids``, their lanes (by time on them), selecting
-        ``select`` (default: the longest)."""
+        the longest that leaves the interval in view."""
         if not ids:
             return None
         slices = trace.slices
         time: dict[int, int] = {}
         for i in ids:
             time[slices[i].track] = time.get(slices[i].track, 0) + slices[i].dur
-        if select is None:
-            select = max(ids, key=lambda i: slices[i].dur)
-        s = slices[select]
-        return cls(min(slices[i].ts for i in ids), max(slices[i].ts + slices[i].dur
-                                                        for i in ids),
-                   sorted(time, key=lambda t: -time[t]), (s.ts, s.dur, s.name, s.track))
+        best = heapq.nlargest(OPTIONS, ids, key=lambda i: slices[i].dur)
+        return cls(min(slices[i].ts for i in ids),
+                   max(slices[i].ts + slices[i].dur for i in ids),
+                   sorted(time, key=lambda t: -time[t]),
+                   [(slices[i].ts, slices[i].dur, slices[i].name, slices[i].track)
+                    for i in best])
 
 
 def of_segments(trace: Trace, segs: list["Segment"], start: int | None = None,
                 end: int | None = None) -> Place | None:
     """The critical-path segments ``segs``: their span (or [start, end]), their lanes by
-    time on them, the longest selected (as the critical-path lane draws it: a task from its
-    first start to its end, a wait as "wait schedule")."""
+    time on them, the longest selectable (as the critical-path lane draws it: a task from
+    its first start to its end, a wait as "wait schedule")."""
     if not segs:
         return None
     slices = trace.slices
@@ -80,12 +105,12 @@ def of_segments(trace: Trace, segs: list["Segment"], start: int | None = None,
     for seg in segs:
         t = slices[seg.slice].track
         time[t] = time.get(t, 0) + seg.dur
-    top = max(segs, key=lambda seg: seg.dur)
-    name = slices[top.slice].name if top.kind == "task" else WAIT_SCHEDULE
+    best = heapq.nlargest(OPTIONS, segs, key=lambda seg: seg.dur)
     return Place(min(seg.ts for seg in segs) if start is None else start,
                  max(seg.ts + seg.dur for seg in segs) if end is None else end,
                  sorted(time, key=lambda t: -time[t]),
-                 (top.ts, top.dur, name, slices[top.slice].track))
+                 [(seg.ts, seg.dur, slices[seg.slice].name if seg.kind == "task"
+                   else WAIT_SCHEDULE, slices[seg.slice].track) for seg in best])
 
 
 def of_label(trace: Trace, cp: "CriticalPath", table: "LabelTable", label: str
@@ -105,18 +130,18 @@ def of_label(trace: Trace, cp: "CriticalPath", table: "LabelTable", label: str
 def of_gaps(trace: Trace, tl: "Timeline", gaps: list[tuple], start: int | None = None,
             end: int | None = None) -> Place | None:
     """Bubbles (``Bubbles.gaps`` entries): their span (or [start, end]), their lanes by
-    bubble time, the largest selected (drawn on "<lane> · bubbles", named by cause)."""
+    bubble time, the largest selectable (drawn on "<lane> · bubbles", named by cause)."""
     if not gaps:
         return None
     time: dict[int, int] = {}
     for g in gaps:
         t = tl.lanes[g[0]].track
         time[t] = time.get(t, 0) + g[2] - g[1]
-    top = max(gaps, key=lambda g: g[2] - g[1])
+    best = heapq.nlargest(OPTIONS, gaps, key=lambda g: g[2] - g[1])
     return Place(min(g[1] for g in gaps) if start is None else start,
                  max(g[2] for g in gaps) if end is None else end,
                  sorted(time, key=lambda t: -time[t]),
-                 (top[1], top[2] - top[1], CAUSES[top[3]], tl.lanes[top[0]].track))
+                 [(g[1], g[2] - g[1], CAUSES[g[3]], tl.lanes[g[0]].track) for g in best])
 
 
 def largest_bubbles(trace: Trace, tl: "Timeline", gaps: list[tuple], origin: int,
@@ -176,7 +201,7 @@ def view_span(start: int, end: int) -> tuple[int, int]:
 
 def perfetto_params(trace: Trace, place: Place, origin: int) -> dict[str, Any]:
     """The deep-link parameters (typed) for ``place``."""
-    vs, ve = view_span(place.start - origin, place.end - origin)
+    vs, ve = view_span(place.view[0] - origin, place.view[1] - origin)
     out: dict[str, Any] = {"visStart": vs, "visEnd": ve}
     if place.select is not None:
         out["ts"] = place.select[0] - origin
