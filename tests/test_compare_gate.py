@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
-from conftest import PYPTO, cli
+from conftest import PYPTO, REPO, cli
+
+SCHEMA = json.loads((REPO / "docs" / "summary.schema.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +50,9 @@ def test_regression_past_a_threshold_exits_1(summaries):
     assert v["verdict"] == "regression"
     assert line == ["tracecvt: verdict: regression: makespan +125.2 % (regression, limit "
                     "+5%); critical_path_wait +65.2 % (regression, limit +10%)"]
+    doc = json.loads(r.output[r.output.index("{"):r.output.rindex("}") + 1])
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)        # the comparison, verdict in
+    assert doc["verdict"] == v
     mk = v["checks"][0]
     assert (mk["figure"], mk["name"], mk["previous"], mk["current"], mk["fails_on"]) == \
         ("makespan", "makespan", 10.259, 23.101, "increase")

@@ -6,15 +6,20 @@ finding's lanes."""
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import pytest
 
 import tracecvt
 from tracecvt.analyses.places import findings
 
-from conftest import FIXTURES, SAMPLES
+from conftest import FIXTURES, REPO, SAMPLES
 from tp_helper import rows, trace_processor
 
 MS = SAMPLES / "msprof"
+SCHEMA = json.loads((REPO / "docs" / "summary.schema.json").read_text())
+AT = jsonschema.Draft202012Validator({"$defs": SCHEMA["$defs"], "$ref": "#/$defs/at"})
 
 # One run per family: (name, path, --from format or None).
 RUNS = [
@@ -75,6 +80,7 @@ def test_every_finding_lies_in_the_trace_and_covers_its_slice(name, path, fmt, t
         (bounds,) = rows(tp, "select start_ts, end_ts from trace_bounds")
         for what, at in found:
             where = f"{name} #{at['finding']} {what}"
+            AT.validate(at)
             assert bounds["start_ts"] <= at["start_ns"] <= at["end_ns"] <= bounds["end_ts"], \
                 (where, at, bounds)
             # the same interval on the source clock: shifted by the trace's time 0 exactly
