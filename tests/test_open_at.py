@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import urllib.parse
 import urllib.request
 
@@ -111,3 +112,34 @@ def test_open_report_serves_the_summary_with_a_link_per_finding(tmp_path):
     assert body[:1] == b"\x0a"
     code, _, err = o.finish()
     assert code == 0, err
+
+
+def test_open_serves_the_trace_where_the_v58_ui_may_fetch_it(tmp_path):
+    """Perfetto UI v58's Content-Security-Policy lets it fetch from 127.0.0.1 only at
+    http://127.0.0.1:9001 and http://localhost:8080: the trace is served at the first free."""
+    run = copy_sample(tmp_path)
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", 9001))
+            free = True
+        except OSError:
+            free = False
+    if free:
+        o = Opened(run, "--no-browser", "--timeout", "60", "--ui", UI)
+        url = _route(o.link)["url"]
+        urllib.request.urlopen(url, timeout=10).read()
+        assert o.finish()[0] == 0
+        assert url.startswith("http://127.0.0.1:9001/"), url
+    with socket.socket() as busy:                  # 9001 taken: localhost:8080
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            busy.bind(("127.0.0.1", 9001))
+            busy.listen()
+        except OSError:
+            pass                                   # taken by something else already
+        o = Opened(run, "--no-browser", "--timeout", "60", "--ui", UI)
+        url = _route(o.link)["url"]
+        urllib.request.urlopen(url, timeout=10).read()
+        assert o.finish()[0] == 0
+        assert url.startswith("http://localhost:8080/"), url
