@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import http.server
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import urllib.parse
-from decimal import Decimal
 from pathlib import Path
 
 import click
@@ -37,6 +35,7 @@ import click
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail,
                       size as size_option, warn)
 from .errors import InputError, TracecvtError, error_message, one_line
+from .open_at import at_args, parse_at, summary_for
 
 DEFAULT_UI = "https://ui.perfetto.dev"
 TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
@@ -72,65 +71,6 @@ def deep_link(ui: str, trace_url: str | None, args: str = "") -> str:
     fragment = "!/" + (f"?{route}" if route else "")
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/",
                                     parts.query, fragment))
-
-
-_UNITS = {"ns": 1, "us": 1000, "µs": 1000, "ms": 10 ** 6, "s": 10 ** 9}
-
-
-def _time(text: str) -> int:
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|µs|ms|s)?\s*", text)
-    if m is None:
-        raise click.BadParameter(f"{text!r} is not a time (ns, or a number with ns, us, ms "
-                                 "or s)", param_hint="--at")
-    return int(round(Decimal(m.group(1)) * _UNITS[m.group(2) or "ns"]))
-
-
-def parse_at(text: str) -> int | tuple[int, int]:
-    """``--at``: N (the number of a finding of the run's summary, ``#N`` there) or
-    START:END (trace time: ns from the trace's time 0, or with a unit, ``2.5us:40us``)."""
-    if ":" not in text:
-        if not text.strip().isdigit() or int(text) < 1:
-            raise click.BadParameter(f"{text!r}: give N (a finding's number, 1 or more) or "
-                                     "START:END", param_hint="--at")
-        return int(text)
-    a, b = text.split(":", 1)
-    start, end = _time(a), _time(b)
-    if end <= start:
-        raise click.BadParameter(f"{text!r}: END must be after START", param_hint="--at")
-    return start, end
-
-
-def _summary(path: Path, fmt, options, why: str):
-    """(trace, analysis, summary data) of the one run at ``path`` (read again: the trace
-    file holds no findings)."""
-    from .analyses import analyze
-    from .convert import runs_under
-    from .summary import summary_data
-    if fmt is None and (_is_trace(path) or path.name.lower().endswith(CHROME_SUFFIXES)):
-        raise InputError(path, f"{why} needs the run (its directory, file or .tcmodel), "
-                               "not a trace: a trace holds no findings")
-    src = runs_under(path, fmt)[0]
-    trace = src.read(options)
-    analysis = analyze(trace)
-    return trace, analysis, summary_data(trace, analysis)
-
-
-def at_args(at: int | tuple[int, int] | None, data: dict | None) -> str:
-    """The deep-link arguments for ``--at`` (``data``: the run's summary, for N)."""
-    from .analyses.places import encode_params, findings, view_span
-    if at is None:
-        return ""
-    if isinstance(at, tuple):
-        vs, ve = view_span(*at)
-        return encode_params({"visStart": vs, "visEnd": ve})
-    found = findings(data or {})
-    if at > len(found):
-        raise InputError(Path(str((data or {}).get("run"))),
-                         f"--at {at}: the summary has {len(found)} findings (#1 to "
-                         f"#{len(found)})")
-    what, where = found[at - 1]
-    _note(f"finding #{at}: {what}")
-    return encode_params(where["perfetto"])
 
 
 def _is_trace(path: Path) -> bool:
@@ -393,8 +333,14 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
     summary = None
     try:
         if report or isinstance(where, int):
-            summary = _summary(path, fmt, options, "--report" if report else f"--at {at}")
-        args = at_args(where, summary[2] if summary else None)
+            why = "--report" if report else f"--at {at}"
+            if fmt is None and (_is_trace(path) or path.name.lower().endswith(CHROME_SUFFIXES)):
+                raise InputError(path, f"{why} needs the run (its directory, file or "
+                                       ".tcmodel), not a trace: a trace holds no findings")
+            summary = summary_for(path, fmt, options)
+        args, what = at_args(where, summary[2] if summary else None)
+        if what:
+            _note(what)
         trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)
     except KeyboardInterrupt:
         fail("interrupted; no partial output was left behind")

@@ -295,18 +295,5 @@ def lane_label(at: dict[str, Any], limit: int = 2) -> str:
     return ", ".join(names[:limit]) + (f" (+{more})" if more > 0 else "")
 
 
-def where_text(at: dict[str, Any] | None) -> str:
-    """One line: "#N 1.901–12.160 µs on AIV_34, HUB_80" (trace time)."""
-    if not at:
-        return "—"
-    lanes = lane_label(at)
-    return (f"#{at.get('finding', '?')} {_us(at['start_ns'])}–{_us(at['end_ns'])} µs"
-            + (f" on {lanes}" if lanes else ""))
-
-
-def _us(ns: int) -> str:
-    return f"{ns / 1000:,.3f}"
-
-
-__all__ = ["Place", "at_dict", "encode_params", "findings", "number_findings",
-           "perfetto_params", "view_span", "where_text"]
+__all__ = ["Place", "at_dict", "encode_params", "findings", "lane_label", "number_findings",
+           "perfetto_params", "view_span"]
