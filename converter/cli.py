@@ -10,11 +10,12 @@ import click
 
 from . import __version__, archive
 from .convert import convert_source, default_output, default_workers, output_path, runs_under
-from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail as _fail, size,
-                      warn_run)
+from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REGRESSION, clock_mhz as clock_mhz_,
+                      fail as _fail, size, warn, warn_run)
 from .errors import TracecvtError, error_message
 from .progress import Reporter
 from .readers import READERS, ReadOptions, format_names
+from .summary.gate import COMMON
 
 
 def _formats_help() -> str:
@@ -357,14 +358,33 @@ def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
 @click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
-def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
+@click.option("--fail-on", "fail_on", multiple=True, metavar="FIGURE:THRESHOLD",
+              help="Gate (repeatable): exit 1 when FIGURE got worse by more than THRESHOLD "
+                   "([+|-]N[%]: N in the figure's unit or % of the baseline; + an increase "
+                   "fails, - a decrease, no sign: the figure's worse direction), e.g. "
+                   "makespan:+5% critical_path_wait:+10%. FIGURE: a key figure's name as an "
+                   "identifier: " + ", ".join(COMMON) + "; per lane kind <kind>_utilization, "
+                   "<kind>_bubble_rate (aiv_utilization). Prints a one-line verdict (pass, "
+                   "regression, improvement) on stderr; the JSON carries it as 'verdict'.")
+def compare(baseline, current, out_format, output, force, fmt, clock_mhz, fail_on):
     """Compare two runs: BASELINE (previous) and CURRENT, each a run directory, a file or a
     JSON summary written by 'tracecvt summary --format json'."""
     from .summary.compare import comparison_data
+    from .summary.gate import parse_gate, verdict
+    try:
+        gates = [parse_gate(g) for g in fail_on]
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--fail-on") from None
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), workers=default_workers())
     a = _one_run_data(baseline, fmt, options, "BASELINE")
     b = _one_run_data(current, fmt, options, "CURRENT")
     c = comparison_data(a, b)
+    if gates:
+        try:
+            c["verdict"] = verdict(gates, a, b)
+        except ValueError as e:
+            _fail(str(e))
+            sys.exit(EXIT_ERROR)
     if out_format == "json":
         from .summary.json_out import render_json
         data = render_json(c)
@@ -380,6 +400,10 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz):
     except TracecvtError as e:
         _fail(str(e))
         sys.exit(EXIT_ERROR)
+    if gates:
+        click.echo(f"tracecvt: verdict: {c['verdict']['line']}", err=True)
+        if c["verdict"]["verdict"] == "regression":
+            sys.exit(EXIT_REGRESSION)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,7 @@ import click
 from .errors import one_line
 
 EXIT_ERROR = 2
+EXIT_REGRESSION = 1         # compare --fail-on: a figure regressed past its threshold
 EXIT_INTERRUPTED = 130      # as a shell reports a process ended by Ctrl-C (128 + SIGINT)
 
 

@@ -35,12 +35,19 @@ import click
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail,
                       size as size_option, warn_run)
 from .errors import InputError, TracecvtError, error_message, one_line
+from .open_at import at_args, parse_at, summary_for
 
 DEFAULT_UI = "https://ui.perfetto.dev"
 TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
 CHROME_SUFFIXES = (".json", ".json.gz")
 TP_NAMES = ("trace_processor_shell", "trace_processor")
 TP_PORT = 9001                  # where the UI looks for trace_processor --httpd
+# Where the trace is served by default: the Perfetto UI (v58, ui.perfetto.dev) fetches from
+# 127.0.0.1 only at these (its Content-Security-Policy's connect-src: 'self', https:,
+# http://localhost:8080, http://127.0.0.1:9001), the first free one, as Perfetto's own
+# open_trace_in_ui does (port 9001).  The UI probes 9001 for a trace_processor --httpd
+# (POST /status); this server answers that with an error, and the UI goes on.
+CSP_PORTS = ((TP_PORT, "127.0.0.1"), (8080, "localhost"))
 
 
 def _note(message: str) -> None:
@@ -55,11 +62,13 @@ def ui_origin(ui: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def deep_link(ui: str, trace_url: str | None) -> str:
-    """The UI's address with ``#!/?url=trace_url`` (or ``#!/`` alone), keeping its path and
+def deep_link(ui: str, trace_url: str | None, args: str = "") -> str:
+    """The UI's address with ``#!/?url=trace_url`` (or ``#!/`` alone) and the route
+    arguments ``args`` (``places.encode_params``: ``visStart=…&ts=…``), keeping its path and
     query (``https://host/perfetto/?testing=1`` stays as it is)."""
     parts = urllib.parse.urlsplit(ui)
-    fragment = "!/" + (f"?url={trace_url}" if trace_url else "")
+    route = "&".join(x for x in (f"url={trace_url}" if trace_url else "", args) if x)
+    fragment = "!/" + (f"?{route}" if route else "")
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/",
                                     parts.query, fragment))
 
@@ -112,12 +121,14 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
 
 
 class _OneFile(http.server.BaseHTTPRequestHandler):
-    """Serves exactly one file at ``/NAME``, with the CORS header; 404 for anything else."""
+    """Serves exactly one file at ``/NAME``, with the CORS header, and the HTML report at
+    ``/`` when there is one; 404 for anything else."""
 
     path_on_disk: Path
     route: str
     origin: str
     served: threading.Event
+    report: bytes | None = None
 
     def log_message(self, *args) -> None:      # no request log on stderr
         pass
@@ -140,6 +151,14 @@ class _OneFile(http.server.BaseHTTPRequestHandler):
         self._send(body=True)
 
     def _send(self, body: bool) -> None:
+        if self.report is not None and urllib.parse.urlsplit(self.path).path == "/":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(self.report)))
+            self.end_headers()
+            if body:
+                self.wfile.write(self.report)
+            return
         if urllib.parse.urlsplit(self.path).path != self.route:
             self.send_response(404)
             self._cors()
@@ -166,19 +185,35 @@ class _OneFile(http.server.BaseHTTPRequestHandler):
 def serve(trace: Path, port: int, origin: str) -> tuple[http.server.ThreadingHTTPServer, str,
                                                         threading.Event]:
     """Start serving ``trace`` on 127.0.0.1:``port`` (0: any free port): (server, its URL,
-    the event set once the whole file was sent)."""
+    the event set once the whole file was sent).  ``httpd.RequestHandlerClass.report``
+    set to HTML bytes serves them at ``/``."""
     route = "/" + urllib.parse.quote(trace.name)
     served = threading.Event()
     handler = type("Handler", (_OneFile,), {"path_on_disk": trace, "route": route,
-                                            "origin": origin, "served": served})
-    try:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    except OSError as e:
-        raise TracecvtError(f"127.0.0.1:{port}: cannot serve the trace there "
-                            f"({e.strerror or e}); try another --port") from None
+                                            "origin": origin, "served": served,
+                                            "report": None})
+    httpd = None
+    if port == 0:
+        for p, host in CSP_PORTS:
+            try:
+                httpd = http.server.ThreadingHTTPServer(("127.0.0.1", p), handler)
+                break
+            except OSError:
+                continue
+        else:
+            _note("127.0.0.1:9001 and localhost:8080 are in use: serving on another port, "
+                  "which Perfetto UI v58 and later (ui.perfetto.dev) refuse to fetch from "
+                  "(their Content-Security-Policy); free one of them or use --ui")
+    if httpd is None:
+        host = dict(CSP_PORTS).get(port, "127.0.0.1")
+        try:
+            httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError as e:
+            raise TracecvtError(f"127.0.0.1:{port}: cannot serve the trace there "
+                                f"({e.strerror or e}); try another --port") from None
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}{route}", served
+    return httpd, f"http://{host}:{httpd.server_address[1]}{route}", served
 
 
 def find_trace_processor(given: str | None) -> str | None:
@@ -231,12 +266,37 @@ def _large(trace: Path, size: int, ui: str, tp: str | None, browser: bool,
                 proc.kill()
 
 
+def _serve_report(httpd, summary, ui: str, url: str, args: str, browser: bool,
+                  timeout: float | None) -> None:
+    """Serve the HTML summary at ``/`` (each finding's link: the UI's deep link to the
+    served trace at the finding's place) until Ctrl-C or ``timeout``."""
+    import time
+
+    from .analyses.places import encode_params
+    from .summary.html import render_html
+    trace, analysis, data = summary
+
+    def link(at: dict) -> str:
+        return deep_link(ui, url, encode_params(at["perfetto"]))
+    httpd.RequestHandlerClass.report = render_html(data, trace, analysis, link).encode("utf-8")
+    page = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    _note(f"serving the report at {page} and the trace at {url} (Ctrl-C stops)")
+    _show(page, browser)
+    if args:
+        _note("--at: " + deep_link(ui, url, args))
+    if timeout:
+        time.sleep(timeout)
+    else:
+        threading.Event().wait()
+
+
 @click.command("open")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--ui", default=DEFAULT_UI, show_default=True, metavar="URL",
               help="Perfetto UI to open (a self-hosted one, e.g. http://host:10000/).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0,
-              help="Port on 127.0.0.1 to serve the trace on (default: any free port).")
+              help="Port on 127.0.0.1 to serve the trace on (default: 9001, else 8080 as "
+                   "localhost: the only ones the Perfetto UI v58 fetches from; else any).")
 @click.option("--no-browser", is_flag=True, help="Print the link instead of opening a browser.")
 @click.option("--no-cache", is_flag=True,
               help="Convert to a temporary file instead of keeping <run>.pftrace next to "
@@ -251,17 +311,35 @@ def _large(trace: Path, size: int, ui: str, tp: str | None, browser: bool,
                    "or trace_processor on PATH; env TRACECVT_TRACE_PROCESSOR).")
 @click.option("--from", "fmt", metavar="FORMAT", help="Input format instead of detecting it.")
 @click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
+@click.option("--at", "at", metavar="N|START:END",
+              help="Open at the N-th finding of the run's summary (#N there): its interval "
+                   "in view, its lanes pinned, its slice selected; or at START:END (trace "
+                   "time: ns from the trace's time 0, or with a unit: 2.5us:40us).")
+@click.option("--report", is_flag=True,
+              help="Serve the run's HTML summary too and open it: each finding's link opens "
+                   "the trace at its place; serves until Ctrl-C or --timeout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp, fmt,
-                 clock_mhz, quiet):
+                 clock_mhz, at, report, quiet):
     """Open PATH in the Perfetto UI: convert it (unless it is a trace already), serve the
     trace on 127.0.0.1 and open the browser at the UI's link; exits once the UI has
     fetched it."""
     from .readers import ReadOptions
     origin = ui_origin(ui)
     limit = size_option(max_ui_size, "--max-ui-size", "1GiB or 512M")
+    where = parse_at(at) if at is not None else None
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz))    # (convert_source sets workers)
+    summary = None
     try:
+        if report or isinstance(where, int):
+            why = "--report" if report else f"--at {at}"
+            if fmt is None and (_is_trace(path) or path.name.lower().endswith(CHROME_SUFFIXES)):
+                raise InputError(path, f"{why} needs the run (its directory, file or "
+                                       ".tcmodel), not a trace: a trace holds no findings")
+            summary = summary_for(path, fmt, options)
+        args, what = at_args(where, summary[2] if summary else None)
+        if what:
+            _note(what)
         trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)
     except KeyboardInterrupt:
         fail("interrupted; no partial output was left behind")
@@ -280,8 +358,10 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
             fail(str(e))
             sys.exit(EXIT_ERROR)
         try:
+            if summary is not None and report:
+                return _serve_report(httpd, summary, ui, url, args, not no_browser, timeout)
             _note(f"serving {trace} at {url} until the UI has fetched it (Ctrl-C stops)")
-            _show(deep_link(ui, url), not no_browser)
+            _show(deep_link(ui, url, args), not no_browser)
             if not served.wait(timeout):
                 fail(f"the UI did not fetch {url} within {timeout:g} s")
                 sys.exit(EXIT_ERROR)

@@ -12,6 +12,7 @@ from .actions import (COMPUTE, DEPENDENCY, DISPATCH, LATENCY, MSPROF_PIPE_LABEL,
                       msprof_advice_actions, ncu_check_actions, ncu_rule_actions)
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
+from .places import Place, of_gaps, of_label, of_segments
 from .timeline import source_lanes
 
 if TYPE_CHECKING:
@@ -27,12 +28,14 @@ class Opportunity:
     source: str                   # which analysis raised it
     bottleneck: str | None = None  # its label in actions.LABELS
     actions: list[dict[str, str]] = field(default_factory=list)   # knobs and pages to use
+    place: Place | None = None    # where in the trace (places.at_dict makes ``at``)
+    at: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "metric": self.metric,
                 "estimated_gain_us": us(self.gain_ns) if self.gain_ns is not None else None,
                 "estimate": self.how, "source": self.source, "bottleneck": self.bottleneck,
-                "actions": self.actions}
+                "actions": self.actions, "at": self.at}
 
 
 def _f(v: float | None, unit: str = " %", digits: int = 1) -> str:
@@ -178,11 +181,14 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_f(pct(cp.wait_time, cp.length))} of {_us(cp.length)}, "
                     f"{waits} waits of {_us(cp.wait_time / max(waits, 1))} on average",
                     cp.wait_time, "the critical path's wait time (upper bound: another path "
-                    "may become critical)", "critical path", DISPATCH))
+                    "may become critical)", "critical path", DISPATCH,
+                    place=of_segments(trace, [s for s in cp.segments if s.kind == "wait"],
+                                      cp.start, cp.end)))
             work_bound = max([k.busy / k.lanes for k in b.kinds if k.lanes] or [0])
             floor = max(cp.graph_bound, work_bound)
             gain = cp.task_time - floor
             kind, lane = _cp_kind(a)
+            kinds = {t: ln.kind for ln in a.timeline.lanes for t in ln.tracks}
             if gain > 0 and cp.lane_order_time > 0:
                 k = next((k for k in b.kinds if k.name == kind), None)
                 idle = f"; {k.lanes - k.lanes_used} of {k.lanes} {kind} lanes never ran a " \
@@ -195,7 +201,9 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_us(k.busy / k.lanes if k else 0)}{idle}",
                     gain, "the critical path's task time minus the larger of the longest "
                     "dependency chain and each kind's work spread over all its lanes",
-                    "critical path", COMPUTE))
+                    "critical path", COMPUTE, place=of_segments(trace, [
+                        s for s in cp.segments if s.kind == "task"
+                        and kinds.get(trace.slices[s.slice].track) == kind])))
             table, row = _top_critical_label(a)
             if row is not None:
                 out.append(Opportunity(
@@ -206,7 +214,8 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_f(pct(row.total, table.total))} of all task time, "
                     f"{row.count} tasks of {_us(row.total / row.count)} on average",
                     row.critical / 2, "what halving its tasks' time would save on the "
-                    "critical path", "critical path", COMPUTE))
+                    "critical path", "critical path", COMPUTE,
+                    place=of_label(trace, cp, table, row.label)))
             if b.cause_model == "task graph" and run.wait and \
                     run.wait_predecessor >= run.wait_schedule and \
                     (run.bubble_rate_pct or 0) >= 20:
@@ -216,7 +225,9 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     f"{_f(pct(run.wait_predecessor, run.wait))} of it waiting for "
                     f"predecessors; utilization {_f(run.utilization_pct)}",
                     None, "off the critical path: frees lanes, does not shorten the run by "
-                    "itself", "bubbles", DEPENDENCY))
+                    "itself", "bubbles", DEPENDENCY,
+                    place=of_gaps(trace, a.timeline, [g for g in b.gaps if g[3] == 0],
+                                  a.timeline.start, a.timeline.end)))
         else:
             busiest = max(b.lanes, key=lambda f: f.busy)
             gain = makespan - busiest.busy
@@ -225,7 +236,9 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     "Fill the idle gaps between tasks (launch or host overhead)",
                     f"bubble rate {_f(run.bubble_rate_pct)}; busiest lane {busiest.name} "
                     f"busy {_f(busiest.utilization_pct)} of the run", gain,
-                    "makespan minus the busiest lane's busy time", "bubbles", DISPATCH))
+                    "makespan minus the busiest lane's busy time", "bubbles", DISPATCH,
+                    place=of_gaps(trace, a.timeline, b.gaps, a.timeline.start,
+                                  a.timeline.end)))
     if a.ncu is not None:
         by_name = {k.name: k for k in a.ncu.kernels}
         for adv in a.ncu.advice:
@@ -238,7 +251,9 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                 gain * 1000 if gain is not None else None,
                 "NCU's estimated speedup x the kernel's duration", "ncu rules",
                 NCU_BOUND_LABEL.get(k.bound if k is not None else "", LATENCY),
-                ncu_rule_actions(f"{adv.get('rule')}")))
+                ncu_rule_actions(f"{adv.get('rule')}"),
+                place=Place.of_slices(trace, [x.index for x in a.ncu.kernels
+                                              if x.name == adv.get("kernel")])))
         if not a.ncu.advice:
             for k in a.ncu.kernels:
                 if k.failed:
@@ -247,9 +262,11 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                             f"{c['text']} (healthy {c['threshold']})"
                             for c in k.failed), None, "no estimate without NCU rule results",
                         "ncu checks", NCU_BOUND_LABEL.get(k.bound, LATENCY),
-                        ncu_check_actions(k)))
+                        ncu_check_actions(k), place=Place.of_slices(trace, [k.index])))
     m = a.msprof_op
     if m is not None:
+        # msprof op's findings are about the operator's blocks: every task of the timeline
+        ops = Place.of_slices(trace, [i for ln in a.timeline.lanes for i in ln.slices])
         durs = [b_.get("duration_us") or 0.0 for b_ in m.blocks]
         dur = max(durs) if durs else 0.0
         if m.fill_note and m.block_dim and m.core_count:
@@ -260,7 +277,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                                    dur * 1000 * frac if dur else None,
                                    "the longest block's duration x the share of core slots "
                                    "left empty (if the work divides evenly)", "msprof op",
-                                   DISPATCH))
+                                   DISPATCH, place=ops))
         pipe_label = MSPROF_PIPE_LABEL.get(m.dominant_bound or "", COMPUTE)
         if m.dominant_bound:
             ratio = max((b_["bound_ratio"] or 0.0) for b_ in m.blocks) if m.blocks else 0.0
@@ -268,11 +285,11 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                 f"Relieve the {m.dominant_bound} pipe",
                 f"{m.bound_counts.get(m.dominant_bound, 0)} of {len(m.blocks)} blocks bound "
                 f"by {m.dominant_bound} (ratio up to {ratio:.2f})", None,
-                "no estimate from pipe ratios alone", "msprof op", pipe_label))
+                "no estimate from pipe ratios alone", "msprof op", pipe_label, place=ops))
         for adv in m.advice[:3]:
             out.append(Opportunity("msprof advice", adv[:200], None,
                                    "advice from visualize_data.bin", "msprof op", pipe_label,
-                                   msprof_advice_actions(adv[:200])))
+                                   msprof_advice_actions(adv[:200]), place=ops))
     out.sort(key=lambda o: (o.gain_ns is None, -(o.gain_ns or 0.0)))
     return out
 

@@ -15,6 +15,7 @@ from .key_figures import key_figures
 from .labels import LabelTable, slice_groups, time_by_label
 from .msprof_op import MsprofOpResult, analyze_msprof_op
 from .ncu_bounds import NcuResult, analyze_ncu
+from .places import Place, at_dict, of_segments, largest_bubbles, number_findings
 from .pypto_check import PyptoCheck, check_pypto
 from .ratings import Rating, rate
 
@@ -41,6 +42,8 @@ class Analysis(TrackAnalysis):
     bottlenecks: list[dict[str, Any]] = field(default_factory=list)   # actions.bottlenecks
     # A format family's own figures, under its name (summary JSON "format_details")
     format_details: dict[str, Any] = field(default_factory=dict)
+    largest_bubbles: list[dict[str, Any]] = field(default_factory=list)   # places.py
+    kernel_at: list[dict[str, Any] | None] = field(default_factory=list)  # per NCU kernel
 
     def key_figures(self) -> dict[str, Any]:
         out = key_figures(self)
@@ -58,8 +61,13 @@ class Analysis(TrackAnalysis):
             kinds.append(d)
         bubbles = b.to_dict()
         bubbles["kinds"] = kinds
+        bubbles["largest"] = self.largest_bubbles
+        ncu = self.ncu.to_dict() if self.ncu else None
+        if ncu is not None:
+            for k, at in zip(ncu["kernels"], self.kernel_at):
+                k["at"] = at
         span = self.timeline
-        return {
+        out = {
             "schema": SCHEMA,
             "run": self.run,
             "configuration": self.configuration,
@@ -75,7 +83,7 @@ class Analysis(TrackAnalysis):
             "critical_path": self.critical_path_dict,
             "time_by_label": [t.to_dict() for t in self.labels],
             "top_tasks": self.top_tasks,
-            "ncu": self.ncu.to_dict() if self.ncu else None,
+            "ncu": ncu,
             "msprof_op": self.msprof_op.to_dict() if self.msprof_op else None,
             "pypto_check": self.pypto_check.to_dict() if self.pypto_check else None,
             **({"simpler": self.simpler.to_dict()} if self.simpler is not None else {}),
@@ -83,6 +91,8 @@ class Analysis(TrackAnalysis):
             "warnings": self.warnings,
             **({"format_details": self.format_details} if self.format_details else {}),
         }
+        number_findings(out)
+        return out
 
 
 def analyze(trace: Trace) -> Analysis:
@@ -104,8 +114,16 @@ def analyze(trace: Trace) -> Analysis:
     a.ratings = _ratings(trace, a)
     a.configuration = configuration(trace, a, groups)
     a.top_tasks = top_tasks(trace, critical)
-    a.critical_path_dict = _cp_dict(trace, a)
+    origin = trace.time_start() or 0        # the trace's time 0 (both writers)
+    a.critical_path_dict = _cp_dict(trace, a, origin)
     a.opportunities = opportunities(trace, a)
+    for o in a.opportunities:
+        o.at = at_dict(trace, o.place, origin)
+    if bubbles.computed:
+        a.largest_bubbles = largest_bubbles(trace, tl, bubbles.gaps, origin)
+    if ncu is not None:
+        a.kernel_at = [at_dict(trace, Place.of_slices(trace, [k.index]), origin)
+                       for k in ncu.kernels]
     a.bottleneck = bottleneck(trace, a)
     a.bottlenecks = bottlenecks(trace, a)
     annotate(trace, a)
@@ -160,7 +178,7 @@ def _ratings(trace: Trace, a: Analysis) -> list[Rating]:
     return out
 
 
-def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
+def _cp_dict(trace: Trace, a: Analysis, origin: int) -> dict[str, Any]:
     cp = a.critical_path
     if not cp.computed:
         return {"computed": False, "reason": cp.reason}
@@ -186,5 +204,8 @@ def _cp_dict(trace: Trace, a: Analysis) -> dict[str, Any]:
                      "wait_time_us": us(r[2])}
                     for name, r in sorted(by_lane.items(), key=lambda kv: -kv[1][1] - kv[1][2])
                     ][:10],
-        "longest_segments": [s.to_dict(trace) for s in longest],
+        "longest_segments": [{**s.to_dict(trace),
+                              "at": at_dict(trace, of_segments(trace, [s]), origin)}
+                             for s in longest],
+        "at": at_dict(trace, of_segments(trace, cp.segments, cp.start, cp.end), origin),
     }

@@ -14,10 +14,53 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..analyses.places import findings, lane_label
 from ..model import clock_skew_text
 from .html_pictures import (bubble_breakdown, cp_strip, esc, kind_colors, timeline_strip,
                             util_bars, visual)
-from .markdown import change_cell, figure_cell, ncu_kernel_table, num, pct_, us_
+from .markdown import (FINDINGS_SHOWN, change_cell, figure_cell, ncu_kernel_table, num, pct_,
+                       span_text, us_)
+
+# -- where each finding is in the trace ---------------------------------------------------
+
+
+def _open(at: dict[str, Any] | None, open_link) -> str:
+    """A finding's link: to the Perfetto UI at its place where the report is served by
+    ``tracecvt open --report`` (``open_link``), else to its row in "In the trace"."""
+    if not at:
+        return "—"
+    n = at["finding"]
+    if open_link is not None:
+        return (f'<a class="pf-open" data-finding="{n}" href="{esc(open_link(at))}" '
+                f'target="_blank" rel="noopener">#{n} in Perfetto</a>')
+    return f'<a class="pf-open" data-finding="{n}" href="#finding-{n}">#{n}</a>'
+
+
+def _findings(d: dict[str, Any], open_link) -> str:
+    found = findings(d)
+    rows = []
+    for what, at in found[:FINDINGS_SHOWN]:
+        n = at["finding"]
+        sl = at.get("slice")
+        rows.append([f'<span id="finding-{n}">{n}</span>', esc(what), esc(span_text(at)),
+                     esc(f"{at['clock']}: {at['clock_start_ns']}–{at['clock_end_ns']} ns"),
+                     esc(lane_label(at, 3)),
+                     esc(f"{sl['name']} on {sl['lane']}") if sl else "—",
+                     _open(at, open_link)])
+    how = ("Each link opens the run's trace in the Perfetto UI with the finding's interval in "
+           "view, its lanes pinned and its slice selected (Perfetto UI v58 at times drops "
+           "the zoom of a link that also selects a slice: press F there to focus on the "
+           "selection, or click again)." if open_link is not None else
+           f"To open a finding in the Perfetto UI: <code>tracecvt open RUN --at N</code> "
+           f"(RUN: this run, {esc(d.get('run'))}), or <code>tracecvt open RUN --report</code> "
+           "for this report with one-click links (a trace must be served over http for the "
+           "UI to fetch it).")
+    more = (f'<p class="note">{len(found) - FINDINGS_SHOWN} more in the JSON summary.</p>'
+            if len(found) > FINDINGS_SHOWN else "")
+    return ("<h2>In the trace</h2><p class=\"note\">Trace time: µs from the trace's time 0 "
+            f"(its first event); clock: the source's own, in ns. {how}</p>"
+            + _table(["#", "finding", "trace time", "source clock", "lanes", "slice", "open"],
+                     rows, "findings", set(range(7))) + more)
 
 # -- tables -------------------------------------------------------------------------------
 
@@ -138,7 +181,9 @@ SCRIPT = """
 """
 
 
-def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
+def render_html(d: dict[str, Any], trace=None, analysis=None, open_link=None) -> str:
+    """The report; ``open_link(at)``: a finding's Perfetto UI link (``tracecvt open
+    --report``, which serves the trace), else findings link to their rows."""
     v = visual(trace, analysis) if trace is not None and analysis is not None else {}
     bub = d.get("bubbles") or {}
     kinds = [k["name"] for k in bub.get("kinds") or []]
@@ -159,11 +204,14 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
     opps = d.get("opportunities") or []
     sections.append(("opportunities", "<h2>Top 3 opportunities</h2>" + (_table(
         ["#", "opportunity", "estimated gain", "triggered by", "how estimated",
-         "what to change"],
-        [[k, o["title"], us_(o["estimated_gain_us"]) if o["estimated_gain_us"] is not None
-          else "not estimated", o["metric"], o["estimate"],
-          "; ".join(f"{a['name']} ({a['tool']}: {a['ref']})" for a in o.get("actions") or [])
-          or "—"] for k, o in enumerate(opps, 1)])
+         "what to change", "in the trace"],
+        [[k, esc(o["title"]), esc(us_(o["estimated_gain_us"]))
+          if o["estimated_gain_us"] is not None else "not estimated", esc(o["metric"]),
+          esc(o["estimate"]),
+          esc("; ".join(f"{a['name']} ({a['tool']}: {a['ref']})"
+                        for a in o.get("actions") or []) or "—"),
+          _open(o.get("at"), open_link)] for k, o in enumerate(opps, 1)], "",
+        set(range(7)))
         if opps else "<p>None found.</p>")))
     if d.get("vs_baseline") is not None:
         rows = _change_rows(d["vs_baseline"])
@@ -225,6 +273,8 @@ def render_html(d: dict[str, Any], trace=None, analysis=None) -> str:
                       [[a["kernel"], a["rule"], pct_(a["estimated_speedup_pct"]),
                         (a["message"] or "")[:240]] for a in ncu["advice"][:15]])
                if ncu.get("advice") else "")))
+    if findings(d):
+        sections.append(("findings", _findings(d, open_link)))
     mop = d.get("msprof_op")
     if mop:
         sections.append(("msprof-op", "<h2>msprof op: blocks and pipes</h2>"

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..analyses.places import findings, lane_label
 from ..model import clock_skew_text
 
+FINDINGS_SHOWN = 60             # findings listed under "In the trace" (all in the JSON)
 
 def num(v: Any, digits: int = 3) -> str:
     if v is None:
@@ -25,6 +27,43 @@ def num(v: Any, digits: int = 3) -> str:
 
 def us_(v: Any) -> str:
     return "n/a" if v is None else f"{num(v)} µs"
+
+
+def span_text(at: dict[str, Any]) -> str:
+    """A finding's interval in trace time: "1.901–12.160 µs"."""
+    return f"{at['start_ns'] / 1000:,.3f}–{at['end_ns'] / 1000:,.3f} µs"
+
+
+def where_cell(at: dict[str, Any] | None) -> str:
+    """"#N 1.901–12.160 µs on AIV_34, HUB_80" (trace time), or "—"."""
+    if not at:
+        return "—"
+    lanes = lane_label(at)
+    return f"#{at['finding']} {span_text(at)}" + (f" on {lanes}" if lanes else "")
+
+
+def findings_section(d: dict[str, Any]) -> list[str]:
+    """"In the trace": every finding's interval, clock, lanes and slice."""
+    found = findings(d)
+    if not found:
+        return []
+    out = ["## In the trace", "",
+           "Trace time: µs from the trace's time 0 (its first event, as the .pftrace and "
+           "Chrome JSON count); source clock: the source's own time, in ns. "
+           "`tracecvt open RUN --at N` opens finding N in the Perfetto UI (interval in view, "
+           "lanes pinned, slice selected); `tracecvt open RUN --report` serves the HTML report "
+           "with a link per finding.", ""]
+    rows = []
+    for what, at in found[:FINDINGS_SHOWN]:
+        sl = at.get("slice")
+        rows.append((at["finding"], what, span_text(at),
+                     f"{at['clock']}: {at['clock_start_ns']}–{at['clock_end_ns']} ns",
+                     lane_label(at, 3), f"{sl['name']} on {sl['lane']}" if sl else "—"))
+    out += table(("#", "finding", "trace time", "source clock", "lanes", "slice"), rows)
+    if len(found) > FINDINGS_SHOWN:
+        out += ["", f"{len(found) - FINDINGS_SHOWN} more in the JSON summary."]
+    out.append("")
+    return out
 
 
 def pct_(v: Any) -> str:
@@ -156,10 +195,10 @@ def render_markdown(d: dict[str, Any]) -> str:
     out.append("")
     opps = d.get("opportunities") or []
     if opps:
-        out += table(("#", "opportunity", "estimated gain", "triggered by"),
+        out += table(("#", "opportunity", "estimated gain", "triggered by", "in the trace"),
                      ((k, o["title"], us_(o["estimated_gain_us"])
                        if o["estimated_gain_us"] is not None else "not estimated",
-                       o["metric"]) for k, o in enumerate(opps, 1)))
+                       o["metric"], where_cell(o.get("at"))) for k, o in enumerate(opps, 1)))
         out.append("")
         out.append("Gains: " + "; ".join(f"({k}) {o['estimate']}"
                                          for k, o in enumerate(opps, 1)) + ".")
@@ -357,6 +396,7 @@ def render_markdown(d: dict[str, Any]) -> str:
     if d.get("simpler"):
         from .simpler import markdown_tools
         out += markdown_tools(d["simpler"])
+    out += findings_section(d)
     warnings = d.get("warnings") or []
     if warnings:
         out.append("## Warnings")
@@ -371,7 +411,10 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
     base, cur = c["baseline"], c["current"]
     out = [f"# Comparison: {cur['run']} vs {base['run']}", "",
            f"Baseline (previous): {base['run']}; current: {cur['run']}; made by tracecvt "
-           f"{c.get('tracecvt_version', '')}", "", "## Key figures", ""]
+           f"{c.get('tracecvt_version', '')}", ""]
+    if c.get("verdict"):
+        out += [f"**Verdict: {c['verdict']['line']}**", ""]
+    out += ["## Key figures", ""]
     out += vs_baseline(c["rows"])
     out.append("")
     out.append("✔ better, ✘ worse; pp = percentage points.")

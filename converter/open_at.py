@@ -1,0 +1,71 @@
+"""``tracecvt open --at N | START:END``: which place of the trace to open (the deep-link
+arguments of the N-th finding of the run's summary, or of an interval of trace time)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import click
+
+from .errors import InputError
+
+_UNITS = {"ns": 1, "us": 1000, "µs": 1000, "ms": 10 ** 6, "s": 10 ** 9}
+
+
+def _time(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|µs|ms|s)?\s*", text)
+    if m is None:
+        raise click.BadParameter(f"{text!r} is not a time (ns, or a number with ns, us, ms "
+                                 "or s)", param_hint="--at")
+    return int(round(Decimal(m.group(1)) * _UNITS[m.group(2) or "ns"]))
+
+
+def parse_at(text: str) -> int | tuple[int, int]:
+    """``--at``: N (the number of a finding of the run's summary, ``#N`` there) or
+    START:END (trace time: ns from the trace's time 0, or with a unit, ``2.5us:40us``)."""
+    if ":" not in text:
+        if not text.strip().isdigit() or int(text) < 1:
+            raise click.BadParameter(f"{text!r}: give N (a finding's number, 1 or more) or "
+                                     "START:END", param_hint="--at")
+        return int(text)
+    a, b = text.split(":", 1)
+    start, end = _time(a), _time(b)
+    if end <= start:
+        raise click.BadParameter(f"{text!r}: END must be after START", param_hint="--at")
+    return start, end
+
+
+def summary_for(path: Path, fmt, options):
+    """(trace, analysis, summary data) of the one run at ``path`` (read again: the trace
+    file holds no findings)."""
+    from .analyses import analyze
+    from .convert import runs_under
+    from .summary import summary_data
+    runs = runs_under(path, fmt)
+    if len(runs) > 1:
+        raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
+                               "(tracecvt info lists them)")
+    src = runs[0]
+    trace = src.read(options)
+    analysis = analyze(trace)
+    return trace, analysis, summary_data(trace, analysis)
+
+
+def at_args(at: int | tuple[int, int] | None, data: dict | None) -> tuple[str, str]:
+    """(the deep-link arguments for ``--at``, what they show) (``data``: the run's
+    summary, for N)."""
+    from .analyses.places import encode_params, findings, view_span
+    if at is None:
+        return "", ""
+    if isinstance(at, tuple):
+        vs, ve = view_span(*at)
+        return encode_params({"visStart": vs, "visEnd": ve}), ""
+    found = findings(data or {})
+    if at > len(found):
+        raise InputError(Path(str((data or {}).get("run"))),
+                         f"--at {at}: the summary has {len(found)} findings (#1 to "
+                         f"#{len(found)})")
+    what, where = found[at - 1]
+    return encode_params(where["perfetto"]), f"finding #{at}: {what}"
