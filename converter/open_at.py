@@ -61,7 +61,7 @@ def at_args(at: int | tuple[int, int] | None, data: dict | None) -> tuple[str, s
         return "", ""
     if isinstance(at, tuple):
         vs, ve = view_span(*at)
-        return encode_params({"visStart": vs, "visEnd": ve}), ""
+        return encode_params({"vis_start_ns": vs, "vis_end_ns": ve}), ""
     found = findings(data or {})
     if at > len(found):
         raise InputError(Path(str((data or {}).get("run"))),

@@ -98,9 +98,9 @@ def test_every_finding_lies_in_the_trace_and_covers_its_slice(name, path, fmt, t
             assert got[0]["n"] >= 1, (where, sl)
             p = at["perfetto"]
             if sl is not None:
-                assert (p["ts"], p["dur"]) == (sl["ts_ns"], sl["dur_ns"]), where
+                assert (p["ts_ns"], p["dur_ns"]) == (sl["ts_ns"], sl["dur_ns"]), where
             # the window the link shows: inside the interval, the slice selected in it
-            assert at["start_ns"] <= p["visStart"] < p["visEnd"] <= at["end_ns"] or \
+            assert at["start_ns"] <= p["vis_start_ns"] < p["vis_end_ns"] <= at["end_ns"] or \
                 sl["dur_ns"] < 10, where
 
 
@@ -129,11 +129,11 @@ def test_critical_path_place_is_the_run_and_its_longest_inner_segment(tmp_path):
         (0, 10259, 1901, 12160)
     assert at["slice"] == {"name": "0-0-4-5-0()", "lane": "AIV_34", "ts_ns": 5025,
                            "dur_ns": 1856}
-    assert (at["perfetto"]["visStart"], at["perfetto"]["visEnd"]) == (1026, 9233)
+    assert (at["perfetto"]["vis_start_ns"], at["perfetto"]["vis_end_ns"]) == (1026, 9233)
     first = cp["longest_segments"][0]["at"]
     assert (first["start_ns"], first["end_ns"]) == (1, 5025)
     wait = run.summary()["opportunities"][0]["at"]
     assert (wait["start_ns"], wait["end_ns"]) == (0, 10259)
     assert wait["slice"] == {"name": "wait schedule", "lane": "AIV_34", "ts_ns": 1,
                              "dur_ns": 5024}
-    assert (wait["perfetto"]["visStart"], wait["perfetto"]["visEnd"]) == (504, 4522)
+    assert (wait["perfetto"]["vis_start_ns"], wait["perfetto"]["vis_end_ns"]) == (504, 4522)

@@ -127,9 +127,9 @@ def _zoom_cancelled(out, at) -> bool:
     if not out["loaded"] or not out["view"]:
         return False
     p = at["perfetto"]
-    span = p["visEnd"] - p["visStart"]
+    span = p["vis_end_ns"] - p["vis_start_ns"]
     w0, w1 = out["view"]["window"]
-    return abs(w0 - (p["visStart"] - span / 8)) > 1 or abs(w1 - (p["visEnd"] + span / 8)) > 1
+    return abs(w0 - (p["vis_start_ns"] - span / 8)) > 1 or abs(w1 - (p["vis_end_ns"] + span / 8)) > 1
 
 
 def test_first_finding_link_opens_the_trace_at_its_interval_with_its_slice_selected(
@@ -188,8 +188,8 @@ def test_first_finding_link_opens_the_trace_at_its_interval_with_its_slice_selec
     w0, w1 = view["window"]
     assert at["start_ns"] - 1 <= w0 < w1 <= at["end_ns"] + 1, (view["window"], at)
     p = at["perfetto"]
-    span = p["visEnd"] - p["visStart"]
-    assert abs(w0 - (p["visStart"] - span / 8)) <= 1 and abs(w1 - (p["visEnd"] + span / 8)) \
+    span = p["vis_end_ns"] - p["vis_start_ns"]
+    assert abs(w0 - (p["vis_start_ns"] - span / 8)) <= 1 and abs(w1 - (p["vis_end_ns"] + span / 8)) \
         <= 1, (view["window"], p)
     assert w0 - 1 <= sl["ts_ns"] and sl["ts_ns"] + sl["dur_ns"] <= w1 + 1
     # its lanes are pinned: AIV_34 (its bubble lane too) and HUB_80, as the UI names them

@@ -44,7 +44,7 @@ def test_open_at_a_finding_links_to_its_interval_lanes_and_slice(tmp_path):
     assert int(args["visStart"]) == 504 and int(args["visEnd"]) == 4522
     assert (int(args["ts"]), int(args["dur"])) == (1, 5024)
     commands = json.loads(args["startupCommands"])
-    assert commands == at["perfetto"]["startupCommands"]
+    assert commands == at["perfetto"]["startup_commands"]
     assert [c["id"] for c in commands] == ["dev.perfetto.PinTracksByRegex"] * 2 + \
         ["dev.perfetto.ExpandTracksByRegex"]
     assert all(c["args"][1] == "path" for c in commands)     # the UI prompts without it
@@ -107,7 +107,7 @@ def test_open_report_serves_the_summary_with_a_link_per_finding(tmp_path):
     args = _route(href)
     want = found[int(n) - 1][1]["perfetto"]
     assert (int(args["visStart"]), int(args["visEnd"]), int(args["ts"]), int(args["dur"])) \
-        == (want["visStart"], want["visEnd"], want["ts"], want["dur"])
+        == (want["vis_start_ns"], want["vis_end_ns"], want["ts_ns"], want["dur_ns"])
     body = urllib.request.urlopen(args["url"], timeout=10).read()   # the trace, served
     assert body[:1] == b"\x0a"
     code, _, err = o.finish()

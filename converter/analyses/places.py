@@ -202,10 +202,10 @@ def view_span(start: int, end: int) -> tuple[int, int]:
 def perfetto_params(trace: Trace, place: Place, origin: int) -> dict[str, Any]:
     """The deep-link parameters (typed) for ``place``."""
     vs, ve = view_span(place.view[0] - origin, place.view[1] - origin)
-    out: dict[str, Any] = {"visStart": vs, "visEnd": ve}
+    out: dict[str, Any] = {"vis_start_ns": vs, "vis_end_ns": ve}
     if place.select is not None:
-        out["ts"] = place.select[0] - origin
-        out["dur"] = place.select[1]
+        out["ts_ns"] = place.select[0] - origin
+        out["dur_ns"] = place.select[1]
     lanes = place.lanes[:PIN_LANES]
     commands = [{"id": "dev.perfetto.PinTracksByRegex",
                  "args": [_lane_regex(trace, t), "path"]} for t in lanes]
@@ -214,21 +214,27 @@ def perfetto_params(trace: Trace, place: Place, origin: int) -> dict[str, Any]:
     commands += [{"id": "dev.perfetto.ExpandTracksByRegex", "args": [g, "path"]}
                  for g in groups]
     if commands:
-        out["startupCommands"] = commands
+        out["startup_commands"] = commands
     return out
 
 
+# The UI's route arguments (their names in the link) of perfetto_params' keys.
+ROUTE_ARGS = {"vis_start_ns": "visStart", "vis_end_ns": "visEnd", "ts_ns": "ts",
+              "dur_ns": "dur", "startup_commands": "startupCommands"}
+
+
 def encode_params(params: dict[str, Any]) -> str:
-    """``params`` as the UI's route arguments (``&``-joined, URL-encoded; startupCommands
-    as compact JSON), to append after ``#!/?url=...&``."""
+    """``params`` (perfetto_params' typed keys) as the UI's route arguments
+    (``ROUTE_ARGS``: ``&``-joined, URL-encoded; startupCommands as compact JSON), to append
+    after ``#!/?url=...&``."""
     parts = []
-    for key in ("visStart", "visEnd", "ts", "dur", "startupCommands"):
+    for key, arg in ROUTE_ARGS.items():
         if key not in params:
             continue
         v = params[key]
-        if key == "startupCommands":
+        if key == "startup_commands":
             v = json.dumps(v, separators=(",", ":"), ensure_ascii=False)
-        parts.append(f"{key}={urllib.parse.quote(str(v), safe='')}")
+        parts.append(f"{arg}={urllib.parse.quote(str(v), safe='')}")
     return "&".join(parts)
 
 
@@ -248,7 +254,7 @@ def at_dict(trace: Trace, place: Place | None, origin: int) -> dict[str, Any] | 
         "slice": None if sel is None else {
             "name": sel[2], "lane": tracks[sel[3]].name, "ts_ns": sel[0] - origin,
             "dur_ns": sel[1]},
-        "perfetto": params,
+        "perfetto": {**params, "query": encode_params(params)},
     }
 
 
