@@ -303,6 +303,14 @@ def bottleneck(trace: Trace, a: "Analysis") -> dict[str, str]:
         total = sum(k.duration for k in ks) or 1
         bound, t = max(a.ncu.bound_time().items(), key=lambda kv: kv[1])
         longest = max(ks, key=lambda k: k.duration)
+        if bound == "unknown":
+            return {"summary": f"{len(ks)} kernels ({_us(total)} of kernel time) are not "
+                               "classified: the export has no compute or memory throughput "
+                               "metric (Speed Of Light: SM, tensor, memory or DRAM % of peak).",
+                    "root_cause": f"The longest kernel, {longest.name} "
+                                  f"({_us(longest.duration)}), takes "
+                                  f"{100 * longest.duration / total:.0f} % of kernel time; "
+                                  "profile with the SpeedOfLight section to classify it."}
         failed = ", ".join(c["text"] for c in longest.failed) or "no failed health check"
         return {"summary": f"{sum(1 for k in ks if k.bound == bound)} of {len(ks)} kernels "
                            f"({100 * t / total:.0f} % of kernel time) are {bound}.",

@@ -171,7 +171,9 @@ def build(kernels: list[Kernel], run: RunInfo) -> Trace:
         pm_interval = pm_interval or interval
 
     # -- run metadata ----------------------------------------------------------------------
-    meta.device = ", ".join(device_names)
+    meta.device = ", ".join(device_names) or ", ".join(
+        _unnamed_device(dev, kernels[devices[dev][0]].compute_capability)
+        for dev in sorted(devices, key=lambda d: (d is None, d if d is not None else 0)))
     extra = meta.extra
     extra["ncu_serialized"] = True
     extra[NO_BUBBLES] = NO_IDLE_REASON
@@ -316,3 +318,24 @@ def _pm_counters(trace: Trace, group: int, rank: int, kernels: list[Kernel],
         if last_end[0] >= 0:
             c.add(last_end[0], 0.0)
     return interval
+
+
+# NVIDIA's architecture of a compute capability (major, minor), for exports that give the
+# capability but not the device's name (the details page and ``--metrics`` CSVs).
+_ARCH = {(7, 0): "Volta", (7, 2): "Volta", (7, 5): "Turing", (8, 0): "Ampere",
+         (8, 6): "Ampere", (8, 7): "Ampere", (8, 9): "Ada Lovelace", (9, 0): "Hopper",
+         (10, 0): "Blackwell", (10, 1): "Blackwell", (10, 3): "Blackwell",
+         (12, 0): "Blackwell", (12, 1): "Blackwell"}
+
+
+def _unnamed_device(dev: Any, cc: Any) -> str:
+    """``GPU 0: compute capability 8.6 (Ampere)`` for a device the export does not name."""
+    label = f"GPU {dev}" if dev is not None else "GPU"
+    if not cc:
+        return label
+    try:
+        major, minor = (int(x) for x in str(cc).split(".", 1))
+    except ValueError:
+        return f"{label}: compute capability {cc}"
+    arch = _ARCH.get((major, minor))
+    return f"{label}: compute capability {cc}" + (f" ({arch})" if arch else "")
