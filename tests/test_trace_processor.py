@@ -34,9 +34,11 @@ from pathlib import Path
 import pytest
 
 from tracecvt.convert import add_derived_tracks
+from tracecvt.model import GROUP, LANE
 from tracecvt.readers import find_runs
 from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.flows import drawable
+from tracecvt.writers.names import thread_names
 from tracecvt.writers.perfetto import time_origin, write_perfetto
 
 from conftest import FIXTURES, SAMPLES
@@ -97,6 +99,13 @@ QUERIES = {
     "samples": "select ts, value from counter",
     "args_per_slice": "select n, count(*) as slices from (select count(a.id) as n from slice s "
                       "left join args a using (arg_set_id) group by s.id) group by n",
+    # Processes and the threads of our descriptors (those with a track: not the main
+    # thread trace_processor makes per process) with the sort hints the UI orders them by.
+    "processes": "select p.name as name, extract_arg(p.arg_set_id, "
+                 "'process_sort_index_hint') as hint from process p where p.pid > 0",
+    "threads": "select p.name as process, t.name as name, extract_arg(t.arg_set_id, "
+               "'thread_sort_index_hint') as hint from thread t join process p using (upid) "
+               "where t.utid in (select utid from thread_track)",
     "flows": "select so.ts as sts, so.dur as sdur, so.name as sname, si.ts as dts, "
              "si.dur as ddur, si.name as dname from flow f "
              "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in",
@@ -111,6 +120,31 @@ def _arg_rows(s, lines: dict) -> int:
     folded = {n for ln in made for n in lines[ln]}
     own = {k for k, v in (s.args or {}).items() if v is not None}
     return len((shared - folded) | made | own)
+
+
+def _designed_order(trace) -> tuple[list[str], dict[str, list[str]]]:
+    """(process names, {process: its thread names}) in the designed order, from the model:
+    the top-level groups as the model orders them (the run's own groups first, tracecvt's
+    analysis last) that hold a lane or a single counter with samples (a group of two or more
+    counters only is drawn as its first counter's row, no process), and within each, its
+    lanes depth-first in display order (cores by kind and number), but the derived lanes
+    of a source group (a lane's bubbles), which are no threads."""
+    tracks = trace.tracks
+    samples = {c.track for c in trace.counters if c.ts}
+    roots = sorted(trace.children(None), key=lambda r: (tracks[r].derived, tracks[r].order))
+    processes, lanes = [], {}
+    for r in roots:
+        below = [i for i, _ in trace.walk(r)][1:]
+        own = [i for i in below if tracks[i].kind == LANE
+               and not (tracks[i].derived and not tracks[tracks[i].parent].derived)]
+        if tracks[r].kind != GROUP or (not own and len([i for i in below
+                                                        if i in samples]) >= 2):
+            continue
+        processes.append(tracks[r].name)
+        lanes[tracks[r].name] = own
+    named = thread_names(trace, {i: p for p, ids in lanes.items() for i in ids})
+    return processes, {p: [named.get(i, tracks[i].name) for i in ids]
+                       for p, ids in lanes.items()}
 
 
 def _load(path: Path) -> dict:
@@ -143,7 +177,7 @@ def loaded(tmp_path_factory):
                 "slices": len(trace.slices) + len(trace.instants), "base": base,
                 "counters": sum(len(c) for c in trace.counters),
                 "flows": _model_flows(trace, writer, base), "counts": counts,
-                "flows_total": len(trace.flows),
+                "flows_total": len(trace.flows), "order": _designed_order(trace),
                 "samples": samples,
                 "args_per_slice": collections.Counter(
                     [_arg_rows(s, trace.meta.extra.get("arg_lines", {})) for s in trace.slices]
@@ -208,3 +242,33 @@ def test_pftrace_args_are_one_row_per_model_arg(loaded, rid):
     model, tp = loaded[(rid, "perfetto")]
     got = collections.Counter({r["n"]: r["slices"] for r in tp["args_per_slice"]})
     assert got == model["args_per_slice"]
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_processes_and_threads_have_sort_hints_in_the_designed_order(loaded, rid):
+    """Perfetto v57 and later order processes and threads by the sort hints trace_processor
+    derives from their descriptors' sibling_order_rank where the root descriptor asks for
+    explicit ordering (else by slice count, then name: Rank 1 could come first).  Every
+    process and every thread of the .pftrace has a hint, and ordered by them they are the
+    model's designed order."""
+    model, tp = loaded[(rid, "perfetto")]
+    processes, threads = model["order"]
+    got = tp["processes"]
+    assert bool(got) == bool(processes) and all(r["hint"] is not None for r in got), got
+    hints = [r["hint"] for r in got]
+    assert len(set(hints)) == len(hints), got
+    shown = [r["name"] for r in sorted(got, key=lambda r: r["hint"])]
+    assert shown == [p for p in processes if p in set(shown)]
+    assert set(shown) <= set(processes)
+    if any(p == "tracecvt analysis" for p in shown):
+        assert shown[-1] == "tracecvt analysis"
+    by_process = collections.defaultdict(list)
+    for r in tp["threads"]:
+        assert r["hint"] is not None, r
+        by_process[r["process"]].append(r)
+    assert set(by_process) <= set(shown)
+    for p, rows_ in by_process.items():
+        assert len({r["hint"] for r in rows_}) == len(rows_), rows_
+        names = [r["name"] for r in sorted(rows_, key=lambda r: r["hint"])]
+        assert names == [n for n in threads[p] if n in set(names)], p
+        assert set(names) <= set(threads[p])
