@@ -33,8 +33,10 @@ from pathlib import Path
 
 import pytest
 
+import tracecvt
 from tracecvt.convert import add_derived_tracks
-from tracecvt.model import GROUP, LANE
+from tracecvt.model import GROUP, LANE, SAME_WORK
+from tracecvt.same_work import work_ids
 from tracecvt.readers import find_runs
 from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.flows import drawable
@@ -106,6 +108,10 @@ QUERIES = {
     "threads": "select p.name as process, t.name as name, extract_arg(t.arg_set_id, "
                "'thread_sort_index_hint') as hint from thread t join process p using (upid) "
                "where t.utid in (select utid from thread_track)",
+    "correlated": "select ts, dur, name, extract_arg(arg_set_id, 'correlation_id') as c "
+                  "from slice",
+    "attributes": "select name, str_value, int_value from metadata "
+                  "where name glob 'trace_attribute.*'",
     "flows": "select so.ts as sts, so.dur as sdur, so.name as sname, si.ts as dts, "
              "si.dur as ddur, si.name as dname from flow f "
              "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in",
@@ -147,6 +153,40 @@ def _designed_order(trace) -> tuple[list[str], dict[str, list[str]]]:
                        for p, ids in lanes.items()}
 
 
+# What is one piece of work shown in several places, per family (format, variant): simpler's
+# task token on its Worker, Scheduler and orchestrator views; msprof's host launch and the
+# device task it launched, a framework op and its device task, an op on and off the task
+# queue.  Other families declare nothing.
+SAME_WORK_FACTS = {
+    ("simpler", ""): {"args": ["task"]},
+    ("msprof", "msprof-app"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
+    ("msprof", "torch-npu"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
+}
+
+
+def _same_work(trace, base: int, family: tuple) -> dict:
+    """What is one piece of work in the run (``SAME_WORK_FACTS``), as slice keys (start from
+    the first slice, duration, name): the ends of each flow of a listed name, and the slices
+    per value of each listed arg (own or shared); and what its reader declares."""
+    declared = SAME_WORK_FACTS.get(family, {})
+    slices = trace.slices
+
+    def key(s):
+        return (s.ts - base, s.dur, s.name)
+    pairs = [(key(slices[f.src]), key(slices[f.dst])) for f in trace.flows
+             if f.name in declared.get("flows", ())]
+    by_value: dict = collections.defaultdict(set)
+    for s in slices:
+        if trace.tracks[s.track].derived:
+            continue
+        for arg in declared.get("args", ()):
+            v = s.all_args.get(arg)
+            if v is not None:
+                by_value[(arg, v)].add((key(s), s.track))
+    return {"declared": bool(declared), "pairs": pairs, "by_value": by_value,
+            "reader": trace.meta.extra.get(SAME_WORK), "facts": declared or None}
+
+
 def _load(path: Path) -> dict:
     with trace_processor(path) as tp:
         return {k: rows(tp, q) for k, q in QUERIES.items()}
@@ -167,6 +207,7 @@ def loaded(tmp_path_factory):
         span = [s.ts for s in trace.slices] + [i.ts for i in trace.instants]
         base = min(span) if span else 0
         origin = time_origin(trace)             # the .pftrace's time 0
+        work = work_ids(trace)
         samples = collections.Counter((t - origin, float(v))
                                       for c in trace.counters for t, v in zip(c.ts, c.values))
         for writer in WRITERS:
@@ -178,9 +219,13 @@ def loaded(tmp_path_factory):
                 "counters": sum(len(c) for c in trace.counters),
                 "flows": _model_flows(trace, writer, base), "counts": counts,
                 "flows_total": len(trace.flows), "order": _designed_order(trace),
+                "meta": trace.meta, "origin": origin,
                 "samples": samples,
+                "same_work": _same_work(trace, base, (src.format, src.variant)),
+                # .pftrace: one more row, correlation_id, on the slices of one piece of work
                 "args_per_slice": collections.Counter(
-                    [_arg_rows(s, trace.meta.extra.get("arg_lines", {})) for s in trace.slices]
+                    [_arg_rows(s, trace.meta.extra.get("arg_lines", {}))
+                     + (writer == "perfetto" and k in work) for k, s in enumerate(trace.slices)]
                     + [sum(v is not None for v in (i.args or {}).values())
                        for i in trace.instants])}
             jobs[(rid, writer)] = path
@@ -272,3 +317,55 @@ def test_pftrace_processes_and_threads_have_sort_hints_in_the_designed_order(loa
         names = [r["name"] for r in sorted(rows_, key=lambda r: r["hint"])]
         assert names == [n for n in threads[p] if n in set(names)], p
         assert set(names) <= set(threads[p])
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_carries_the_runs_facts_as_trace_attributes(loaded, rid):
+    """The run's facts (tool, version, device, clock, source files, time 0) are the trace's
+    TraceAttributes: trace_processor's metadata rows "trace_attribute.<key>", which the
+    Perfetto UI lists on its Overview page."""
+    model, tp = loaded[(rid, "perfetto")]
+    meta = model["meta"]
+    got = {r["name"].split(".", 1)[1]: r["str_value"] if r["int_value"] is None
+           else r["int_value"] for r in tp["attributes"]}
+    want = {"run": meta.name, "format": meta.format, "tool": meta.tool,
+            "tool_version": meta.tool_version, "device": meta.device,
+            "source_files": "; ".join(meta.source_files)}
+    assert got == {**{k: v for k, v in want.items() if v}, "clock": got.get("clock"),
+                   "time_origin_ns": model["origin"],
+                   "source_file_count": len(meta.source_files),
+                   "converter": f"tracecvt {tracecvt.__version__}"}
+    assert got["clock"].startswith(f"{meta.clock.name}: {meta.clock.unit}")
+    if meta.clock.unit != "ns":
+        assert f", {meta.clock.ns_per_unit} ns per {meta.clock.unit}" in got["clock"]
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_one_piece_of_work_on_several_tracks_has_one_correlation_id(loaded, rid):
+    """The Perfetto UI colours the slices of one correlation_id alike across tracks.  What
+    the reader declares one piece of work (model.SAME_WORK) has one: the two ends of every
+    flow of a declared name (msprof: a host launch and its device task), and the slices of
+    one value of a declared arg on two or more tracks (simpler: a task's AICore row, its
+    dispatch in the Scheduler View, its submit), and different values have different ones.
+    A run that declares nothing (PyPTO, Nsight Compute, msprof op) has none: its slices keep
+    their colour by name."""
+    model, tp = loaded[(rid, "perfetto")]
+    work = model["same_work"]
+    assert work["reader"] == work["facts"]
+    lo = tp["slices"][0]["lo"] if tp["slices"][0]["n"] else 0
+    ids = collections.defaultdict(set)
+    for r in tp["correlated"]:
+        ids[(r["ts"] - lo, r["dur"], r["name"])].add(r["c"])
+    if not work["declared"]:
+        assert all(c == {None} for c in ids.values())
+        return
+    for a, b in work["pairs"]:
+        common = ids[a] & ids[b] - {None}
+        assert common, (a, b, ids[a], ids[b])
+    owner: dict = {}
+    for value, members in work["by_value"].items():
+        if len({t for _, t in members}) < 2:
+            continue
+        (c,) = set.intersection(*(ids[k] for k, _ in members)) - {None} or {None}
+        assert c is not None, (value, members)
+        assert owner.setdefault(c, value) == value, (c, value, owner[c])
