@@ -255,7 +255,8 @@ def lanes_in_display_order(trace, kind="lane"):
             descriptors[p.track_descriptor.uuid] = p.track_descriptor
     children = collections.defaultdict(list)
     for td in descriptors.values():
-        children[td.parent_uuid].append(td)
+        if td.uuid:                     # uuid 0: the root descriptor (trace-wide settings)
+            children[td.parent_uuid].append(td)
     out = []
 
     def visit(parent):

@@ -369,3 +369,27 @@ def test_pftrace_one_piece_of_work_on_several_tracks_has_one_correlation_id(load
         (c,) = set.intersection(*(ids[k] for k, _ in members)) - {None} or {None}
         assert c is not None, (value, members)
         assert owner.setdefault(c, value) == value, (c, value, owner[c])
+
+
+def test_top_level_lanes_process_takes_its_place_in_the_designed_order(tmp_path):
+    """Lanes outside any group go to one more process, named after the run; ranked by its
+    first lane, it comes where that lane is in the model's order (here before a group the
+    model puts after it), and its threads have hints too."""
+    if not os.access(TP_BIN, os.X_OK):
+        pytest.skip(f"trace_processor_shell not found at {TP_BIN}")
+    from tracecvt.model import RunMeta, Trace
+    trace = Trace(RunMeta("loose", "test"))
+    group = trace.add_track("Device", None, GROUP, 1)
+    core = trace.add_track("core 0", group, LANE, 0)
+    host = trace.add_track("host", None, LANE, 0)
+    for lane in (core, core, host):             # more slices in the group: the UI's fallback
+        trace.add_slice(lane, 10 * len(trace.slices), 5, "work")   # would put it first
+    path = tmp_path / "loose.pftrace"
+    with open(path, "wb") as f:
+        write_perfetto(trace, f)
+    with trace_processor(path) as tp:
+        got = rows(tp, QUERIES["processes"])
+        threads = rows(tp, QUERIES["threads"])
+    assert [r["name"] for r in sorted(got, key=lambda r: r["hint"])] == ["loose", "Device"]
+    assert sorted((r["process"], r["name"]) for r in threads if r["hint"] is not None) == \
+        [("Device", "core 0"), ("loose", "host")]
