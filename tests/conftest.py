@@ -58,7 +58,8 @@ def pftrace_counts(trace) -> dict:
     return {"begin": types[1], "end": types[2], "instant": types[3],
             "counter": types[4] + extra,
             "flow_ids": flows_out, "terminating_flow_ids": flows_in,
-            "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor"))}
+            "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor")
+                          and p.track_descriptor.uuid)}     # uuid 0: the root, no track
 
 
 def pytest_configure(config):
@@ -244,6 +245,8 @@ def check_pftrace(trace) -> dict:
             assert td.parent_uuid in descriptors, f"track {td.name} has an unknown parent"
     assert not any(stacks.values()), "unbalanced BEGIN/END"
     assert in_ids <= out_ids, "terminating flow ids without a source"
+    root = descriptors.pop(0, None)     # the root descriptor: trace-wide settings, no track
+    assert root is None or (not root.parent_uuid and not root.name)
     return descriptors
 
 
