@@ -40,9 +40,16 @@ LABEL_ARGS = "label_args"
 # three hashes and execution statistics) read as well on one line.  The model, the analyses
 # and the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
 ARG_LINES = "arg_lines"
+# meta.extra[SAME_WORK]: {"args": [arg names], "flows": [flow names]}, as the reader declares
+# them: slices with one value of such an arg (own or shared), or joined by a flow of such a
+# name, are one piece of work shown in several places (simpler's task in its Worker, Scheduler
+# and orchestrator views; msprof's host launch and the device task it launched).  Slices
+# with one TASK_ID are one task whatever is declared.  The .pftrace gives each such set on
+# two or more tracks one correlation_id (``same_work.work_ids``).
+SAME_WORK = "same_work"
 # The meta.extra keys that say how to read the model, not facts about the run: writers leave
 # them out of traces.
-READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES})
+READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES, SAME_WORK})
 # meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for
 # every predecessor: PyPTO), so bubbles are classified by cause and the critical path
 # follows the flows.

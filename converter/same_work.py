@@ -1,0 +1,84 @@
+"""One piece of work shown in several places (``model.SAME_WORK``, ``model.TASK_ID``): which
+slices of a trace are one, for the writers that can say so (the Perfetto writer's
+``correlation_id``, which the Perfetto UI colours alike)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import SAME_WORK, TASK_ID, Trace
+
+
+def work_ids(trace: Trace) -> dict[int, int]:
+    """Slice index -> work id (1, 2, ... by first slice) of the slices that are one piece of
+    work on two or more tracks: equal values of ``TASK_ID`` or of an arg the reader declares
+    (``model.SAME_WORK``; own args first, then shared), or joined by a flow of a declared
+    name, taken together (one launch and its device task, one task's rows and its dispatch).
+    Slices on derived tracks are left out: they are the analyses', not the run's (and a
+    trace written while the analyses run gets the same ids)."""
+    declared = trace.meta.extra.get(SAME_WORK) if isinstance(trace.meta.extra, dict) else None
+    declared = declared if isinstance(declared, dict) else {}
+    slices, tracks = trace.slices, trace.tracks
+    keys = [k for k in declared.get("args", ()) if isinstance(k, str)]
+    if TASK_ID not in keys and _has_task_ids(trace):
+        keys.insert(0, TASK_ID)
+    flow_names = {n for n in declared.get("flows", ()) if isinstance(n, str)}
+    parent: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        root = i
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while i != root:                    # path compression
+            parent[i], i = root, parent[i]
+        return root
+
+    def join(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    derived = {t.index for t in tracks if t.derived}
+    for key in keys:
+        first: dict[Any, int] = {}
+        for i, s in enumerate(slices):
+            a = s.args
+            v = a.get(key) if a else None
+            if v is None and s.shared_args:
+                v = s.shared_args.get(key)
+            if v is None or v.__class__ in (list, dict) or s.track in derived:
+                continue
+            k = first.setdefault((v.__class__, v), i)
+            if k != i:
+                join(k, i)
+    if flow_names:
+        for f in trace.flows:
+            if f.name in flow_names and slices[f.src].track not in derived \
+                    and slices[f.dst].track not in derived:
+                join(f.src, f.dst)
+    groups: dict[int, list[int]] = {}
+    for i in {*parent, *parent.values()}:     # the roots are no keys of ``parent``
+        groups.setdefault(find(i), []).append(i)
+    out: dict[int, int] = {}
+    wid = 0
+    for root in sorted(groups):
+        members = groups[root]
+        if len({slices[i].track for i in members}) < 2:
+            continue                        # all on one track: nothing to link
+        wid += 1
+        for i in members:
+            out[i] = wid
+    return out
+
+
+def _has_task_ids(trace: Trace) -> bool:
+    """Whether the first slice of some track of the run's own has a ``TASK_ID`` (readers
+    that set it set it on every slice of a lane; a full scan only then)."""
+    seen = {t.index for t in trace.tracks if t.derived}
+    for s in trace.slices:
+        if s.track in seen:
+            continue
+        seen.add(s.track)
+        if TASK_ID in (s.args or ()) or TASK_ID in (s.shared_args or ()):
+            return True
+    return False
