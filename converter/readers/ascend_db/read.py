@@ -1,0 +1,141 @@
+"""One database export into the model: tables in the order the text reader builds lanes,
+each table guarded (a table that cannot be read is named and skipped), every table not
+converted named in a warning."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ...errors import InputError
+from ...model import NS, RunMeta, Trace, split_overlaps
+from ..base import ReadOptions, Source
+from ..msprof.app import _device_info
+from ..msprof.common import files_of, note_ignored
+from ..msprof.layout import Layout
+from ..msprof.torch_npu import _profiler_info
+from .counters import COUNTERS, add_counters, add_steps
+from .database import Database, sql_error
+from .host import add_cann, add_flows, add_mstx, add_pytorch
+from .tasks import add_comm_ops, add_tasks
+
+USED = {"TASK", "COMMUNICATION_OP", "CANN_API", "PYTORCH_API", "MSTX_EVENTS", "STEP_TIME",
+        *COUNTERS}
+
+
+def read_db(source: Source, options: ReadOptions) -> Trace:
+    from . import LOOKUPS
+    path = source.files["database"]
+    db = Database(path)
+    try:
+        return _read(source, options, db, LOOKUPS)
+    except sqlite3.Error as e:
+        raise InputError(path, f"the database cannot be read ({e})") from None
+    finally:
+        db.close()
+
+
+def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str]) -> Trace:
+    path = db.path
+    torch = "PYTORCH_API" in db.tables or "ascend_pytorch_profiler" in path.name.lower()
+    meta = RunMeta(source.name, "msprof", tool="torch_npu" if torch else "msprof", clock=NS)
+    trace = Trace(meta)
+    facts = _facts(trace, db)
+    rank = None
+    if torch:
+        info = _profiler_info(trace, source, "")
+        rank = info.get("rank_id") if isinstance(info.get("rank_id"), int) else None
+        if rank is None or rank < 0:
+            rank = facts.get("rank_id")
+        meta.extra["torch_npu"] = {"ranks": {str(rank): info}} if info and rank is not None \
+            else {}
+    layout = Layout(trace, rank=rank, order=rank or 0) if rank is not None else Layout(trace)
+    devices = facts.get("devices") or []
+    if len(devices) == 1:
+        layout.default_device = devices[0]
+    stats: dict[str, Any] = {}
+    meta.extra["msprof_sources"] = {str(path): stats}
+    meta.extra["device_tasks_from"] = [path.name]
+    meta.source_files.append(str(path))
+    options.report("reading database", 0, 1)
+    cann: dict[int, int] = {}
+    device: dict[int, list[int]] = {}
+    pytorch: dict[int, list[int]] = {}
+    failed: list[str] = []
+    steps = [
+        ("TASK", lambda: add_tasks(trace, layout, db, device, stats)),
+        ("COMMUNICATION_OP", lambda: add_comm_ops(trace, layout, db, device, stats)),
+        ("CANN_API", lambda: add_cann(trace, layout, db, cann, stats)),
+        ("PYTORCH_API", lambda: add_pytorch(trace, layout, db, pytorch, stats)),
+        ("MSTX_EVENTS", lambda: add_mstx(trace, layout, db, stats)),
+        ("counters", lambda: add_counters(trace, layout, db, stats)),
+        ("STEP_TIME", lambda: add_steps(trace, layout, db, source.files.get("analysis"),
+                                        Database, stats)),
+        ("CONNECTION_IDS", lambda: add_flows(trace, db, cann, device, pytorch, stats)),
+    ]
+    for table, step in steps:
+        try:
+            step()
+        except sqlite3.Error as e:
+            failed.append(table)
+            trace.warn(sql_error(path, table, e))
+    if failed and not trace.slices and not trace.counters:
+        raise InputError(path, f"no table could be read ({', '.join(failed)})")
+    _report_lost(trace, db, lookups)
+    if not torch:
+        _device_info(trace, source)
+    if not meta.device and facts.get("chips"):
+        meta.device = "; ".join(f"NPU {k}: {v}" for k, v in facts["chips"].items())
+    note_ignored(trace, source, {"": "text export beside the database: not read (the "
+                                     "database is read; --from msprof reads the text)"})
+    split_overlaps(trace)
+    options.report("reading database", 1, 1)
+    return trace
+
+
+def _facts(trace: Trace, db: Database) -> dict[str, Any]:
+    """META_DATA, NPU_INFO, HOST_INFO, RANK_DEVICE_MAP, SESSION_TIME_INFO into run meta."""
+    out: dict[str, Any] = {}
+    info: dict[str, Any] = {"schema": db.meta()}
+    trace.meta.tool_version = info["schema"].get("SCHEMA_VERSION", "")
+    try:
+        if "NPU_INFO" in db.tables:
+            chips = {i: str(n) for i, n in db.conn.execute("SELECT id, name FROM NPU_INFO")}
+            out["chips"] = info["npu_info"] = chips
+            out["devices"] = [i for i in chips if isinstance(i, int) and i >= 0]
+        if "RANK_DEVICE_MAP" in db.tables:
+            pairs = db.conn.execute("SELECT rankId, deviceId FROM RANK_DEVICE_MAP").fetchall()
+            info["rank_device_map"] = [list(p) for p in pairs]
+            ranks = [r for r, _ in pairs if isinstance(r, int) and r >= 0]
+            if len(ranks) == 1:
+                out["rank_id"] = ranks[0]
+        if "HOST_INFO" in db.tables:
+            info["hosts"] = [list(r) for r in db.conn.execute("SELECT * FROM HOST_INFO")]
+        if "SESSION_TIME_INFO" in db.tables:
+            info["session_ns"] = [list(r) for r in db.conn.execute(
+                "SELECT * FROM SESSION_TIME_INFO")]
+    except sqlite3.Error as e:
+        trace.warn(sql_error(db.path, "run facts (NPU_INFO, RANK_DEVICE_MAP, HOST_INFO)", e))
+    trace.meta.extra["ascend_db"] = info
+    return out
+
+
+def _report_lost(trace: Trace, db: Database, lookups: set[str]) -> None:
+    unused = sorted(db.tables - USED - lookups)
+    if unused:
+        listed = ", ".join(f"{t} ({_count(db, t)} rows)" for t in unused)
+        trace.warn(f"{db.path}: tables not converted: {listed}")
+    trace.meta.extra["ascend_db"]["tables_not_converted"] = unused
+    if db.missing_strings:
+        trace.warn(f"{db.path}: {db.missing_strings} string ids have no STRING_IDS row "
+                   "(names left empty or shown as 'string <id>')")
+    for table, values in sorted(db.unknown_enums.items()):
+        trace.warn(f"{db.path}: {len(values)} values not in {table} "
+                   f"({', '.join(map(str, sorted(values)[:5]))}); kept as numbers")
+
+
+def _count(db: Database, table: str) -> int | str:
+    try:
+        return db.count(table)
+    except sqlite3.Error:
+        return "unreadable"
