@@ -35,8 +35,18 @@ def read_db(source: Source, options: ReadOptions) -> Trace:
         db.close()
 
 
+# table -> (the table it describes, what is lost without it)
+NEEDED = {"COMPUTE_TASK_INFO": ("TASK", "device tasks have no op names, types or block dims"),
+          "STRING_IDS": ("TASK", "no names at all"),
+          "CONNECTION_IDS": ("PYTORCH_API", "no PyTorch -> device flows")}
+
+
 def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str]) -> Trace:
     path = db.path
+    if not db.is_export():
+        have = ", ".join(sorted(db.tables)[:8]) or "no tables"
+        raise InputError(path, "not an msprof / torch_npu database (needs META_DATA, "
+                               f"STRING_IDS and a timeline table such as TASK; has {have})")
     torch = "PYTORCH_API" in db.tables or "ascend_pytorch_profiler" in path.name.lower()
     meta = RunMeta(source.name, "msprof", tool="torch_npu" if torch else "msprof", clock=NS)
     trace = Trace(meta)
@@ -81,6 +91,9 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str])
             trace.warn(sql_error(path, table, e))
     if failed and not trace.slices and not trace.counters:
         raise InputError(path, f"no table could be read ({', '.join(failed)})")
+    for table, (user, lost) in NEEDED.items():
+        if user in db.tables and table not in db.tables:
+            trace.warn(f"{path}: no {table} table: {lost}")
     _report_lost(trace, db, lookups)
     if not torch:
         _device_info(trace, source)

@@ -106,6 +106,21 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     types: dict[Any, str | None] = {}
     cols, cur = db.rows("TASK", list(_TASK))
     made = bad = 0
+    containers: dict[tuple, list] = {}
+    subtasks: dict[tuple, int] = {}
+
+    def draw(dev, stream, start, end, name, cat, args, conn) -> int:
+        nonlocal made
+        key = (dev, stream)
+        lane = lanes.get(key)
+        if lane is None:
+            lane = lanes[key] = _task_lane(layout, dev, stream)
+        i = trace.add_slice(lane, start, end - start, name, cat, args)
+        if conn is not None:
+            index.setdefault(conn, []).append(i)
+        made += 1
+        return i
+
     for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
         if not isinstance(start, int) or not isinstance(end, int) or end < start:
             bad += 1
@@ -146,15 +161,32 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             cat = normalize_task_type(tname) or KERNEL
         args["global_task_id"] = gid
         args["source"] = source
-        key = (dev, stream)
-        lane = lanes.get(key)
-        if lane is None:
-            lane = lanes[key] = _task_lane(layout, dev, stream)
-        i = trace.add_slice(lane, start, end - start, name, cat, args)
-        if conn is not None:
-            index.setdefault(conn, []).append(i)
-        made += 1
-    stats["TASK"] = {"rows": made + (bad if bad else 0), "slices": made}
+        whole = (dev, stream, task, conn)
+        if c is None and h is None and args["context_id"] is None and \
+                str(tname).startswith("KERNEL"):
+            # maybe the hardware task around a context subtask (MIX kernels): drawn once
+            containers.setdefault(whole, []).append((start, end, name, cat, args))
+            continue
+        i = draw(dev, stream, start, end, name, cat, args, conn)
+        if c is not None and args["context_id"] is not None:
+            subtasks.setdefault(whole, i)
+    merged = 0
+    for whole, rows in containers.items():
+        sub = subtasks.get(whole)
+        for start, end, name, cat, args in rows:
+            if sub is not None:
+                a = trace.slices[sub].args
+                if "hardware_task_start_ns" not in a:
+                    a["hardware_task_start_ns"] = start
+                    a["hardware_task_dur_ns"] = end - start
+                    a["hardware_global_task_id"] = args["global_task_id"]
+                    merged += 1
+                    continue
+            draw(whole[0], whole[1], start, end, name, cat, args, whole[3])
+    stats["TASK"] = {"rows": made + merged + (bad if bad else 0), "slices": made,
+                     "merged_into_subtask": merged}
+    if merged:
+        trace.meta.extra.setdefault("ascend_db", {})["tasks_merged_into_subtask"] = merged
     if bad:
         trace.warn(f"{db.path}: {bad} TASK rows without a usable start/end time "
                    "(drawn as zero-length where the start is known, else not converted)")
