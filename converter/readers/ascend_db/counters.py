@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ...model import Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
-from .database import Database
+from .database import Database, plain, span, text
 
 # table -> (process group, sort order, value columns -> (counter name pattern, unit), series
 # columns).  The name pattern may use {series} values and {type} (a STRING_IDS or enum name).
@@ -42,13 +42,13 @@ _TIME = {"MEMORY_RECORD": "timestamp"}
 
 def _label(db: Database, table: str, col: str, v) -> str:
     if col in ("type", "mode"):
-        s = db.string(v) if isinstance(v, int) else v
-        return str(s).capitalize() if table in ("HBM", "LLC") else str(s).upper()
+        s = text(db.string(v) if type(v) is int else v)
+        return s.capitalize() if table in ("HBM", "LLC") else s.upper()
     if col == "moduleId":
         return db.enum("ENUM_MODULE", v) or str(v)
     if col == "component":
-        return db.strings.get(v, str(v)) if isinstance(v, int) else str(v)
-    return str(v)
+        return text(db.strings.get(v, v))
+    return text(v)
 
 
 def add_counters(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:
@@ -66,14 +66,14 @@ def add_counters(trace: Trace, layout: Layout, db: Database, stats: dict[str, An
             ts = row[0]
             if isinstance(ts, float) and ts.is_integer():
                 ts = int(ts)
-            if not isinstance(ts, int) or ts < 0:
+            if span(ts, ts) is None:
                 bad += 1
                 continue
-            dev = row[1] if isinstance(row[1], int) else None
+            dev = row[1] if type(row[1]) is int else None
             key = row[2:2 + ns]
             for j, (col, pattern, unit) in enumerate(values):
                 v = row[2 + ns + j]
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                if type(v) not in (int, float) or v != v or abs(v) == float("inf"):
                     bad += 1
                     continue
                 tk = (dev, j, key)
@@ -121,13 +121,13 @@ def add_steps(trace: Trace, layout: Layout, db: Database, analysis: Path | None,
             trace.warn(f"{analysis}: not read ({e}); steps have no StepTraceTime figures")
     made = 0
     for sid, start, end in db.conn.execute("SELECT id, startNs, endNs FROM STEP_TIME"):
-        if not isinstance(start, int) or not isinstance(end, int) or end < start:
+        if span(start, end) is None:
             trace.warn(f"{db.path}: STEP_TIME step {sid} has no usable start/end; not drawn")
             continue
         lane = layout.lane(layout.root, "Steps", order=5, nesting=False,
                            description="training steps: STEP_TIME (torch_npu database)")
         args = dict(figures.get(str(sid), {}))
-        args.setdefault("step", sid)
+        args.setdefault("step", plain(sid))
         trace.add_slice(lane, start, end - start, f"Step {sid}", "step", args)
         made += 1
     stats["STEP_TIME"] = {"rows": made, "slices": made}

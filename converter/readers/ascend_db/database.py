@@ -21,6 +21,7 @@ from urllib.parse import quote
 from ...archive import locate
 from ...errors import InputError
 from ...fileio import read_bytes, read_head
+from ...model import MAX_NS
 
 MAGIC = b"SQLite format 3\x00"
 # What makes a database an msprof / torch_npu export: its metadata and string tables plus at
@@ -123,11 +124,14 @@ class Database:
         """STRING_IDS value of ``sid``; a missing id counts and gives None."""
         if sid is None:
             return None
-        v = self.strings.get(sid)
+        try:
+            v = self.strings.get(sid)
+        except TypeError:           # an unhashable id cannot happen in sqlite; be safe
+            v = None
         if v is None:
             self.missing_strings += 1
             return None
-        return v
+        return v if type(v) is str else text(v)
 
     def enum(self, table: str, value) -> str | None:
         names = self._enums.get(table)
@@ -138,9 +142,27 @@ class Database:
             return None
         name = names.get(value)
         if name is None:
-            self.unknown_enums.setdefault(table, set()).add(value)
-            return str(value)
-        return name
+            self.unknown_enums.setdefault(table, set()).add(text(value))
+            return text(value)
+        return name if type(name) is str else text(name)
+
+
+def span(start, end) -> tuple[int, int] | None:
+    """(start, duration) of a row's ns times, or None where they are not usable times
+    (not integers, negative, reversed, or beyond the model's bound)."""
+    if type(start) is not int or type(end) is not int or start < 0 or end < start \
+            or end > MAX_NS:
+        return None
+    return start, end - start
+
+
+def plain(v):
+    """A cell as a value args can hold: bytes (a BLOB) as hex text."""
+    return v.hex() if isinstance(v, bytes) else v
+
+
+def text(v) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
 def sql_error(path: Path, table: str, e: Exception) -> str:

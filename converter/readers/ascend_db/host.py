@@ -9,7 +9,7 @@ from typing import Any
 from ...model import Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
-from .database import Database
+from .database import Database, plain, span
 
 CANN_ORDER, PYTHON_ORDER, MSTX_ORDER = 7, 5, 6
 # ENUM_API_TYPE name -> the prefix the text export puts before a CANN API's name
@@ -41,9 +41,10 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
     for start, end, typ, gtid, conn, sid in cur:
-        if not isinstance(start, int) or not isinstance(end, int) or end < start:
+        if span(start, end) is None:
             bad += 1
             continue
+        conn = plain(conn)
         level = db.enum("ENUM_API_TYPE", typ)
         api = names.get(sid)
         if api is None:
@@ -76,7 +77,7 @@ def _stacks(db: Database) -> dict[int, str]:
 
 def _ns(v) -> int | None:
     """PYTORCH_API stores its times as TEXT in some versions."""
-    if isinstance(v, int):
+    if type(v) is int:
         return v
     if isinstance(v, str):
         try:
@@ -98,9 +99,10 @@ def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, lis
                                      "inputShapes", "callchainId", "type"])
     for start, end, gtid, conn, sid, seq, fwd, dtypes, shapes, chain, typ in cur:
         start, end = _ns(start), _ns(end)
-        if start is None or end is None or end < start:
+        if span(start, end) is None:
             bad += 1
             continue
+        conn, seq, fwd = plain(conn), plain(seq), plain(fwd)
         name = db.string(sid) or f"string {sid}"
         level = db.enum("ENUM_API_TYPE", typ)
         cat = PYTORCH_CAT.get(level or "") or (
@@ -139,15 +141,16 @@ def add_mstx(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) 
     _, cur = db.rows("MSTX_EVENTS", ["startNs", "endNs", "eventType", "rangeId", "category",
                                      "message", "globalTid", "domainId", "connectionId"])
     for start, end, typ, rid, cat, msg, gtid, dom, conn in cur:
-        if not isinstance(start, int):
+        if span(start, start) is None:
             bad += 1
             continue
+        rid, cat, dom, conn = map(plain, (rid, cat, dom, conn))
         kind = db.enum("ENUM_MSTX_EVENT_TYPE", typ)
         lane = _thread_lane(layout, "MsTx", MSTX_ORDER, _tid(gtid), lanes)
         args = {"event_type": kind, "range_id": rid, "category": cat, "domain_id": dom,
                 "connection_id": conn}
         text = db.string(msg) or "mstx"
-        if isinstance(end, int) and end > start and kind != "marker":
+        if span(start, end) is not None and end > start and kind != "marker":
             trace.add_slice(lane, start, end - start, text, "mstx", args)
             ranges += 1
         else:

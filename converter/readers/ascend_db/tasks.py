@@ -14,7 +14,7 @@ from ..msprof.jsontrace import _describe_lane, _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import pipe_ratios
 from ..msprof.timefmt import UINT32_MAX
-from .database import Database
+from .database import Database, plain, span, text
 
 HW_ORDER, HCCL_ORDER = 13, 15
 # TASK_PMU_INFO metric -> the op_summary column's arg name (the text export's spelling).
@@ -45,7 +45,7 @@ def _id(v):
 
 def _value(db: Database, kind: str, v):
     if kind == "n":
-        return _id(v)
+        return _id(plain(v))
     if kind == "s":
         return cell_value(db.string(v) or "") if v is not None else None
     if kind == "shape":
@@ -71,7 +71,7 @@ def _pmu(db: Database) -> dict[int, dict[str, Any]]:
                 continue
             n = names[sid] = PMU_NAMES.get(raw) or (raw + "_us" if raw.endswith("_time")
                                                     else raw)
-        out.setdefault(gid, {})[n] = value
+        out.setdefault(gid, {})[n] = plain(value)
     return out
 
 
@@ -122,15 +122,19 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
         return i
 
     for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
-        if not isinstance(start, int) or not isinstance(end, int) or end < start:
+        sp = span(start, end)
+        if sp is None:
             bad += 1
-            if not isinstance(start, int):
+            sp = span(start, start)     # a usable start: drawn zero-length
+            if sp is None:
                 continue
             end = start
+        dev, conn, gid, ctx, stream, task, model = map(plain, (dev, conn, gid, ctx, stream,
+                                                                task, model))
         tname = types.get(ttype, "")
         if tname == "":
             tname = types[ttype] = db.string(ttype) if isinstance(ttype, int) else \
-                (str(ttype) if ttype is not None else None)
+                (text(ttype) if ttype is not None else None)
         c = compute.get(gid)
         h = comm.get(gid) if c is None else None
         args: dict[str, Any] = {"model_id": _id(model), "task_type": tname,
@@ -213,9 +217,11 @@ def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, li
     made = bad = 0
     for name, start, end, conn, group, op_id, relay, retry, dtype, alg, count, optype, dev \
             in cur:
-        if not isinstance(start, int) or not isinstance(end, int) or end < start:
+        if span(start, end) is None:
             bad += 1
             continue
+        conn, op_id, relay, retry, count, dev = map(plain, (conn, op_id, relay, retry, count,
+                                                            dev))
         d = layout.device(dev if isinstance(dev, int) else None)
         g = layout.group(d, "HCCL", HCCL_ORDER, _describe_process("HCCL", None))
         n = groups.setdefault(group, len(groups))
