@@ -36,7 +36,7 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
     if "CANN_API" not in db.tables:
         return
     lanes: dict = {}
-    names: dict[Any, str] = {}
+    names: dict[Any, tuple] = {}
     made = bad = 0
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
@@ -45,14 +45,17 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
             bad += 1
             continue
         conn = plain(conn)
-        level = db.enum("ENUM_API_TYPE", typ)
-        api = names.get(sid)
-        if api is None:
-            api = names[sid] = db.string(sid) or f"string {sid}"
-        prefix = API_PREFIX.get(level or "", (level or "api").capitalize())
+        key = (typ, sid)
+        got = names.get(key)
+        if got is None:
+            level = db.enum("ENUM_API_TYPE", typ)
+            api = db.string(sid) or f"string {sid}"
+            prefix = API_PREFIX.get(level or "", (level or "api").capitalize())
+            got = names[key] = (level, api, f"{prefix}@{api}")
+        level, api, name = got
         tid = _tid(gtid)
         i = trace.add_slice(_thread_lane(layout, "CANN", CANN_ORDER, tid, lanes), start,
-                            end - start, f"{prefix}@{api}", "cann",
+                            end - start, name, "cann",
                             {"Thread Id": tid, "level": level, "id": api,
                              "connection_id": conn})
         if conn is not None:

@@ -44,6 +44,8 @@ def _id(v):
 
 
 def _value(db: Database, kind: str, v):
+    if kind == "name":
+        return db.string(v) if v is not None else None
     if kind == "n":
         return _id(plain(v))
     if kind == "s":
@@ -76,7 +78,8 @@ def _pmu(db: Database) -> dict[int, dict[str, Any]]:
 
 
 def _side(db: Database, table: str, spec) -> dict[int, dict[str, Any]]:
-    """Per-globalTaskId args from COMPUTE_TASK_INFO / COMMUNICATION_TASK_INFO."""
+    """Per-globalTaskId args from COMPUTE_TASK_INFO / COMMUNICATION_TASK_INFO (string and
+    enum ids looked up once each)."""
     out: dict[int, dict[str, Any]] = {}
     if table not in db.tables:
         return out
@@ -84,11 +87,22 @@ def _side(db: Database, table: str, spec) -> dict[int, dict[str, Any]]:
     cols, cur = db.rows(table, want)
     present = set(cols)
     fields = [(i + 3, arg, kind) for i, (c, arg, kind) in enumerate(spec) if c in present]
+    memo: dict[tuple, Any] = {}
+
+    def value(kind, v):
+        key = (kind, v)
+        try:
+            return memo[key]
+        except KeyError:
+            out_ = memo[key] = _value(db, kind, v)
+            return out_
+        except TypeError:
+            return _value(db, kind, v)
+
     for row in cur:
-        a: dict[str, Any] = {"op_name": db.string(row[1]) if row[1] is not None else None,
-                             "_type": db.string(row[2]) if row[2] is not None else None}
+        a: dict[str, Any] = {"op_name": value("name", row[1]), "_type": value("name", row[2])}
         for i, arg, kind in fields:
-            a[arg] = _value(db, kind, row[i])
+            a[arg] = value(kind, row[i]) if kind != "n" else _id(plain(row[i]))
         out.setdefault(row[0], a)
     return out
 
@@ -107,6 +121,15 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     cols, cur = db.rows("TASK", list(_TASK))
     made = bad = 0
     containers: dict[tuple, list] = {}
+    pipe_names: dict[str, tuple[str, str] | None] = {}
+    norms: dict[Any, str | None] = {}
+
+    def norm(v):
+        try:
+            return norms[v]
+        except KeyError:
+            out = norms[v] = normalize_task_type(v)
+            return out
     subtasks: dict[tuple, int] = {}
 
     def draw(dev, stream, start, end, name, cat, args, conn) -> int:
@@ -129,8 +152,9 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             if sp is None:
                 continue
             end = start
-        dev, conn, gid, ctx, stream, task, model = map(plain, (dev, conn, gid, ctx, stream,
-                                                                task, model))
+        if bytes in map(type, (dev, conn, gid, ctx, stream, task, model)):
+            dev, conn, gid, ctx, stream, task, model = map(plain, (dev, conn, gid, ctx, stream,
+                                                                    task, model))
         tname = types.get(ttype, "")
         if tname == "":
             tname = types[ttype] = db.string(ttype) if isinstance(ttype, int) else \
@@ -142,13 +166,13 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                                 "connection_id": conn, "device_id": dev}
         if c is not None:
             name = c["op_name"] or tname or "task"
-            cat = normalize_task_type(c["_type"]) or normalize_task_type(tname) or KERNEL
+            cat = norm(c["_type"]) or norm(tname) or KERNEL
             args.update((k, v) for k, v in c.items() if k not in ("_type", "op_name"))
             args["op_name"] = c["op_name"]
             extra = pmu.get(gid)
             if extra:
                 args.update(extra)
-                pipes = pipe_ratios(extra)
+                pipes = _pipes(extra, pipe_names)
                 if pipes:
                     args["pipe_ratio"] = pipes
         elif h is not None:
@@ -162,7 +186,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                 args["hccl_task_type"] = htype
         else:
             name = tname or "task"
-            cat = normalize_task_type(tname) or KERNEL
+            cat = norm(tname) or KERNEL
         args["global_task_id"] = gid
         args["source"] = source
         whole = (dev, stream, task, conn)
@@ -194,6 +218,20 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     if bad:
         trace.warn(f"{db.path}: {bad} TASK rows without a usable start/end time "
                    "(drawn as zero-length where the start is known, else not converted)")
+
+
+def _pipes(pmu: dict[str, Any], names: dict[str, tuple[str, str] | None]) -> dict:
+    """msprof.tasks.pipe_ratios of ``pmu``, with each metric's (side, pipe) found once."""
+    out: dict[str, dict[str, float]] = {}
+    for k, v in pmu.items():
+        where = names.get(k, False)
+        if where is False:
+            got = pipe_ratios({k: 0.0})
+            where = names[k] = next(((side, pipe) for side, d in got.items() for pipe in d),
+                                    None)
+        if where is not None and type(v) in (int, float):
+            out.setdefault(where[0], {})[where[1]] = float(v)
+    return out
 
 
 def _task_lane(layout: Layout, dev, stream) -> int:
