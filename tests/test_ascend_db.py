@@ -321,3 +321,21 @@ def test_summary_compare_batch_api(tmp_path):
     run = api.open(TORCH) if hasattr(api, "open") else None
     if run is not None:
         assert run.trace.slices
+
+
+def test_compressed_and_archived_database(tmp_path):
+    import gzip
+    import zipfile
+    db = next(PROFS[1].glob("msprof_*.db"))
+    gz = tmp_path / "run.db.gz"
+    gz.write_bytes(gzip.compress(db.read_bytes()))
+    zp = tmp_path / "run.zip"
+    with zipfile.ZipFile(zp, "w") as z:
+        z.write(db, "PROF_x/" + db.name)
+    with ro(db) as c:
+        rows = c.execute("SELECT count(*) FROM TASK").fetchone()[0]
+    for path in (gz, zp):
+        (src,) = find_runs(path)
+        assert src.format == "msprof-db"
+        assert sum(device_tasks(src.read()).values()) == rows - merged_tasks(db)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.db.gz", "run.zip"]

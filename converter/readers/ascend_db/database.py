@@ -58,7 +58,7 @@ class Database:
 
     def _open(self, path: Path) -> sqlite3.Connection:
         real = str(path)
-        if locate(path) is not None or read_head(path, 2) == b"\x1f\x8b":
+        if locate(path) is not None or _gzipped(path):
             fd, self._tmp = tempfile.mkstemp(suffix=".db", prefix="tracecvt-")
             with os.fdopen(fd, "wb") as f:
                 f.write(read_bytes(path))
@@ -145,6 +145,14 @@ class Database:
             self.unknown_enums.setdefault(table, set()).add(text(value))
             return text(value)
         return name if type(name) is str else text(name)
+
+
+def _gzipped(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 def span(start, end) -> tuple[int, int] | None:
