@@ -172,6 +172,9 @@ def test_both_exports_one_run_text_by_default_database_with_from():
     trace = src.read()
     db = next(prof.glob("msprof_*.db"))
     assert "not read" in trace.meta.extra["msprof_ignored_files"][str(db)]
+    assert any(w.startswith(f"{db}: the run's database export is not read: the text export's "
+                            "timeline holds") and "--from msprof-db" in w
+               for w in trace.meta.warnings)
     (src,) = find_runs(prof, "msprof-db")
     assert src.format == "msprof-db" and src.root == prof
     trace = src.read()
@@ -180,6 +183,25 @@ def test_both_exports_one_run_text_by_default_database_with_from():
             c.execute("SELECT count(*) FROM TASK").fetchone()[0] - merged_tasks(db)
     ignored = trace.meta.extra["msprof_ignored_files"]
     assert any("mindstudio_profiler_output" in p for p in ignored)
+    assert any(w.startswith(f"{db}: read as asked (--from msprof-db)")
+               for w in trace.meta.warnings)
+
+
+def test_database_read_where_the_text_export_has_no_timeline(tmp_path):
+    """A PROF_* folder whose text export holds CSV summaries only: the database holds more,
+    it is read, and the run says so."""
+    prof = PROFS[1]
+    run = tmp_path / prof.name
+    shutil.copytree(prof, run)
+    for p in run.glob("mindstudio_profiler_output/msprof_*.json"):
+        p.unlink()
+    (src,) = find_runs(run)
+    assert src.format == "msprof-db"
+    trace = src.read()
+    db = next(run.glob("msprof_*.db"))
+    assert any(w.startswith(f"{db}: read instead of the ") and "--from msprof reads them" in w
+               for w in trace.meta.warnings)
+    assert "platform_version 5" in trace.meta.device     # info.json beside it, as the text
 
 
 def test_torch_npu_database_counts():

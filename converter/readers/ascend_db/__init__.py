@@ -135,6 +135,7 @@ class AscendDbReader:
             return None       # the text export's timeline holds these tasks and more
         name = logical_name(db).rsplit(".", 1)[0] if root == db else root.name
         src = Source(FORMAT, name, root, files, self, FORMAT)
+        src.forced = bool(text)          # the text timeline is there: read because asked
         for i, p in enumerate(ignored):
             src.files[f"ignored#{i + 1}" if i else "ignored"] = p
         return src

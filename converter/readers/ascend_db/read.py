@@ -101,6 +101,13 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str])
         meta.device = "; ".join(f"NPU {k}: {v}" for k, v in facts["chips"].items())
     note_ignored(trace, source, {"": "text export beside the database: not read (the "
                                      "database is read; --from msprof reads the text)"})
+    text = [p for r, p in source.files.items() if r.startswith("ignored")]
+    if text:
+        trace.warn(f"{path}: read instead of the {len(text)} text-export files beside it, "
+                   "which hold no timeline (msprof_*.json / trace_view.json) and so less "
+                   "(--from msprof reads them)" if not getattr(source, "forced", False) else
+                   f"{path}: read as asked (--from msprof-db); the text export beside it "
+                   f"({len(text)} files) is not read")
     split_overlaps(trace)
     options.report("reading database", 1, 1)
     return trace
