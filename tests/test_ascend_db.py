@@ -340,9 +340,10 @@ def test_summary_compare_batch_api(tmp_path):
     res = cli("batch", str(TORCH.parent), "-o", str(tmp_path / "out"))
     assert res.exit_code == 0, res.output
     assert list((tmp_path / "out").rglob("*.pftrace"))
-    run = api.open(TORCH) if hasattr(api, "open") else None
-    if run is not None:
-        assert run.trace.slices
+    (run,) = api.read(TORCH)
+    assert run.format == "msprof-db" and run.trace.slices
+    (run,) = api.read(PROFS[1], "msprof-db")
+    assert run.format == "msprof-db" and run.trace.meta.tool == "msprof"
 
 
 def test_compressed_and_archived_database(tmp_path):
