@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import is_dir, listdir, logical_name
-from ...model import NS, RESOURCES, RunMeta, Trace, split_overlaps
+from ...model import RESOURCES, RunMeta, Trace
 from ..base import ReadOptions, Source
 from ..msprof import DEVICE_RESOURCES, RESOURCE_TOOLS
 from ..msprof import discover as d

@@ -11,7 +11,7 @@ from ...errors import InputError
 from ...model import NS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from ..msprof.app import _device_info
-from ..msprof.common import files_of, note_ignored
+from ..msprof.common import note_ignored
 from ..msprof.layout import Layout
 from ..msprof.torch_npu import _profiler_info
 from .counters import COUNTERS, add_counters, add_steps
