@@ -362,3 +362,41 @@ def test_compressed_and_archived_database(tmp_path):
         assert src.format == "msprof-db"
         assert sum(device_tasks(src.read()).values()) == rows - merged_tasks(db)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.db.gz", "run.zip"]
+
+
+def test_overlap_analysis_table_gives_the_text_overlap_lanes(tmp_path):
+    """Newer msprof versions write OVERLAP_ANALYSIS (id, deviceId, startNs, endNs, type;
+    ENUM_OVERLAP_ANALYSIS_TYPE COMPUTE 0, COMMUNICATION 1, COMM_NOT_OVERLAP_COMP 2, FREE 3).
+    Made here from a cannbot run the way such a version differs: its text timeline's
+    Overlap Analysis events written into the database copy; the database model then has the
+    text model's derived Overlap Analysis lanes, slice for slice."""
+    prof = PROFS[1]
+    db_dir, text_dir, db = split_copies(prof, tmp_path)
+    copy = db_dir / db.name
+    (js,) = text_dir.glob("mindstudio_profiler_output/msprof_*.json")
+    events = json.loads(js.read_text())
+    pname = {e["pid"]: e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    kinds = {"Computing": 0, "Communication": 1, "Communication(Not Overlapped)": 2, "Free": 3}
+    rows = [(i, 0, text_ns(e["ts"]), text_ns(e["ts"]) + text_ns(e["dur"]), kinds[e["name"]])
+            for i, e in enumerate(e for e in events if e["ph"] == "X"
+                                  and pname[e["pid"]] == "Overlap Analysis")]
+    assert rows
+    with sqlite3.connect(copy) as c:
+        c.execute("CREATE TABLE OVERLAP_ANALYSIS (id INTEGER PRIMARY KEY, deviceId INTEGER, "
+                  "startNs NUMERIC, endNs NUMERIC, type INTEGER)")
+        c.executemany("INSERT INTO OVERLAP_ANALYSIS VALUES (?, ?, ?, ?, ?)", rows)
+        c.execute("CREATE TABLE ENUM_OVERLAP_ANALYSIS_TYPE (id INTEGER PRIMARY KEY, name TEXT)")
+        c.executemany("INSERT INTO ENUM_OVERLAP_ANALYSIS_TYPE VALUES (?, ?)",
+                      [(0, "COMPUTE"), (1, "COMMUNICATION"), (2, "COMM_NOT_OVERLAP_COMP"),
+                       (3, "FREE")])
+
+    def overlap(trace):
+        return collections.Counter(
+            (trace.path(s.track), trace.tracks[s.track].derived, s.name, s.ts, s.dur)
+            for s in trace.slices if "/ Overlap Analysis /" in trace.path(s.track))
+
+    dtrace = find_runs(db_dir)[0].read()
+    ttrace = find_runs(text_dir)[0].read()
+    assert overlap(dtrace) == overlap(ttrace) and sum(overlap(dtrace).values()) == len(rows)
+    assert "OVERLAP_ANALYSIS" not in dtrace.meta.extra["ascend_db"]["tables_not_converted"]

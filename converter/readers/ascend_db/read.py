@@ -17,10 +17,10 @@ from ..msprof.torch_npu import _profiler_info
 from .counters import COUNTERS, add_counters, add_steps
 from .database import Database, sql_error
 from .host import add_cann, add_flows, add_mstx, add_pytorch
-from .tasks import add_comm_ops, add_tasks
+from .tasks import add_comm_ops, add_overlap, add_tasks
 
 USED = {"TASK", "COMMUNICATION_OP", "CANN_API", "PYTORCH_API", "MSTX_EVENTS", "STEP_TIME",
-        *COUNTERS}
+        "OVERLAP_ANALYSIS", *COUNTERS}
 
 
 def read_db(source: Source, options: ReadOptions) -> Trace:
@@ -76,6 +76,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str])
         ("TASK", lambda: add_tasks(trace, layout, db, device, stats)),
         ("COMMUNICATION_OP", lambda: add_comm_ops(trace, layout, db, device, stats)),
         ("CANN_API", lambda: add_cann(trace, layout, db, cann, stats)),
+        ("OVERLAP_ANALYSIS", lambda: add_overlap(trace, layout, db, stats)),
         ("PYTORCH_API", lambda: add_pytorch(trace, layout, db, pytorch, stats)),
         ("MSTX_EVENTS", lambda: add_mstx(trace, layout, db, stats)),
         ("counters", lambda: add_counters(trace, layout, db, stats)),

@@ -278,3 +278,44 @@ def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, li
     if bad:
         trace.warn(f"{db.path}: {bad} COMMUNICATION_OP rows without a usable start/end time "
                    "not converted")
+
+
+# OVERLAP_ANALYSIS type (ENUM_OVERLAP_ANALYSIS_TYPE) -> the text timeline's lane (its order)
+OVERLAP_LANES = {"COMPUTE": ("Computing", 2), "COMMUNICATION": ("Communication", 0),
+                 "COMM_NOT_OVERLAP_COMP": ("Communication(Not Overlapped)", 1),
+                 "FREE": ("Free", 3)}
+_OVERLAP_IDS = {0: "COMPUTE", 1: "COMMUNICATION", 2: "COMM_NOT_OVERLAP_COMP", 3: "FREE"}
+
+
+def add_overlap(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:
+    """OVERLAP_ANALYSIS (newer msprof): msprof's own computing / communication / free
+    intervals, on the text timeline's derived ``Overlap Analysis`` lanes."""
+    if "OVERLAP_ANALYSIS" not in db.tables:
+        return
+    _, cur = db.rows("OVERLAP_ANALYSIS", ["deviceId", "startNs", "endNs", "type"])
+    enum = "ENUM_OVERLAP_ANALYSIS_TYPE" in db.tables
+    lanes: dict[tuple, int] = {}
+    made = bad = 0
+    for dev, start, end, typ in cur:
+        if isinstance(start, float) and start.is_integer():
+            start = int(start)
+        if isinstance(end, float) and end.is_integer():
+            end = int(end)
+        kind = db.enum("ENUM_OVERLAP_ANALYSIS_TYPE", typ) if enum else _OVERLAP_IDS.get(typ)
+        where = OVERLAP_LANES.get(kind or "")
+        if span(start, end) is None or where is None:
+            bad += 1
+            continue
+        dev = dev if type(dev) is int else None
+        lane = lanes.get((dev, where))
+        if lane is None:
+            g = layout.group(layout.device(dev), "Overlap Analysis", 30,
+                             _describe_process("Overlap Analysis", f"NPU {dev}"))
+            lane = lanes[(dev, where)] = layout.lane(g, where[0], order=where[1],
+                                                     nesting=False, derived=True)
+        trace.add_slice(lane, start, end - start, where[0], "overlap_analysis")
+        made += 1
+    stats["OVERLAP_ANALYSIS"] = {"rows": made + bad, "slices": made}
+    if bad:
+        trace.warn(f"{db.path}: {bad} OVERLAP_ANALYSIS rows without usable times or a known "
+                   "type not converted")
