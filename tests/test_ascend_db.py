@@ -400,3 +400,28 @@ def test_overlap_analysis_table_gives_the_text_overlap_lanes(tmp_path):
     ttrace = find_runs(text_dir)[0].read()
     assert overlap(dtrace) == overlap(ttrace) and sum(overlap(dtrace).values()) == len(rows)
     assert "OVERLAP_ANALYSIS" not in dtrace.meta.extra["ascend_db"]["tables_not_converted"]
+
+
+def test_several_database_ranks_are_one_run(tmp_path):
+    """Two torch_npu ranks side by side, each with only its database (made from the real
+    rank: the copy's RANK_DEVICE_MAP and profiler_info say rank 1): one run with a Rank
+    group per rank, as the text reader makes of several ranks."""
+    for r in (0, 1):
+        rank = tmp_path / f"rank{r}_ascend_pt"
+        shutil.copytree(TORCH, rank)
+        if r:
+            info = rank / "profiler_info_0.json"
+            doc = json.loads(info.read_text())
+            doc["rank_id"] = 1
+            (rank / "profiler_info_1.json").write_text(json.dumps(doc))
+            info.unlink()
+            with sqlite3.connect(next(rank.glob("*/ascend_pytorch_profiler_0.db"))) as c:
+                c.execute("UPDATE RANK_DEVICE_MAP SET rankId = 1")
+    (src,) = find_runs(tmp_path)
+    assert src.format == "msprof-db" and src.root == tmp_path
+    trace = src.read()
+    single = find_runs(TORCH)[0].read()
+    per_rank = collections.Counter(trace.path(s.track).split(" / ")[0] for s in trace.slices)
+    assert per_rank == {"Rank 0": len(single.slices), "Rank 1": len(single.slices)}
+    assert len(trace.flows) == 2 * len(single.flows)
+    assert sorted(trace.meta.extra["torch_npu"]["ranks"]) == ["0", "1"]

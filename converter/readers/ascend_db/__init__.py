@@ -54,6 +54,16 @@ def _is_analysis(path: Path) -> bool:
         return False
 
 
+def _rank_database(rank: Path) -> Path | None:
+    """The one database export of a torch_npu rank folder, if it has exactly one."""
+    out = rank / d.PT_OUT
+    if not is_dir(out):
+        return None
+    found = [out / n for n in sorted(listdir(out))
+             if not n.lower().endswith(_SKIP_EXT) and is_export(out / n)]
+    return found[0] if len(found) == 1 else None
+
+
 def _text_timeline(folder: Path) -> list[Path]:
     """The text export's Chrome timeline files in ``folder`` (msprof_*.json, trace_view.json)."""
     if not is_dir(folder):
@@ -116,6 +126,11 @@ class AscendDbReader:
                 k = d.classify(root / n)
                 if k in ("profiler_info", "profiler_metadata"):
                     files[k] = root / n
+            ranks = [r for r in sorted(d.rank_dirs(root.parent), key=lambda r: r.name)
+                     if _rank_database(r) is not None]
+            if several == 1 and len(ranks) >= 2 and root in ranks and (force or not any(
+                    _text_timeline(r / d.PT_OUT) for r in ranks)):
+                return self._ranks(root.parent, ranks)
         elif is_dir(directory / d.PROF_OUT) or directory.name.startswith("PROF_"):
             root = directory                      # msprof: PROF_*/msprof_*.db
             text = _text_timeline(directory / d.PROF_OUT)
@@ -140,6 +155,24 @@ class AscendDbReader:
         for i, p in enumerate(ignored):
             src.files[f"ignored#{i + 1}" if i else "ignored"] = p
         return src
+
+    def _ranks(self, parent: Path, ranks: list[Path]) -> Source:
+        """Several torch_npu ranks side by side, each with only its database: one run with a
+        ``Rank n`` group per rank, as the text reader makes of their text exports."""
+        files: dict[str, Path] = {}
+        for i, rank in enumerate(ranks):
+            prefix = f"rank{i}/"
+            out = rank / d.PT_OUT
+            db = _rank_database(rank)
+            files[prefix + "database"] = db
+            for n in sorted(listdir(out)):
+                if out / n != db and _is_analysis(out / n):
+                    files[prefix + "analysis"] = out / n
+            for n in sorted(listdir(rank)):
+                k = d.classify(rank / n)
+                if k in ("profiler_info", "profiler_metadata"):
+                    files[prefix + k] = rank / n
+        return Source(FORMAT, parent.name, parent, files, self, FORMAT)
 
     # -- reading --------------------------------------------------------------------------
     def read(self, source: Source, options: ReadOptions) -> Trace:

@@ -24,15 +24,33 @@ USED = {"TASK", "COMMUNICATION_OP", "CANN_API", "PYTORCH_API", "MSTX_EVENTS", "S
 
 
 def read_db(source: Source, options: ReadOptions) -> Trace:
+    """The run's database, or one per rank (roles ``rankN/database``): a rank that cannot be
+    read is named and the others convert."""
     from . import LOOKUPS
-    path = source.files["database"]
-    db = Database(path)
-    try:
-        return _read(source, options, db, LOOKUPS)
-    except sqlite3.Error as e:
-        raise InputError(path, f"the database cannot be read ({e})") from None
-    finally:
-        db.close()
+    prefixes = sorted(r[:-len("database")] for r in source.files if r.endswith("database"))
+    trace: Trace | None = None
+    errors: list[InputError] = []
+    for n, prefix in enumerate(prefixes):
+        path = source.files[prefix + "database"]
+        try:
+            db = Database(path)
+            try:
+                trace = _read(source, options, db, LOOKUPS, prefix, trace,
+                              n if len(prefixes) > 1 else None)
+            except sqlite3.Error as e:
+                raise InputError(path, f"the database cannot be read ({e})") from None
+            finally:
+                db.close()
+        except InputError as e:
+            if len(prefixes) == 1:
+                raise
+            errors.append(e)
+    if trace is None:
+        raise errors[0]
+    for e in errors:
+        trace.warn(f"{e} (this rank is not converted; the others are)")
+    split_overlaps(trace)
+    return trace
 
 
 # table -> (the table it describes, what is lost without it)
@@ -41,31 +59,45 @@ NEEDED = {"COMPUTE_TASK_INFO": ("TASK", "device tasks have no op names, types or
           "CONNECTION_IDS": ("PYTORCH_API", "no PyTorch -> device flows")}
 
 
-def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str]) -> Trace:
+def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
+          prefix: str = "", trace: Trace | None = None, index: int | None = None) -> Trace:
     path = db.path
     if not db.is_export():
         have = ", ".join(sorted(db.tables)[:8]) or "no tables"
         raise InputError(path, "not an msprof / torch_npu database (needs META_DATA, "
                                f"STRING_IDS and a timeline table such as TASK; has {have})")
     torch = "PYTORCH_API" in db.tables or "ascend_pytorch_profiler" in path.name.lower()
-    meta = RunMeta(source.name, "msprof", tool="torch_npu" if torch else "msprof", clock=NS)
-    trace = Trace(meta)
-    facts = _facts(trace, db)
+    if trace is None:
+        trace = Trace(RunMeta(source.name, "msprof", tool="torch_npu" if torch else "msprof",
+                              clock=NS))
+    meta = trace.meta
+    facts, facts_info = _facts(trace, db)
     rank = None
     if torch:
-        info = _profiler_info(trace, source, "")
+        info = _profiler_info(trace, source, prefix)
         rank = info.get("rank_id") if isinstance(info.get("rank_id"), int) else None
         if rank is None or rank < 0:
-            rank = facts.get("rank_id")
-        meta.extra["torch_npu"] = {"ranks": {str(rank): info}} if info and rank is not None \
-            else {}
+            rank = facts.get("rank_id", index)
+        if index is not None and str(rank) in meta.extra.get("torch_npu", {}).get("ranks", {}):
+            rank = index            # two ranks saying the same id: folder order, as the text
+        ranks = meta.extra.setdefault("torch_npu", {}).setdefault("ranks", {}) \
+            if info and rank is not None else {}
+        if info and rank is not None:
+            ranks[str(rank)] = info
+        elif not meta.extra.get("torch_npu"):
+            meta.extra["torch_npu"] = {}
+    if index is None:
+        meta.extra["ascend_db"] = facts_info
+    else:
+        meta.extra.setdefault("ascend_db", {}).setdefault("ranks", {})[
+            str(rank if rank is not None else index)] = facts_info
     layout = Layout(trace, rank=rank, order=rank or 0) if rank is not None else Layout(trace)
     devices = facts.get("devices") or []
     if len(devices) == 1:
         layout.default_device = devices[0]
     stats: dict[str, Any] = {}
-    meta.extra["msprof_sources"] = {str(path): stats}
-    meta.extra["device_tasks_from"] = [path.name]
+    meta.extra.setdefault("msprof_sources", {})[str(path)] = stats
+    meta.extra.setdefault("device_tasks_from", []).append(path.name)
     meta.source_files.append(str(path))
     options.report("reading database", 0, 1)
     cann: dict[int, int] = {}
@@ -80,7 +112,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str])
         ("PYTORCH_API", lambda: add_pytorch(trace, layout, db, pytorch, stats)),
         ("MSTX_EVENTS", lambda: add_mstx(trace, layout, db, stats)),
         ("counters", lambda: add_counters(trace, layout, db, stats)),
-        ("STEP_TIME", lambda: add_steps(trace, layout, db, source.files.get("analysis"),
+        ("STEP_TIME", lambda: add_steps(trace, layout, db, source.files.get(prefix + "analysis"),
                                         Database, stats)),
         ("CONNECTION_IDS", lambda: add_flows(trace, db, cann, device, pytorch, stats)),
     ]
@@ -95,11 +127,15 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str])
     for table, (user, lost) in NEEDED.items():
         if user in db.tables and table not in db.tables:
             trace.warn(f"{path}: no {table} table: {lost}")
-    _report_lost(trace, db, lookups)
+    _report_lost(trace, db, lookups, facts_info)
     if not torch:
         _device_info(trace, source)
-    if not meta.device and facts.get("chips"):
-        meta.device = "; ".join(f"NPU {k}: {v}" for k, v in facts["chips"].items())
+    if facts.get("chips"):
+        chips = "; ".join(f"NPU {k}: {v}" for k, v in facts["chips"].items())
+        if not meta.device:
+            meta.device = chips
+        elif index is not None and chips not in meta.device.split("; "):
+            meta.device += "; " + chips
     note_ignored(trace, source, {"": "text export beside the database: not read (the "
                                      "database is read; --from msprof reads the text)"})
     text = [p for r, p in source.files.items() if r.startswith("ignored")]
@@ -109,12 +145,11 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str])
                    "(--from msprof reads them)" if not getattr(source, "forced", False) else
                    f"{path}: read as asked (--from msprof-db); the text export beside it "
                    f"({len(text)} files) is not read")
-    split_overlaps(trace)
     options.report("reading database", 1, 1)
     return trace
 
 
-def _facts(trace: Trace, db: Database) -> dict[str, Any]:
+def _facts(trace: Trace, db: Database) -> tuple[dict[str, Any], dict[str, Any]]:
     """META_DATA, NPU_INFO, HOST_INFO, RANK_DEVICE_MAP, SESSION_TIME_INFO into run meta."""
     out: dict[str, Any] = {}
     info: dict[str, Any] = {"schema": db.meta()}
@@ -137,16 +172,16 @@ def _facts(trace: Trace, db: Database) -> dict[str, Any]:
                 "SELECT * FROM SESSION_TIME_INFO")]
     except sqlite3.Error as e:
         trace.warn(sql_error(db.path, "run facts (NPU_INFO, RANK_DEVICE_MAP, HOST_INFO)", e))
-    trace.meta.extra["ascend_db"] = info
-    return out
+    return out, info
 
 
-def _report_lost(trace: Trace, db: Database, lookups: set[str]) -> None:
+def _report_lost(trace: Trace, db: Database, lookups: set[str],
+                 info: dict[str, Any]) -> None:
     unused = sorted(db.tables - USED - lookups)
     if unused:
         listed = ", ".join(f"{t} ({_count(db, t)} rows)" for t in unused)
         trace.warn(f"{db.path}: tables not converted: {listed}")
-    trace.meta.extra["ascend_db"]["tables_not_converted"] = unused
+    info["tables_not_converted"] = unused
     if db.missing_strings:
         trace.warn(f"{db.path}: {db.missing_strings} string ids have no STRING_IDS row "
                    "(names left empty or shown as 'string <id>')")

@@ -214,7 +214,8 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     stats["TASK"] = {"rows": made + merged + (bad if bad else 0), "slices": made,
                      "merged_into_subtask": merged}
     if merged:
-        trace.meta.extra.setdefault("ascend_db", {})["tasks_merged_into_subtask"] = merged
+        info = trace.meta.extra.setdefault("ascend_db", {})
+        info["tasks_merged_into_subtask"] = info.get("tasks_merged_into_subtask", 0) + merged
     if bad:
         trace.warn(f"{db.path}: {bad} TASK rows without a usable start/end time "
                    "(drawn as zero-length where the start is known, else not converted)")
