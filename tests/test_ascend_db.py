@@ -301,6 +301,9 @@ def _broken(tmp_path, how):
             c.execute("DROP TABLE COMPUTE_TASK_INFO")
         elif how == "unknown enum":
             c.execute("UPDATE CANN_API SET type = 777")
+        elif how == "not utf-8":
+            c.execute("UPDATE STRING_IDS SET value = CAST(X'6D61746D756CFF' AS TEXT) "
+                      "WHERE id = (SELECT name FROM COMPUTE_TASK_INFO LIMIT 1)")
         elif how == "string id":
             c.execute("DELETE FROM STRING_IDS WHERE id = (SELECT name FROM COMPUTE_TASK_INFO "
                       "LIMIT 1)")
@@ -310,13 +313,18 @@ def _broken(tmp_path, how):
 
 
 @pytest.mark.parametrize("how", ["truncated", "corrupt", "empty", "missing table",
-                                 "unknown enum", "string id"])
+                                 "unknown enum", "string id", "not utf-8"])
 def test_bad_input_one_line(tmp_path, how):
     from conftest import cli
     db = _broken(tmp_path, how)
     res = cli("info", "--from", "msprof-db", str(db))
     out = res.output
     assert "Traceback" not in out
+    if how == "not utf-8":          # read, the bad bytes shown as U+FFFD
+        assert res.exit_code == 0 and "Traceback" not in out
+        trace = find_runs(db, "msprof-db")[0].read()
+        assert any(s.name == "matmul\ufffd" for s in trace.slices)
+        return
     if how in ("truncated", "corrupt", "empty"):
         assert res.exit_code != 0 and str(db) in out
     else:

@@ -68,6 +68,9 @@ class Database:
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             conn.execute("PRAGMA query_only = 1")
+            # TEXT that is not UTF-8 (a damaged file) reads with U+FFFD where the bad bytes
+            # were, instead of stopping the whole table
+            conn.text_factory = _decode
         except sqlite3.Error as e:
             raise InputError(path, f"cannot open the database read-only ({e})") from None
         return conn
@@ -145,6 +148,10 @@ class Database:
             self.unknown_enums.setdefault(table, set()).add(text(value))
             return text(value)
         return name if type(name) is str else text(name)
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
 
 
 def _gzipped(path: Path) -> bool:
