@@ -295,6 +295,10 @@ def _broken(tmp_path, how):
         db.write_bytes(bytes(data))
     elif how == "empty":
         db.write_bytes(b"")
+    elif how == "schema not utf-8":     # a table's name in sqlite_master damaged
+        data = bytearray(db.read_bytes())
+        data[data.index(b"tableCANN_API") + len(b"table")] = 0xF8
+        db.write_bytes(bytes(data))
     else:
         c = sqlite3.connect(db)
         if how == "missing table":
@@ -313,7 +317,8 @@ def _broken(tmp_path, how):
 
 
 @pytest.mark.parametrize("how", ["truncated", "corrupt", "empty", "missing table",
-                                 "unknown enum", "string id", "not utf-8"])
+                                 "unknown enum", "string id", "not utf-8",
+                                 "schema not utf-8"])
 def test_bad_input_one_line(tmp_path, how):
     from conftest import cli
     db = _broken(tmp_path, how)
@@ -325,7 +330,7 @@ def test_bad_input_one_line(tmp_path, how):
         trace = find_runs(db, "msprof-db")[0].read()
         assert any(s.name == "matmul\ufffd" for s in trace.slices)
         return
-    if how in ("truncated", "corrupt", "empty"):
+    if how in ("truncated", "corrupt", "empty", "schema not utf-8"):
         assert res.exit_code != 0 and str(db) in out
     else:
         assert res.exit_code == 0

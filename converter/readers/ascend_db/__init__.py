@@ -10,7 +10,6 @@ Format reference and mapping: docs/formats/ascend_db.md.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from ...model import RESOURCES, RunMeta, Trace
 from ..base import ReadOptions, Source
 from ..msprof import DEVICE_RESOURCES, RESOURCE_TOOLS
 from ..msprof import discover as d
-from .database import Database, looks_like_sqlite, sql_error
+from .database import DB_ERRORS, Database, looks_like_sqlite, sql_error
 
 FORMAT = "msprof-db"
 # Lookup and description tables: read (strings, enums, run facts), never drawn.
@@ -40,7 +39,7 @@ def is_export(path: Path) -> bool | None:
     try:
         with Database(path) as db:
             return db.is_export()
-    except (InputError, sqlite3.Error):
+    except (InputError, *DB_ERRORS):
         return None
 
 
@@ -50,7 +49,7 @@ def _is_analysis(path: Path) -> bool:
     try:
         with Database(path) as db:
             return "StepTraceTime" in db.tables and "TASK" not in db.tables
-    except (InputError, sqlite3.Error):
+    except (InputError, *DB_ERRORS):
         return False
 
 

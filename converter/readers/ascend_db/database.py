@@ -24,6 +24,9 @@ from ...fileio import read_bytes, read_head
 from ...model import MAX_NS
 
 MAGIC = b"SQLite format 3\x00"
+# What reading a damaged database can raise: sqlite's errors, and UnicodeDecodeError where a
+# damaged name (a table or column name, an error message) is not UTF-8.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 # What makes a database an msprof / torch_npu export: its metadata and string tables plus at
 # least one of the timeline tables.
 REQUIRED = {"META_DATA", "STRING_IDS"}
@@ -48,7 +51,7 @@ class Database:
         try:
             self.tables = {r[0] for r in self.conn.execute(
                 "SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as e:
+        except DB_ERRORS as e:
             self.close()
             raise InputError(path, f"not a readable SQLite database ({e})") from None
         self._strings: dict[int, str] | None = None
@@ -71,7 +74,7 @@ class Database:
             # TEXT that is not UTF-8 (a damaged file) reads with U+FFFD where the bad bytes
             # were, instead of stopping the whole table
             conn.text_factory = _decode
-        except sqlite3.Error as e:
+        except DB_ERRORS as e:
             raise InputError(path, f"cannot open the database read-only ({e})") from None
         return conn
 

@@ -4,7 +4,6 @@ converted named in a warning."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from ...errors import InputError
@@ -15,7 +14,7 @@ from ..msprof.common import note_ignored
 from ..msprof.layout import Layout
 from ..msprof.torch_npu import _profiler_info
 from .counters import COUNTERS, add_counters, add_steps
-from .database import Database, sql_error
+from .database import DB_ERRORS, Database, sql_error
 from .host import add_cann, add_flows, add_mstx, add_pytorch
 from .tasks import add_comm_ops, add_overlap, add_tasks
 
@@ -37,7 +36,7 @@ def read_db(source: Source, options: ReadOptions) -> Trace:
             try:
                 trace = _read(source, options, db, LOOKUPS, prefix, trace,
                               n if len(prefixes) > 1 else None)
-            except sqlite3.Error as e:
+            except DB_ERRORS as e:
                 raise InputError(path, f"the database cannot be read ({e})") from None
             finally:
                 db.close()
@@ -119,7 +118,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
     for table, step in steps:
         try:
             step()
-        except sqlite3.Error as e:
+        except DB_ERRORS as e:
             failed.append(table)
             trace.warn(sql_error(path, table, e))
     if failed and not trace.slices and not trace.counters:
@@ -170,7 +169,7 @@ def _facts(trace: Trace, db: Database) -> tuple[dict[str, Any], dict[str, Any]]:
         if "SESSION_TIME_INFO" in db.tables:
             info["session_ns"] = [list(r) for r in db.conn.execute(
                 "SELECT * FROM SESSION_TIME_INFO")]
-    except sqlite3.Error as e:
+    except DB_ERRORS as e:
         trace.warn(sql_error(db.path, "run facts (NPU_INFO, RANK_DEVICE_MAP, HOST_INFO)", e))
     return out, info
 
@@ -193,5 +192,5 @@ def _report_lost(trace: Trace, db: Database, lookups: set[str],
 def _count(db: Database, table: str) -> int | str:
     try:
         return db.count(table)
-    except sqlite3.Error:
+    except DB_ERRORS:
         return "unreadable"
