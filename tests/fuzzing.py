@@ -127,6 +127,11 @@ FAMILIES: list[Family] = [
                       "msprof/tile-ai-tilelang-ascend", "msprof/zouzias-pto-isa-mirror",
                       "msprof/msinsight/server/src/test/test_data/base_info.bin"),
            max_file_bytes=200_000),
+    # the database exports (msprof_*.db beside the cannbot text exports, torch_npu's
+    # ascend_pytorch_profiler_0.db + analysis.db); only the databases are mutated
+    Family("msprof-db", ("msprof/cannbot-ascendc-vs-pypto/operators/matmul/reports/raw/ascendc_b1",
+                         "msprof/msinsight/test/data/pytorch/db"),
+           fmt="msprof-db", mutate=(".db",), max_file_bytes=700_000),
     Family("ncu-csv", ("ncu/h200-triton-full/triton_full_details.csv",
                        "ncu/h200-triton-full/triton_full_raw.csv")),
     Family("simpler", ("simpler/a2a3sim_tmr_vector_example_L4",
@@ -181,6 +186,8 @@ def seed_rows(path: Path) -> list[list[str]] | None:
 
 def kind_of(path: Path) -> str:
     data = seed_bytes(path)
+    if data[:16] == b"SQLite format 3\x00":
+        return "sqlite"
     if seed_json(path) is not None and data.lstrip()[:1] in (b"{", b"["):
         return "json"
     name = path.name.lower()
@@ -439,7 +446,59 @@ def mutate_text(path: Path, draw) -> bytes:
     return "\n".join(lines).encode("utf-8", "surrogatepass")
 
 
-STRUCTURED = {"json": mutate_json, "csv": mutate_csv, "text": mutate_text}
+def mutate_sqlite(path: Path, draw) -> bytes:
+    """SQL-level edits of a database export: tables dropped or emptied, rows deleted or
+    doubled, cells set to NULL, weird numbers, text or BLOBs, columns renamed, string ids
+    and enum rows removed (the bad input the database readers must survive)."""
+    import sqlite3
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "x.db"
+        db.write_bytes(seed_bytes(path))
+        c = sqlite3.connect(db)
+        tables = sorted(r[0] for r in c.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'"))
+        for _ in range(draw(st.integers(1, 4))):
+            if not tables:
+                break
+            t = draw(st.sampled_from(tables))
+            cols = [r[1] for r in c.execute(f'PRAGMA table_info("{t}")')]
+            col = draw(st.sampled_from(cols)) if cols else None
+            k = draw(st.integers(1, 7))
+            r = draw(st.integers(0, k - 1))
+            where = f"WHERE rowid % {k} = {r}"
+            op = draw(st.sampled_from(["drop", "empty", "delete", "dup", "null", "value",
+                                       "rename", "text"]))
+            try:
+                if op == "drop":
+                    c.execute(f'DROP TABLE "{t}"')
+                    tables.remove(t)
+                elif op == "empty":
+                    c.execute(f'DELETE FROM "{t}"')
+                elif op == "delete":
+                    c.execute(f'DELETE FROM "{t}" {where}')
+                elif op == "dup":
+                    c.execute(f'INSERT INTO "{t}" SELECT * FROM "{t}" {where}')
+                elif op == "null" and col:
+                    c.execute(f'UPDATE "{t}" SET "{col}" = NULL {where}')
+                elif op == "value" and col:
+                    v = draw(st.sampled_from([x for x in WEIRD_NUMBERS if abs(x) < 2**63]
+                                             + ["", "N/A", "abc", b"\x00\xff", 4294967295,
+                                                65534, 777]))
+                    c.execute(f'UPDATE "{t}" SET "{col}" = ? {where}', (v,))
+                elif op == "rename" and col:
+                    c.execute(f'ALTER TABLE "{t}" RENAME COLUMN "{col}" TO "{col}_x"')
+                elif op == "text" and col:
+                    c.execute(f'UPDATE "{t}" SET "{col}" = CAST("{col}" AS TEXT) || "x" '
+                              f'{where}')
+            except (sqlite3.Error, OverflowError):
+                pass
+        c.commit()
+        c.close()
+        return db.read_bytes()
+
+
+STRUCTURED = {"json": mutate_json, "csv": mutate_csv, "text": mutate_text,
+              "sqlite": mutate_sqlite}
 
 
 def mutate(path: Path, draw) -> tuple[bytes, list[str]]:

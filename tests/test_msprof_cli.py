@@ -25,7 +25,7 @@ EXPECTED = {   # run root (relative) -> variant
     "msinsight/server/src/test/test_data/memory_data.bin": "msprof-op",
     "msinsight/server/src/test/test_data/roofline_data.bin": "msprof-op",
     "msinsight/server/src/test/test_data/test_bin_mix": "msprof-op",
-    "msinsight/test/data/pytorch/db/level0/rank0_ascend_pt": "torch-npu",
+    "msinsight/test/data/pytorch/db/level0/rank0_ascend_pt": "msprof-db",     # ascend_db
     "msinsight/test/data/pytorch/text/level0/rank0_ascend_pt": "torch-npu",
     "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt": "torch-npu",
     "msinsight/test/data/pytorch/text/level2": "torch-npu",
@@ -61,7 +61,7 @@ def runs():
 def test_every_layout_found(runs):
     got = {str(Path(r.root).relative_to(MS)): r.variant for r in runs}
     assert got == EXPECTED
-    assert all(r.format == "msprof" for r in runs)
+    assert all(r.format == ("msprof-db" if r.variant == "msprof-db" else "msprof") for r in runs)
     assert len({r.name for r in runs}) == len(runs)
 
 
@@ -139,7 +139,7 @@ def test_to_chrome_on_a_prof_folder(tmp_path):
 def test_from_variant(tmp_path):
     prof = next(MS.glob("cannbot-ascendc-vs-pypto/operators/matmul/reports/raw/ascendc_b1/PROF_*"))
     r = run("info", prof, "--from", "msprof-app", "-q")
-    assert r.exit_code == 0 and "msprof-app" in r.output and "--from" not in r.output
+    assert r.exit_code == 0 and "msprof-app" in r.output and "given, but" not in r.output
     # a variant that does not fit the files is a hint: read as what they are, and say so
     r = run("info", prof, "--from", "torch-npu", "-q")
     assert r.exit_code == 0 and "[msprof/msprof-app]" in r.output

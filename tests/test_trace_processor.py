@@ -56,6 +56,8 @@ PLACES = [
     ("pypto-npu", FIXTURES / "pypto_npu", None),
     ("pypto-raw-fixture", FIXTURES / "pypto_raw", None),
     ("msprof", SAMPLES / "msprof", None),
+    # the database exports beside the text ones (read when asked for: the text holds more)
+    ("msprof-db", SAMPLES / "msprof" / "cannbot-ascendc-vs-pypto", "msprof-db"),
     ("ncu", SAMPLES / "ncu", None),
     ("simpler", SAMPLES / "simpler", None),      # the chip swimlanes (PyPTO 3.0)
     ("field", FIELD, None),                      # other people's real outputs
@@ -74,7 +76,7 @@ def _runs() -> list:
     for label, where, fmt in PLACES:
         if not where.is_dir():
             continue
-        for src in find_runs(where):
+        for src in find_runs(where, fmt if fmt == "msprof-db" else None):
             if fmt == "pypto-raw":
                 if "swim" not in src.files:
                     continue

@@ -7,11 +7,12 @@ from pathlib import Path
 from .. import archive, fileio
 from ..errors import InputError
 from .base import Reader, ReadOptions, Source
-from . import model, msprof, ncu, pypto, simpler
+from . import ascend_db, model, msprof, ncu, pypto, simpler
 
 READERS: list[Reader] = [
     simpler.READER,
     pypto.READER,
+    ascend_db.READER,      # before msprof: a PROF_* folder is claimed by one of them
     msprof.READER,
     ncu.READER,
     model.READER,

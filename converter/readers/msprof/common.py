@@ -64,6 +64,15 @@ def note_ignored(trace: Trace, source: Source, reasons: dict[str, str] | None = 
             ignored[str(p)] = _reason(p, reasons or {})
         elif role_kind(role) == "db":
             ignored[str(p)] = "SQLite export: not read (the text export holds the same data)"
+        else:
+            continue
+        if p.name.lower().endswith(".db"):
+            from ..ascend_db import is_export       # the one hook into the database reader
+            if is_export(p):
+                # Listed (info's "not used"), not warned about: every recent PROF_* holds one.
+                ignored[str(p)] = ("the run's database export: not read, the text export's "
+                                   "timeline holds the same tasks and msprof's overlap "
+                                   "analysis (--from msprof-db reads the database)")
 
 
 def _reason(p: Path, reasons: dict[str, str]) -> str:

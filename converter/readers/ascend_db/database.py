@@ -1,0 +1,187 @@
+"""Opening an Ascend profiling database read-only, and the lookups every table needs.
+
+The file is opened with ``file:…?mode=ro&immutable=1``: sqlite then takes no lock and reads
+no journal, so a profiler still holding the file, a read-only folder or a lock held by
+another process never stops the conversion, and nothing (no ``-journal``, ``-wal``, ``-shm``)
+is ever written beside the input.  The price of ``immutable``: changes another process makes
+while we read are not seen, and a write-ahead log beside the file would be ignored; so where
+a ``-wal`` file sits beside the database it is opened with ``mode=ro`` alone (sqlite reads the
+log, may wait on a writer's lock, and says "database is locked" if one never lets go).
+A database inside an archive or compressed is copied to a temporary file first.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from urllib.parse import quote
+
+from ...archive import locate
+from ...errors import InputError
+from ...fileio import read_bytes, read_head
+from ...model import MAX_NS
+
+MAGIC = b"SQLite format 3\x00"
+# What reading a damaged database can raise: sqlite's errors, and UnicodeDecodeError where a
+# damaged name (a table or column name, an error message) is not UTF-8.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+# What makes a database an msprof / torch_npu export: its metadata and string tables plus at
+# least one of the timeline tables.
+REQUIRED = {"META_DATA", "STRING_IDS"}
+TIMELINE = {"TASK", "CANN_API", "PYTORCH_API", "COMMUNICATION_OP", "MSTX_EVENTS",
+            "NPU_MEM", "AICORE_FREQ"}
+
+
+def looks_like_sqlite(path: Path) -> bool:
+    try:
+        return read_head(path, 16) == MAGIC
+    except OSError:
+        return False
+
+
+class Database:
+    """One open export: its tables, strings and enums."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._tmp: str | None = None
+        self.conn = self._open(path)
+        try:
+            self.tables = {r[0] for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+        except DB_ERRORS as e:
+            self.close()
+            raise InputError(path, f"not a readable SQLite database ({e})") from None
+        self._strings: dict[int, str] | None = None
+        self._enums: dict[str, dict[int, str]] = {}
+        self.missing_strings = 0
+        self.unknown_enums: dict[str, set[int]] = {}
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        real = str(path)
+        if locate(path) is not None or _gzipped(path):
+            fd, self._tmp = tempfile.mkstemp(suffix=".db", prefix="tracecvt-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(read_bytes(path))
+            real = self._tmp
+        wal = os.path.exists(real + "-wal")
+        uri = f"file:{quote(os.path.abspath(real))}?mode=ro" + ("" if wal else "&immutable=1")
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn.execute("PRAGMA query_only = 1")
+            # TEXT that is not UTF-8 (a damaged file) reads with U+FFFD where the bad bytes
+            # were, instead of stopping the whole table
+            conn.text_factory = _decode
+        except DB_ERRORS as e:
+            raise InputError(path, f"cannot open the database read-only ({e})") from None
+        return conn
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            if self._tmp:
+                try:
+                    os.unlink(self._tmp)
+                except OSError:
+                    pass
+                self._tmp = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- content -------------------------------------------------------------------------
+    def is_export(self) -> bool:
+        return REQUIRED <= self.tables and bool(self.tables & TIMELINE)
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.conn.execute(f'PRAGMA table_info("{table}")')]
+
+    def count(self, table: str) -> int:
+        if table not in self.tables:
+            return 0
+        return self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+
+    def rows(self, table: str, want: list[str]):
+        """(present columns, cursor over rows of those columns) — columns a version lacks
+        come back as None so readers index by name."""
+        have = set(self.columns(table))
+        sel = ", ".join(f'"{c}"' if c in have else "NULL" for c in want)
+        return [c for c in want if c in have], self.conn.execute(f'SELECT {sel} FROM "{table}"')
+
+    def meta(self) -> dict[str, str]:
+        if "META_DATA" not in self.tables:
+            return {}
+        return {str(n): str(v) for n, v in self.conn.execute("SELECT name, value FROM META_DATA")}
+
+    @property
+    def strings(self) -> dict[int, str]:
+        if self._strings is None:
+            self._strings = dict(self.conn.execute("SELECT id, value FROM STRING_IDS")) \
+                if "STRING_IDS" in self.tables else {}
+        return self._strings
+
+    def string(self, sid) -> str | None:
+        """STRING_IDS value of ``sid``; a missing id counts and gives None."""
+        if sid is None:
+            return None
+        try:
+            v = self.strings.get(sid)
+        except TypeError:           # an unhashable id cannot happen in sqlite; be safe
+            v = None
+        if v is None:
+            self.missing_strings += 1
+            return None
+        return v if type(v) is str else text(v)
+
+    def enum(self, table: str, value) -> str | None:
+        names = self._enums.get(table)
+        if names is None:
+            names = self._enums[table] = dict(self.conn.execute(
+                f'SELECT id, name FROM "{table}"')) if table in self.tables else {}
+        if value is None:
+            return None
+        name = names.get(value)
+        if name is None:
+            self.unknown_enums.setdefault(table, set()).add(text(value))
+            return text(value)
+        return name if type(name) is str else text(name)
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def _gzipped(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def span(start, end) -> tuple[int, int] | None:
+    """(start, duration) of a row's ns times, or None where they are not usable times
+    (not integers, negative, reversed, or beyond the model's bound)."""
+    if type(start) is not int or type(end) is not int or start < 0 or end < start \
+            or end > MAX_NS:
+        return None
+    return start, end - start
+
+
+def plain(v):
+    """A cell as a value args can hold: bytes (a BLOB) as hex text."""
+    return v.hex() if isinstance(v, bytes) else v
+
+
+def text(v) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def sql_error(path: Path, table: str, e: Exception) -> str:
+    return f"{path}: table {table} could not be read ({e}); its rows are not converted"

@@ -1,0 +1,217 @@
+"""Host side: CANN_API, PYTORCH_API (with PYTORCH_CALLCHAINS stacks) and MSTX_EVENTS on
+``Host / CANN|Python|MsTx / Thread t`` lanes, and the host -> device flows of the
+connection ids (CANN_API <-> TASK; PYTORCH_API -> CONNECTION_IDS -> TASK)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import Trace
+from ..msprof.jsontrace import _describe_process
+from ..msprof.layout import Layout
+from .database import Database, plain, span
+
+CANN_ORDER, PYTHON_ORDER, MSTX_ORDER = 7, 5, 6
+# ENUM_API_TYPE name -> the prefix the text export puts before a CANN API's name
+API_PREFIX = {"acl": "AscendCL", "node": "Node", "runtime": "Runtime", "model": "Model",
+              "communication": "Hccl", "hccl": "Hccl"}
+# PYTORCH_API type -> the Chrome category torch_npu's trace_view.json uses
+PYTORCH_CAT = {"op": "cpu_op", "trace": "python_function", "mstx": "mstx"}
+
+
+def _thread_lane(layout: Layout, group: str, order: int, tid: int, cache: dict) -> int:
+    lane = cache.get((group, tid))
+    if lane is None:
+        g = layout.group(layout.host(), group, order, _describe_process(group, "CPU"))
+        lane = cache[(group, tid)] = layout.lane(g, f"Thread {tid}", order=tid, nesting=True)
+    return lane
+
+
+def _tid(gtid) -> int:
+    return gtid & 0xFFFFFFFF if isinstance(gtid, int) else 0
+
+
+def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
+             stats: dict[str, Any]) -> None:
+    if "CANN_API" not in db.tables:
+        return
+    lanes: dict = {}
+    names: dict[Any, tuple] = {}
+    made = bad = 0
+    _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
+                                  "name"])
+    for start, end, typ, gtid, conn, sid in cur:
+        if span(start, end) is None:
+            bad += 1
+            continue
+        conn = plain(conn)
+        key = (typ, sid)
+        got = names.get(key)
+        if got is None:
+            level = db.enum("ENUM_API_TYPE", typ)
+            api = db.string(sid) or f"string {sid}"
+            prefix = API_PREFIX.get(level or "", (level or "api").capitalize())
+            got = names[key] = (level, api, f"{prefix}@{api}")
+        level, api, name = got
+        tid = _tid(gtid)
+        i = trace.add_slice(_thread_lane(layout, "CANN", CANN_ORDER, tid, lanes), start,
+                            end - start, name, "cann",
+                            {"Thread Id": tid, "level": level, "id": api,
+                             "connection_id": conn})
+        if conn is not None:
+            cann.setdefault(conn, i)
+        made += 1
+    stats["CANN_API"] = {"rows": made + bad, "slices": made}
+    if bad:
+        trace.warn(f"{db.path}: {bad} CANN_API rows without a usable start/end time "
+                   "not converted")
+
+
+def _stacks(db: Database) -> dict[int, str]:
+    if "PYTORCH_CALLCHAINS" not in db.tables:
+        return {}
+    frames: dict[int, list[tuple[int, str]]] = {}
+    for cid, sid, depth in db.conn.execute(
+            "SELECT id, stack, stackDepth FROM PYTORCH_CALLCHAINS"):
+        frames.setdefault(cid, []).append((depth if isinstance(depth, int) else 0,
+                                           db.string(sid) or ""))
+    return {k: ";\n".join(s for _, s in sorted(v)) for k, v in frames.items()}
+
+
+def _ns(v) -> int | None:
+    """PYTORCH_API stores its times as TEXT in some versions."""
+    if type(v) is int:
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, list[int]],
+                stats: dict[str, Any]) -> None:
+    if "PYTORCH_API" not in db.tables:
+        return
+    stacks = _stacks(db)
+    lanes: dict = {}
+    made = bad = 0
+    _, cur = db.rows("PYTORCH_API", ["startNs", "endNs", "globalTid", "connectionId", "name",
+                                     "sequenceNumber", "fwdThreadId", "inputDtypes",
+                                     "inputShapes", "callchainId", "type"])
+    for start, end, gtid, conn, sid, seq, fwd, dtypes, shapes, chain, typ in cur:
+        start, end = _ns(start), _ns(end)
+        if span(start, end) is None:
+            bad += 1
+            continue
+        conn, seq, fwd = plain(conn), plain(seq), plain(fwd)
+        name = db.string(sid) or f"string {sid}"
+        level = db.enum("ENUM_API_TYPE", typ)
+        cat = PYTORCH_CAT.get(level or "") or (
+            ("dequeue" if name.startswith("Dequeue") else "enqueue") if level == "queue"
+            else (level or "pytorch"))
+        args: dict[str, Any] = {}
+        if seq is not None:
+            args["Sequence number"] = seq
+        if fwd is not None:
+            args["Fwd thread id"] = fwd
+        if dtypes is not None:
+            args["Input type"] = db.string(dtypes)
+        if shapes is not None:
+            args["Input Dims"] = db.string(shapes)
+        if chain is not None and chain in stacks:
+            args["Call stack"] = stacks[chain]
+        if conn is not None:
+            args["connection_id"] = conn
+        i = trace.add_slice(_thread_lane(layout, "Python", PYTHON_ORDER, _tid(gtid), lanes),
+                            start, end - start, name, cat, args or None)
+        if conn is not None:
+            torch.setdefault(conn, []).append(i)
+        made += 1
+    stats["PYTORCH_API"] = {"rows": made + bad, "slices": made}
+    if bad:
+        trace.warn(f"{db.path}: {bad} PYTORCH_API rows without a usable start/end time "
+                   "not converted")
+
+
+def add_mstx(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:
+    """MSTX_EVENTS: ranges as slices, markers as instants, per thread."""
+    if "MSTX_EVENTS" not in db.tables:
+        return
+    lanes: dict = {}
+    ranges = marks = bad = 0
+    _, cur = db.rows("MSTX_EVENTS", ["startNs", "endNs", "eventType", "rangeId", "category",
+                                     "message", "globalTid", "domainId", "connectionId"])
+    for start, end, typ, rid, cat, msg, gtid, dom, conn in cur:
+        if span(start, start) is None:
+            bad += 1
+            continue
+        rid, cat, dom, conn = map(plain, (rid, cat, dom, conn))
+        kind = db.enum("ENUM_MSTX_EVENT_TYPE", typ)
+        lane = _thread_lane(layout, "MsTx", MSTX_ORDER, _tid(gtid), lanes)
+        args = {"event_type": kind, "range_id": rid, "category": cat, "domain_id": dom,
+                "connection_id": conn}
+        text = db.string(msg) or "mstx"
+        if span(start, end) is not None and end > start and kind != "marker":
+            trace.add_slice(lane, start, end - start, text, "mstx", args)
+            ranges += 1
+        else:
+            trace.add_instant(lane, start, text, "mstx", args)
+            marks += 1
+    stats["MSTX_EVENTS"] = {"rows": ranges + marks + bad, "slices": ranges, "instants": marks}
+    if bad:
+        trace.warn(f"{db.path}: {bad} MSTX_EVENTS rows without a start time not converted")
+
+
+def add_flows(trace: Trace, db: Database, cann: dict[int, int],
+              device: dict[int, list[int]], torch: dict[int, list[int]],
+              stats: dict[str, Any]) -> None:
+    """CANN API -> device task (same connectionId: ``HostToDevice``) and PyTorch op ->
+    device task (CONNECTION_IDS: ``async_npu``)."""
+    h2d = 0
+    for conn, targets in device.items():
+        src = cann.get(conn)
+        if src is None:
+            continue
+        for t in targets:
+            trace.add_flow(src, t, "HostToDevice")
+            h2d += 1
+    stats["flows"] = {"HostToDevice": h2d}
+    if "CONNECTION_IDS" not in db.tables or not torch:
+        return
+    drawn = to_cann = no_api = 0
+    queue: dict[int, list[int]] = {}
+    for pid, conn in db.conn.execute("SELECT id, connectionId FROM CONNECTION_IDS"):
+        srcs = torch.get(pid)
+        if not srcs:
+            no_api += 1
+            continue
+        targets = device.get(conn)
+        if targets:
+            for t in targets:
+                trace.add_flow(srcs[0], t, "async_npu")
+                drawn += 1
+        elif conn in cann:
+            trace.add_flow(srcs[0], cann[conn], "async_npu")
+            to_cann += 1
+        else:       # an Enqueue and its Dequeue share a connectionId no task has
+            queue.setdefault(conn, []).append(srcs[0])
+    queued = alone = 0
+    slices = trace.slices
+    for ends in queue.values():
+        if len(ends) < 2:
+            alone += 1
+            continue
+        ends.sort(key=lambda i: slices[i].ts)
+        for t in ends[1:]:
+            trace.add_flow(ends[0], t, "async_task_queue")
+            queued += 1
+    stats["flows"].update({"async_npu": drawn + to_cann, "to_cann_api": to_cann,
+                           "async_task_queue": queued})
+    lost = alone + no_api
+    if lost:
+        trace.warn(f"{db.path}: {lost} CONNECTION_IDS pairs not drawn as flows: "
+                   f"{no_api} name a PYTORCH_API connection id no row has, {alone} a "
+                   "connectionId no TASK, COMMUNICATION_OP, CANN_API or other PYTORCH_API "
+                   "row has")

@@ -1,0 +1,322 @@
+"""Device tasks (TASK + COMPUTE_TASK_INFO + TASK_PMU_INFO + COMMUNICATION_TASK_INFO) and
+communication ops (COMMUNICATION_OP) onto the lanes the text export's timeline uses:
+``NPU n / Ascend Hardware / Stream s`` (communication subtasks too, on their stream, as the
+text timeline has them) and ``NPU n / HCCL / Group g Communication``; names and args as the
+text readers give them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import KERNEL, Trace
+from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
+from ..msprof.jsontrace import _describe_lane, _describe_process
+from ..msprof.layout import Layout
+from ..msprof.tasks import pipe_ratios
+from ..msprof.timefmt import UINT32_MAX
+from .database import Database, plain, span, text
+
+HW_ORDER, HCCL_ORDER = 13, 15
+# TASK_PMU_INFO metric -> the op_summary column's arg name (the text export's spelling).
+PMU_NAMES = {"aic_total_time": "aicore_time_us", "aiv_total_time": "aiv_time_us"}
+# COMPUTE_TASK_INFO column -> arg name (as op_summary / kernel_details columns become)
+_COMPUTE = (("opType", "op_type", "s"), ("opState", "op_state", "s"),
+            ("blockNum", "block_dim", "n"), ("blockDim", "block_dim", "n"),
+            ("mixBlockNum", "mix_block_dim", "n"), ("mixBlockDim", "mix_block_dim", "n"),
+            ("hf32Eligible", "hf32_eligible", "s"),
+            ("inputShapes", "input_shapes", "shape"), ("inputDataTypes", "input_data_types", "l"),
+            ("inputFormats", "input_formats", "l"), ("outputShapes", "output_shapes", "shape"),
+            ("outputDataTypes", "output_data_types", "l"),
+            ("outputFormats", "output_formats", "l"), ("attrInfo", "attr_info", "s"))
+_COMM = (("planeId", "plane_id", "n"), ("groupName", "group_name", "s"),
+         ("notifyId", "notify_id", "n"), ("rdmaType", "rdma_type", "ENUM_HCCL_RDMA_TYPE"),
+         ("srcRank", "src_rank", "n"), ("dstRank", "dst_rank", "n"),
+         ("transportType", "transport_type", "ENUM_HCCL_TRANSPORT_TYPE"),
+         ("size", "size_bytes", "n"), ("dataType", "data_type", "ENUM_HCCL_DATA_TYPE"),
+         ("linkType", "link_type", "ENUM_HCCL_LINK_TYPE"), ("opId", "op_id", "n"),
+         ("isMaster", "is_master", "n"), ("bandwidth", "bandwidth_bytes_s", "n"))
+_TASK = ("startNs", "endNs", "deviceId", "connectionId", "globalTaskId", "taskType",
+         "contextId", "streamId", "taskId", "modelId")
+
+
+def _id(v):
+    return None if v is None or v == UINT32_MAX or v == -1 else v
+
+
+def _value(db: Database, kind: str, v):
+    if kind == "name":
+        return db.string(v) if v is not None else None
+    if kind == "n":
+        return _id(plain(v))
+    if kind == "s":
+        return cell_value(db.string(v) or "") if v is not None else None
+    if kind == "shape":
+        s = db.string(v)
+        return tensor_list(s, True) if s is not None else None
+    if kind == "l":
+        s = db.string(v)
+        return tensor_list(s, False) if s is not None else None
+    return db.enum(kind, v) if v is not None else None
+
+
+def _pmu(db: Database) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    if "TASK_PMU_INFO" not in db.tables:
+        return out
+    names: dict[int, str] = {}
+    for gid, sid, value in db.conn.execute(
+            "SELECT globalTaskId, name, value FROM TASK_PMU_INFO"):
+        n = names.get(sid)
+        if n is None:
+            raw = db.string(sid)
+            if raw is None:
+                continue
+            n = names[sid] = PMU_NAMES.get(raw) or (raw + "_us" if raw.endswith("_time")
+                                                    else raw)
+        out.setdefault(gid, {})[n] = plain(value)
+    return out
+
+
+def _side(db: Database, table: str, spec) -> dict[int, dict[str, Any]]:
+    """Per-globalTaskId args from COMPUTE_TASK_INFO / COMMUNICATION_TASK_INFO (string and
+    enum ids looked up once each)."""
+    out: dict[int, dict[str, Any]] = {}
+    if table not in db.tables:
+        return out
+    want = ["globalTaskId", "name", "taskType"] + [c for c, _, _ in spec]
+    cols, cur = db.rows(table, want)
+    present = set(cols)
+    fields = [(i + 3, arg, kind) for i, (c, arg, kind) in enumerate(spec) if c in present]
+    memo: dict[tuple, Any] = {}
+
+    def value(kind, v):
+        key = (kind, v)
+        try:
+            return memo[key]
+        except KeyError:
+            out_ = memo[key] = _value(db, kind, v)
+            return out_
+        except TypeError:
+            return _value(db, kind, v)
+
+    for row in cur:
+        a: dict[str, Any] = {"op_name": value("name", row[1]), "_type": value("name", row[2])}
+        for i, arg, kind in fields:
+            a[arg] = value(kind, row[i]) if kind != "n" else _id(plain(row[i]))
+        out.setdefault(row[0], a)
+    return out
+
+
+def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],
+              stats: dict[str, Any]) -> None:
+    """One slice per TASK row; ``index`` gets connectionId -> slices (flow ends)."""
+    if "TASK" not in db.tables:
+        return
+    compute = _side(db, "COMPUTE_TASK_INFO", _COMPUTE)
+    comm = _side(db, "COMMUNICATION_TASK_INFO", _COMM)
+    pmu = _pmu(db)
+    source = db.path.name
+    lanes: dict[tuple, int] = {}
+    types: dict[Any, str | None] = {}
+    cols, cur = db.rows("TASK", list(_TASK))
+    made = bad = 0
+    containers: dict[tuple, list] = {}
+    pipe_names: dict[str, tuple[str, str] | None] = {}
+    norms: dict[Any, str | None] = {}
+
+    def norm(v):
+        try:
+            return norms[v]
+        except KeyError:
+            out = norms[v] = normalize_task_type(v)
+            return out
+    subtasks: dict[tuple, int] = {}
+
+    def draw(dev, stream, start, end, name, cat, args, conn) -> int:
+        nonlocal made
+        key = (dev, stream)
+        lane = lanes.get(key)
+        if lane is None:
+            lane = lanes[key] = _task_lane(layout, dev, stream)
+        i = trace.add_slice(lane, start, end - start, name, cat, args)
+        if conn is not None:
+            index.setdefault(conn, []).append(i)
+        made += 1
+        return i
+
+    for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
+        sp = span(start, end)
+        if sp is None:
+            bad += 1
+            sp = span(start, start)     # a usable start: drawn zero-length
+            if sp is None:
+                continue
+            end = start
+        if bytes in map(type, (dev, conn, gid, ctx, stream, task, model)):
+            dev, conn, gid, ctx, stream, task, model = map(plain, (dev, conn, gid, ctx, stream,
+                                                                    task, model))
+        tname = types.get(ttype, "")
+        if tname == "":
+            tname = types[ttype] = db.string(ttype) if isinstance(ttype, int) else \
+                (text(ttype) if ttype is not None else None)
+        c = compute.get(gid)
+        h = comm.get(gid) if c is None else None
+        args: dict[str, Any] = {"model_id": _id(model), "task_type": tname,
+                                "stream_id": stream, "task_id": task, "context_id": _id(ctx),
+                                "connection_id": conn, "device_id": dev}
+        if c is not None:
+            name = c["op_name"] or tname or "task"
+            cat = norm(c["_type"]) or norm(tname) or KERNEL
+            args.update((k, v) for k, v in c.items() if k not in ("_type", "op_name"))
+            args["op_name"] = c["op_name"]
+            extra = pmu.get(gid)
+            if extra:
+                args.update(extra)
+                pipes = _pipes(extra, pipe_names)
+                if pipes:
+                    args["pipe_ratio"] = pipes
+        elif h is not None:
+            # communication subtasks sit on their hardware stream, named by the task type
+            # (as the text timeline draws them); the op they belong to is an arg
+            name = tname or h["op_name"] or "task"
+            htype = cell_value(h["_type"] or "")
+            cat = normalize_task_type(htype) or "hccl"
+            args.update((k, v) for k, v in h.items() if k != "_type")
+            if htype is not None:
+                args["hccl_task_type"] = htype
+        else:
+            name = tname or "task"
+            cat = norm(tname) or KERNEL
+        args["global_task_id"] = gid
+        args["source"] = source
+        whole = (dev, stream, task, conn)
+        if c is None and h is None and args["context_id"] is None and \
+                str(tname).startswith("KERNEL"):
+            # maybe the hardware task around a context subtask (MIX kernels): drawn once
+            containers.setdefault(whole, []).append((start, end, name, cat, args))
+            continue
+        i = draw(dev, stream, start, end, name, cat, args, conn)
+        if c is not None and args["context_id"] is not None:
+            subtasks.setdefault(whole, i)
+    merged = 0
+    for whole, rows in containers.items():
+        sub = subtasks.get(whole)
+        for start, end, name, cat, args in rows:
+            if sub is not None:
+                a = trace.slices[sub].args
+                if "hardware_task_start_ns" not in a:
+                    a["hardware_task_start_ns"] = start
+                    a["hardware_task_dur_ns"] = end - start
+                    a["hardware_global_task_id"] = args["global_task_id"]
+                    merged += 1
+                    continue
+            draw(whole[0], whole[1], start, end, name, cat, args, whole[3])
+    stats["TASK"] = {"rows": made + merged + (bad if bad else 0), "slices": made,
+                     "merged_into_subtask": merged}
+    if merged:
+        info = trace.meta.extra.setdefault("ascend_db", {})
+        info["tasks_merged_into_subtask"] = info.get("tasks_merged_into_subtask", 0) + merged
+    if bad:
+        trace.warn(f"{db.path}: {bad} TASK rows without a usable start/end time "
+                   "(drawn as zero-length where the start is known, else not converted)")
+
+
+def _pipes(pmu: dict[str, Any], names: dict[str, tuple[str, str] | None]) -> dict:
+    """msprof.tasks.pipe_ratios of ``pmu``, with each metric's (side, pipe) found once."""
+    out: dict[str, dict[str, float]] = {}
+    for k, v in pmu.items():
+        where = names.get(k, False)
+        if where is False:
+            got = pipe_ratios({k: 0.0})
+            where = names[k] = next(((side, pipe) for side, d in got.items() for pipe in d),
+                                    None)
+        if where is not None and type(v) in (int, float):
+            out.setdefault(where[0], {})[where[1]] = float(v)
+    return out
+
+
+def _task_lane(layout: Layout, dev, stream) -> int:
+    d = layout.device(dev if isinstance(dev, int) else None)
+    g = layout.group(d, "Ascend Hardware", HW_ORDER,
+                     _describe_process("Ascend Hardware", f"NPU {dev}"))
+    name = f"Stream {stream}" if stream is not None else "No stream"
+    return layout.lane(g, name, order=stream if isinstance(stream, int) else 1 << 20,
+                       nesting=False, description=_describe_lane("Ascend Hardware", name))
+
+
+def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],
+                 stats: dict[str, Any]) -> None:
+    """COMMUNICATION_OP rows: one slice per op on ``HCCL / Group g Communication``."""
+    if "COMMUNICATION_OP" not in db.tables:
+        return
+    want = ["opName", "startNs", "endNs", "connectionId", "groupName", "opId", "relay",
+            "retry", "dataType", "algType", "count", "opType", "deviceId"]
+    _, cur = db.rows("COMMUNICATION_OP", want)
+    groups: dict[Any, int] = {}
+    made = bad = 0
+    for name, start, end, conn, group, op_id, relay, retry, dtype, alg, count, optype, dev \
+            in cur:
+        if span(start, end) is None:
+            bad += 1
+            continue
+        conn, op_id, relay, retry, count, dev = map(plain, (conn, op_id, relay, retry, count,
+                                                            dev))
+        d = layout.device(dev if isinstance(dev, int) else None)
+        g = layout.group(d, "HCCL", HCCL_ORDER, _describe_process("HCCL", None))
+        n = groups.setdefault(group, len(groups))
+        lane = layout.lane(g, f"Group {n} Communication", order=0, nesting=False)
+        args = {"connection_id": conn, "group_name": db.string(group),
+                "op_id": op_id, "relay": relay, "retry": retry,
+                "data_type": db.enum("ENUM_HCCL_DATA_TYPE", dtype),
+                "alg_type": db.string(alg), "count": count,
+                "op_type": cell_value(db.string(optype) or ""), "source": db.path.name}
+        i = trace.add_slice(lane, start, end - start, db.string(name) or "communication",
+                            "hccl", args)
+        if conn is not None:
+            index.setdefault(conn, []).append(i)
+        made += 1
+    stats["COMMUNICATION_OP"] = {"rows": made + bad, "slices": made}
+    if bad:
+        trace.warn(f"{db.path}: {bad} COMMUNICATION_OP rows without a usable start/end time "
+                   "not converted")
+
+
+# OVERLAP_ANALYSIS type (ENUM_OVERLAP_ANALYSIS_TYPE) -> the text timeline's lane (its order)
+OVERLAP_LANES = {"COMPUTE": ("Computing", 2), "COMMUNICATION": ("Communication", 0),
+                 "COMM_NOT_OVERLAP_COMP": ("Communication(Not Overlapped)", 1),
+                 "FREE": ("Free", 3)}
+_OVERLAP_IDS = {0: "COMPUTE", 1: "COMMUNICATION", 2: "COMM_NOT_OVERLAP_COMP", 3: "FREE"}
+
+
+def add_overlap(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:
+    """OVERLAP_ANALYSIS (newer msprof): msprof's own computing / communication / free
+    intervals, on the text timeline's derived ``Overlap Analysis`` lanes."""
+    if "OVERLAP_ANALYSIS" not in db.tables:
+        return
+    _, cur = db.rows("OVERLAP_ANALYSIS", ["deviceId", "startNs", "endNs", "type"])
+    enum = "ENUM_OVERLAP_ANALYSIS_TYPE" in db.tables
+    lanes: dict[tuple, int] = {}
+    made = bad = 0
+    for dev, start, end, typ in cur:
+        if isinstance(start, float) and start.is_integer():
+            start = int(start)
+        if isinstance(end, float) and end.is_integer():
+            end = int(end)
+        kind = db.enum("ENUM_OVERLAP_ANALYSIS_TYPE", typ) if enum else _OVERLAP_IDS.get(typ)
+        where = OVERLAP_LANES.get(kind or "")
+        if span(start, end) is None or where is None:
+            bad += 1
+            continue
+        dev = dev if type(dev) is int else None
+        lane = lanes.get((dev, where))
+        if lane is None:
+            g = layout.group(layout.device(dev), "Overlap Analysis", 30,
+                             _describe_process("Overlap Analysis", f"NPU {dev}"))
+            lane = lanes[(dev, where)] = layout.lane(g, where[0], order=where[1],
+                                                     nesting=False, derived=True)
+        trace.add_slice(lane, start, end - start, where[0], "overlap_analysis")
+        made += 1
+    stats["OVERLAP_ANALYSIS"] = {"rows": made + bad, "slices": made}
+    if bad:
+        trace.warn(f"{db.path}: {bad} OVERLAP_ANALYSIS rows without usable times or a known "
+                   "type not converted")

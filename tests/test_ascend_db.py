@@ -1,0 +1,440 @@
+"""Ascend database exports (readers/ascend_db): the same run as the text export, flows and
+counters counted on the tables, read-only opening, bad input."""
+
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+
+from tracecvt.analyses import analyze
+from tracecvt.readers import find_runs
+from tracecvt.summary import summary_data
+
+from conftest import SAMPLES
+
+MS = SAMPLES / "msprof"
+PROFS = sorted(MS.glob("cannbot-ascendc-vs-pypto/operators/*/reports/raw/*/PROF_*"))
+TORCH = MS / "msinsight/test/data/pytorch/db/level0/rank0_ascend_pt"
+TORCH_DB = TORCH / "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db"
+HW = "Ascend Hardware"
+
+
+def ro(path):
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+
+
+def device_tasks(trace, exact=True):
+    """(name, start ns, duration ns, stream) of every slice on an Ascend Hardware lane
+    (``exact=False``: duration left out, the slice itself as the value)."""
+    out = collections.Counter() if exact else collections.defaultdict(list)
+    for s in trace.slices:
+        parts = trace.path(s.track).split(" / ")
+        if HW in parts:
+            key = (s.name, s.ts, parts[parts.index(HW) + 1])
+            if exact:
+                out[(s.name, s.ts, s.dur, key[2])] += 1
+            else:
+                out[key].append(s)
+    return out
+
+
+def json_durations(text_dir) -> dict[tuple[str, int], list[Decimal]]:
+    """Exact durations (ns, with the sub-ns digits msprof_*.json prints) by (name, start)."""
+    (path,) = text_dir.glob("mindstudio_profiler_output/msprof_*.json")
+    out = collections.defaultdict(list)
+    for e in json.loads(path.read_text()):
+        if e.get("ph") == "X":
+            out[(e["name"], text_ns(e["ts"]))].append(Decimal(repr(e.get("dur", 0))) * 1000)
+    return out
+
+
+def same_duration(db_slice, text_slice, exact: list[Decimal]) -> bool:
+    """The database stores start and end as whole ns, each rounded; msprof_*.json prints
+    the duration with sub-ns digits (90.5018125 µs), which the text reader rounds half-up to
+    the ns.  Same: the database's end - start is within 1 ns of the JSON's exact duration
+    (two roundings of 0.5 ns each), and the text model's duration is that exact duration
+    rounded."""
+    return any(abs(db_slice.dur - x) < 1 and text_slice.dur == int(
+        x.to_integral_value(ROUND_HALF_UP)) for x in exact)
+
+
+def text_ns(value) -> int:
+    d = Decimal(value.strip()) if isinstance(value, str) else Decimal(repr(value))
+    return int((d * 1000).to_integral_value(ROUND_HALF_UP))
+
+
+def split_copies(prof, tmp_path):
+    """Two copies of one PROF_* folder: the database alone, and the text export alone."""
+    db_dir = tmp_path / "db" / prof.name
+    db_dir.mkdir(parents=True)
+    (db,) = prof.glob("msprof_*.db")
+    shutil.copy(db, db_dir / db.name)
+    text_dir = tmp_path / "text" / prof.name
+    shutil.copytree(prof / "mindstudio_profiler_output", text_dir / "mindstudio_profiler_output")
+    return db_dir, text_dir, db
+
+
+def merged_tasks(db) -> int:
+    """TASK rows that are the hardware task around a context subtask: a KERNEL_* row with
+    no COMPUTE_TASK_INFO and no context id beside a row of the same stream, task id and
+    connection id that has both.  The text export shows the subtask only; so does the
+    reader (the outer task's times become args of the subtask)."""
+    with ro(db) as c:
+        return c.execute(
+            "SELECT count(*) FROM TASK t JOIN STRING_IDS s ON s.id = t.taskType "
+            "WHERE s.value LIKE 'KERNEL%' AND t.contextId = 4294967295 AND t.globalTaskId "
+            "NOT IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO) AND EXISTS (SELECT 1 FROM "
+            "TASK u JOIN COMPUTE_TASK_INFO ci ON ci.globalTaskId = u.globalTaskId WHERE "
+            "u.streamId = t.streamId AND u.taskId = t.taskId AND u.connectionId = "
+            "t.connectionId AND u.contextId != 4294967295)").fetchone()[0]
+
+
+@pytest.mark.parametrize("prof", PROFS, ids=lambda p: p.parent.name)
+def test_database_and_text_give_the_same_device_tasks(prof, tmp_path):
+    db_dir, text_dir, db = split_copies(prof, tmp_path)
+    (dsrc,) = find_runs(db_dir)
+    (tsrc,) = find_runs(text_dir)
+    assert dsrc.format == "msprof-db" and tsrc.variant == "msprof-app"
+    dtrace, ttrace = dsrc.read(), tsrc.read()
+    got, want = device_tasks(dtrace, False), device_tasks(ttrace, False)
+    # the text export prints start times in µs with 3 decimals: exact ns, compared as such;
+    # durations as same_duration says; the one difference, named: kernel tasks without an op
+    assert not set(want) - set(got)
+    exact = json_durations(text_dir)
+    extra = collections.Counter()
+    for key, slices in got.items():
+        text = want.get(key, [])
+        assert len(slices) >= len(text), key
+        for a, b in zip(slices, text):
+            assert same_duration(a, b, exact[(key[0], key[1])]), (key, a.dur, b.dur)
+        for a in slices[len(text):]:
+            extra[(a.name, a.ts, a.dur, key[2])] += 1
+    assert not extra
+    with ro(db) as c:
+        rows = c.execute("SELECT count(*) FROM TASK").fetchone()[0]
+    merged = merged_tasks(db)
+    assert sum(map(len, got.values())) == rows - merged
+    assert dtrace.meta.extra["ascend_db"].get("tasks_merged_into_subtask", 0) == merged
+    assert sum(1 for s in dtrace.slices if "hardware_task_start_ns" in (s.args or {})) == merged
+    # the kernel table of the summary: the same rows, but for the database's extra tasks
+    dsum = {r["label"]: r for r in summary_data(dtrace, analyze(dtrace))["time_by_label"]
+            [0]["rows"]}
+    tsum = {r["label"]: r for r in summary_data(ttrace, analyze(ttrace))["time_by_label"]
+            [0]["rows"]}
+    only: set[str] = set()
+    assert set(dsum) - set(tsum) <= only
+    for label, row in tsum.items():
+        if label in only:
+            continue
+        d = dsum[label]
+        assert d["count"] == row["count"], label
+        # totals: sums of per-task ns, each within 1 ns of the text's (same_duration)
+        assert abs(row["total_us"] - d["total_us"]) <= row["count"] / 1000 + 1e-6, label
+        assert abs(row["max_us"] - d["max_us"]) <= 0.001 + 1e-9, label
+
+
+@pytest.mark.parametrize("prof", PROFS, ids=lambda p: p.parent.name)
+def test_database_args_match_op_summary(prof, tmp_path):
+    """Op type, block dims and PMU figures: the database's values, rounded the way
+    op_summary prints them (its own digits), are the text's."""
+    db_dir, text_dir, _ = split_copies(prof, tmp_path)
+    dtrace = find_runs(db_dir)[0].read()
+    ttrace = find_runs(text_dir)[0].read()
+    text = {(s.ts, s.name): s.args for s in ttrace.slices if s.args and
+            s.args.get("op_summary_row") is not None}
+    assert text
+    compared = 0
+    for s in dtrace.slices:
+        t = text.get((s.ts, s.name))
+        if t is None:
+            continue
+        for k in ("op_type", "block_dim", "mix_block_dim", "stream_id", "task_id",
+                  "task_type", "aic_total_cycles", "aiv_total_cycles"):
+            if k in t and t[k] is not None:
+                assert s.all_args.get(k) == t[k], (k, s.name)
+        for k, v in t.items():
+            if k.endswith(("_ratio", "_time_us")) and isinstance(v, float) and k in s.all_args:
+                digits = -Decimal(repr(v)).as_tuple().exponent
+                assert round(float(s.all_args[k]), max(digits, 3)) == pytest.approx(v), k
+                compared += 1
+    assert compared
+
+
+def test_both_exports_one_run_text_by_default_database_with_from():
+    prof = PROFS[0]
+    (src,) = find_runs(prof)
+    assert src.variant == "msprof-app"
+    trace = src.read()
+    db = next(prof.glob("msprof_*.db"))
+    why = trace.meta.extra["msprof_ignored_files"][str(db)]
+    assert why.startswith("the run's database export: not read, the text export's timeline "
+                          "holds") and "--from msprof-db" in why
+    assert not any(str(db) in w for w in trace.meta.warnings)    # listed, not warned about
+    (src,) = find_runs(prof, "msprof-db")
+    assert src.format == "msprof-db" and src.root == prof
+    trace = src.read()
+    with ro(db) as c:
+        assert sum(device_tasks(trace).values()) == \
+            c.execute("SELECT count(*) FROM TASK").fetchone()[0] - merged_tasks(db)
+    ignored = trace.meta.extra["msprof_ignored_files"]
+    assert any("mindstudio_profiler_output" in p for p in ignored)
+    assert any(w.startswith(f"{db}: read as asked (--from msprof-db)")
+               for w in trace.meta.warnings)
+
+
+def test_database_read_where_the_text_export_has_no_timeline(tmp_path):
+    """A PROF_* folder whose text export holds CSV summaries only: the database holds more,
+    it is read, and the run says so."""
+    prof = PROFS[1]
+    run = tmp_path / prof.name
+    shutil.copytree(prof, run)
+    for p in run.glob("mindstudio_profiler_output/msprof_*.json"):
+        p.unlink()
+    (src,) = find_runs(run)
+    assert src.format == "msprof-db"
+    trace = src.read()
+    db = next(run.glob("msprof_*.db"))
+    assert any(w.startswith(f"{db}: read instead of the ") and "--from msprof reads them" in w
+               for w in trace.meta.warnings)
+    assert "platform_version 5" in trace.meta.device     # info.json beside it, as the text
+
+
+def test_torch_npu_database_counts():
+    (src,) = find_runs(TORCH)
+    assert src.format == "msprof-db" and src.root == TORCH
+    trace = src.read()
+    with ro(TORCH_DB) as c:
+        q = lambda s: c.execute(s).fetchone()[0]      # noqa: E731
+        assert sum(device_tasks(trace).values()) == q("SELECT count(*) FROM TASK") \
+            - merged_tasks(TORCH_DB)
+        host = collections.Counter(trace.path(s.track).split(" / ")[2] for s in trace.slices
+                                   if " / Host / " in f" {trace.path(s.track)}")
+        assert host["Python"] == q("SELECT count(*) FROM PYTORCH_API")
+        assert host["CANN"] == q("SELECT count(*) FROM CANN_API")
+        names = collections.Counter(f.name for f in trace.flows)
+        # flows end on the drawn device slices (tasks and communication ops) of a connection id
+        ends = collections.Counter(s.args["connection_id"] for s in trace.slices
+                                   if s.args and "global_task_id" in s.args
+                                   or s.cat == "hccl" and s.args and "op_id" in s.args)
+        cann = {r[0] for r in c.execute("SELECT connectionId FROM CANN_API")}
+        assert names["HostToDevice"] == sum(ends[k] for k in cann) > 0
+        # every CONNECTION_IDS pair is a flow: to its device slices, else to its CANN call,
+        # else Enqueue -> Dequeue (the two queue rows sharing a connection id)
+        torch_ids = {r[0] for r in c.execute("SELECT connectionId FROM PYTORCH_API")}
+        npu = queue = 0
+        for pid, conn in c.execute("SELECT id, connectionId FROM CONNECTION_IDS"):
+            assert pid in torch_ids
+            if ends[conn]:
+                npu += ends[conn]
+            elif conn in cann:
+                npu += 1
+            else:
+                queue += 1
+        assert names["async_npu"] == npu > 0
+        assert names["async_task_queue"] == queue // 2 > 0
+        assert not any("CONNECTION_IDS" in w for w in trace.meta.warnings)
+        samples = sum(len(c_) for c_ in trace.counters)
+        want = (q("SELECT count(*) FROM AICORE_FREQ") + 2 * q("SELECT count(*) FROM NPU_MEM")
+                + q("SELECT count(*) FROM NPU_MODULE_MEM") + q("SELECT count(*) FROM HBM")
+                + 2 * q("SELECT count(*) FROM LLC") + 4 * q("SELECT count(*) FROM ACC_PMU")
+                + 2 * q("SELECT count(*) FROM SOC_BANDWIDTH_LEVEL")
+                + 3 * q("SELECT count(*) FROM MEMORY_RECORD"))
+        assert samples == want
+    steps = [s for s in trace.slices if s.cat == "step"]
+    assert [s.name for s in steps] == ["Step 50"] and steps[0].args["computing_us"] == 8843.91
+    assert trace.meta.device == "NPU 0: Ascend910B"
+    assert any("tables not converted: NPU_OP_MEM (114 rows), OP_MEMORY (184 rows)" in w
+               for w in trace.meta.warnings)
+
+
+def test_opened_read_only_nothing_written(tmp_path):
+    run = tmp_path / "PROF_1"
+    run.mkdir()
+    db = run / "renamed.sqlite"
+    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    run.chmod(0o555)
+    db.chmod(0o444)
+    try:
+        before = sorted(p.name for p in run.iterdir())
+        (src,) = find_runs(run)
+        assert src.format == "msprof-db"
+        assert src.read().slices
+        assert sorted(p.name for p in run.iterdir()) == before
+    finally:
+        run.chmod(0o755)
+
+
+def test_locked_database_still_reads(tmp_path):
+    db = tmp_path / "x.db"
+    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    holder = sqlite3.connect(db)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        (src,) = find_runs(db)
+        assert src.read().slices
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def _broken(tmp_path, how):
+    db = tmp_path / "msprof_1.db"
+    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    if how == "truncated":
+        data = db.read_bytes()
+        db.write_bytes(data[:len(data) // 3])
+    elif how == "corrupt":
+        data = bytearray(db.read_bytes())
+        for i in range(200, len(data), 997):
+            data[i] ^= 0x5A
+        db.write_bytes(bytes(data))
+    elif how == "empty":
+        db.write_bytes(b"")
+    elif how == "schema not utf-8":     # a table's name in sqlite_master damaged
+        data = bytearray(db.read_bytes())
+        data[data.index(b"tableCANN_API") + len(b"table")] = 0xF8
+        db.write_bytes(bytes(data))
+    else:
+        c = sqlite3.connect(db)
+        if how == "missing table":
+            c.execute("DROP TABLE COMPUTE_TASK_INFO")
+        elif how == "unknown enum":
+            c.execute("UPDATE CANN_API SET type = 777")
+        elif how == "not utf-8":
+            c.execute("UPDATE STRING_IDS SET value = CAST(X'6D61746D756CFF' AS TEXT) "
+                      "WHERE id = (SELECT name FROM COMPUTE_TASK_INFO LIMIT 1)")
+        elif how == "string id":
+            c.execute("DELETE FROM STRING_IDS WHERE id = (SELECT name FROM COMPUTE_TASK_INFO "
+                      "LIMIT 1)")
+        c.commit()
+        c.close()
+    return db
+
+
+@pytest.mark.parametrize("how", ["truncated", "corrupt", "empty", "missing table",
+                                 "unknown enum", "string id", "not utf-8",
+                                 "schema not utf-8"])
+def test_bad_input_one_line(tmp_path, how):
+    from conftest import cli
+    db = _broken(tmp_path, how)
+    res = cli("info", "--from", "msprof-db", str(db))
+    out = res.output
+    assert "Traceback" not in out
+    if how == "not utf-8":          # read, the bad bytes shown as U+FFFD
+        assert res.exit_code == 0 and "Traceback" not in out
+        trace = find_runs(db, "msprof-db")[0].read()
+        assert any(s.name == "matmul\ufffd" for s in trace.slices)
+        return
+    if how in ("truncated", "corrupt", "empty", "schema not utf-8"):
+        assert res.exit_code != 0 and str(db) in out
+    else:
+        assert res.exit_code == 0
+        lines = [ln for ln in out.splitlines() if "warning" in ln and str(db) in ln]
+        assert lines, out
+        want = {"missing table": "no COMPUTE_TASK_INFO table", "unknown enum": "ENUM_API_TYPE",
+                "string id": "string ids have no STRING_IDS row"}[how]
+        assert any(want in ln for ln in lines), out
+
+
+def test_summary_compare_batch_api(tmp_path):
+    from conftest import cli
+    import tracecvt.api as api
+    res = cli("summary", "-q", "--format", "json", "-o", str(tmp_path / "s.json"), str(TORCH))
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert data["time_by_label"][0]["rows"]
+    res = cli("compare", str(TORCH), str(tmp_path / "s.json"))
+    assert res.exit_code == 0, res.output
+    res = cli("batch", str(TORCH.parent), "-o", str(tmp_path / "out"))
+    assert res.exit_code == 0, res.output
+    assert list((tmp_path / "out").rglob("*.pftrace"))
+    (run,) = api.read(TORCH)
+    assert run.format == "msprof-db" and run.trace.slices
+    (run,) = api.read(PROFS[1], "msprof-db")
+    assert run.format == "msprof-db" and run.trace.meta.tool == "msprof"
+
+
+def test_compressed_and_archived_database(tmp_path):
+    import gzip
+    import zipfile
+    db = next(PROFS[1].glob("msprof_*.db"))
+    gz = tmp_path / "run.db.gz"
+    gz.write_bytes(gzip.compress(db.read_bytes()))
+    zp = tmp_path / "run.zip"
+    with zipfile.ZipFile(zp, "w") as z:
+        z.write(db, "PROF_x/" + db.name)
+    with ro(db) as c:
+        rows = c.execute("SELECT count(*) FROM TASK").fetchone()[0]
+    for path in (gz, zp):
+        (src,) = find_runs(path)
+        assert src.format == "msprof-db"
+        assert sum(device_tasks(src.read()).values()) == rows - merged_tasks(db)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.db.gz", "run.zip"]
+
+
+def test_overlap_analysis_table_gives_the_text_overlap_lanes(tmp_path):
+    """Newer msprof versions write OVERLAP_ANALYSIS (id, deviceId, startNs, endNs, type;
+    ENUM_OVERLAP_ANALYSIS_TYPE COMPUTE 0, COMMUNICATION 1, COMM_NOT_OVERLAP_COMP 2, FREE 3).
+    Made here from a cannbot run the way such a version differs: its text timeline's
+    Overlap Analysis events written into the database copy; the database model then has the
+    text model's derived Overlap Analysis lanes, slice for slice."""
+    prof = PROFS[1]
+    db_dir, text_dir, db = split_copies(prof, tmp_path)
+    copy = db_dir / db.name
+    (js,) = text_dir.glob("mindstudio_profiler_output/msprof_*.json")
+    events = json.loads(js.read_text())
+    pname = {e["pid"]: e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    kinds = {"Computing": 0, "Communication": 1, "Communication(Not Overlapped)": 2, "Free": 3}
+    rows = [(i, 0, text_ns(e["ts"]), text_ns(e["ts"]) + text_ns(e["dur"]), kinds[e["name"]])
+            for i, e in enumerate(e for e in events if e["ph"] == "X"
+                                  and pname[e["pid"]] == "Overlap Analysis")]
+    assert rows
+    with sqlite3.connect(copy) as c:
+        c.execute("CREATE TABLE OVERLAP_ANALYSIS (id INTEGER PRIMARY KEY, deviceId INTEGER, "
+                  "startNs NUMERIC, endNs NUMERIC, type INTEGER)")
+        c.executemany("INSERT INTO OVERLAP_ANALYSIS VALUES (?, ?, ?, ?, ?)", rows)
+        c.execute("CREATE TABLE ENUM_OVERLAP_ANALYSIS_TYPE (id INTEGER PRIMARY KEY, name TEXT)")
+        c.executemany("INSERT INTO ENUM_OVERLAP_ANALYSIS_TYPE VALUES (?, ?)",
+                      [(0, "COMPUTE"), (1, "COMMUNICATION"), (2, "COMM_NOT_OVERLAP_COMP"),
+                       (3, "FREE")])
+
+    def overlap(trace):
+        return collections.Counter(
+            (trace.path(s.track), trace.tracks[s.track].derived, s.name, s.ts, s.dur)
+            for s in trace.slices if "/ Overlap Analysis /" in trace.path(s.track))
+
+    dtrace = find_runs(db_dir)[0].read()
+    ttrace = find_runs(text_dir)[0].read()
+    assert overlap(dtrace) == overlap(ttrace) and sum(overlap(dtrace).values()) == len(rows)
+    assert "OVERLAP_ANALYSIS" not in dtrace.meta.extra["ascend_db"]["tables_not_converted"]
+
+
+def test_several_database_ranks_are_one_run(tmp_path):
+    """Two torch_npu ranks side by side, each with only its database (made from the real
+    rank: the copy's RANK_DEVICE_MAP and profiler_info say rank 1): one run with a Rank
+    group per rank, as the text reader makes of several ranks."""
+    for r in (0, 1):
+        rank = tmp_path / f"rank{r}_ascend_pt"
+        shutil.copytree(TORCH, rank)
+        if r:
+            info = rank / "profiler_info_0.json"
+            doc = json.loads(info.read_text())
+            doc["rank_id"] = 1
+            (rank / "profiler_info_1.json").write_text(json.dumps(doc))
+            info.unlink()
+            with sqlite3.connect(next(rank.glob("*/ascend_pytorch_profiler_0.db"))) as c:
+                c.execute("UPDATE RANK_DEVICE_MAP SET rankId = 1")
+    (src,) = find_runs(tmp_path)
+    assert src.format == "msprof-db" and src.root == tmp_path
+    trace = src.read()
+    single = find_runs(TORCH)[0].read()
+    per_rank = collections.Counter(trace.path(s.track).split(" / ")[0] for s in trace.slices)
+    assert per_rank == {"Rank 0": len(single.slices), "Rank 1": len(single.slices)}
+    assert len(trace.flows) == 2 * len(single.flows)
+    assert sorted(trace.meta.extra["torch_npu"]["ranks"]) == ["0", "1"]
