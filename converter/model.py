@@ -47,9 +47,14 @@ ARG_LINES = "arg_lines"
 # with one TASK_ID are one task whatever is declared.  The .pftrace gives each such set on
 # two or more tracks one correlation_id (``same_work.work_ids``).
 SAME_WORK = "same_work"
+# meta.extra[SOURCE_IDLE]: [{"lane": L, "lanes": [l, ...]}], as the reader declares them: the
+# slices of lane L are the source tool's own idle intervals of the lanes l (msprof's overlap
+# analysis "Free" of a device's streams), which the summary compares with tracecvt's idle time
+# of the same lanes (``analyses.source_idle``).
+SOURCE_IDLE = "source_idle"
 # The meta.extra keys that say how to read the model, not facts about the run: writers leave
 # them out of traces.
-READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES, SAME_WORK})
+READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES, SAME_WORK, SOURCE_IDLE})
 # meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for
 # every predecessor: PyPTO), so bubbles are classified by cause and the critical path
 # follows the flows.

@@ -18,6 +18,7 @@ from .ncu_bounds import NcuResult, analyze_ncu
 from .places import Place, at_dict, of_segments, largest_bubbles, number_findings
 from .pypto_check import PyptoCheck, check_pypto
 from .ratings import Rating, rate
+from .source_idle import compare_source_idle
 
 SCHEMA = "tracecvt-analysis/2"
 
@@ -44,6 +45,7 @@ class Analysis(TrackAnalysis):
     format_details: dict[str, Any] = field(default_factory=dict)
     largest_bubbles: list[dict[str, Any]] = field(default_factory=list)   # places.py
     kernel_at: list[dict[str, Any] | None] = field(default_factory=list)  # per NCU kernel
+    source_idle: list[dict[str, Any]] = field(default_factory=list)   # source_idle.py
 
     def key_figures(self) -> dict[str, Any]:
         out = key_figures(self)
@@ -90,6 +92,7 @@ class Analysis(TrackAnalysis):
             "key_figures": self.key_figures(),
             "warnings": self.warnings,
             **({"format_details": self.format_details} if self.format_details else {}),
+            **({"source_idle": self.source_idle} if self.source_idle else {}),
         }
         number_findings(out)
         return out
@@ -124,6 +127,7 @@ def analyze(trace: Trace) -> Analysis:
     if ncu is not None:
         a.kernel_at = [at_dict(trace, Place.of_slices(trace, [k.index]), origin)
                        for k in ncu.kernels]
+    a.source_idle = compare_source_idle(trace)
     a.bottleneck = bottleneck(trace, a)
     a.bottlenecks = bottlenecks(trace, a)
     annotate(trace, a)

@@ -18,8 +18,9 @@ from ..analyses.places import findings, lane_label
 from ..model import clock_skew_text
 from .html_pictures import (bubble_breakdown, cp_strip, esc, kind_colors, timeline_strip,
                             util_bars, visual)
-from .markdown import (FINDINGS_SHOWN, change_cell, figure_cell, ncu_kernel_table, num, pct_,
-                       span_text, us_)
+from .markdown import (FINDINGS_SHOWN, SOURCE_IDLE_HEAD, SOURCE_IDLE_NOTE, change_cell,
+                       figure_cell, ncu_kernel_table, num, pct_, source_idle_rows, span_text,
+                       us_)
 
 # -- where each finding is in the trace ---------------------------------------------------
 
@@ -238,6 +239,11 @@ def render_html(d: dict[str, Any], trace=None, analysis=None, open_link=None) ->
     else:
         sections.append(("timeline", f"<h2>Lanes</h2><p>No bubble figures: "
                                      f"{esc(bub.get('reason'))}.</p>"))
+    idle_rows = source_idle_rows(d)
+    if idle_rows:
+        sections.append(("source-idle", "<h2>The tool's idle intervals vs tracecvt's</h2>"
+                         + _table(list(SOURCE_IDLE_HEAD), idle_rows)
+                         + f'<p class="note">{esc(SOURCE_IDLE_NOTE)}</p>'))
     cp = d.get("critical_path") or {}
     if cp.get("computed"):
         body = (f"<p>{esc(us_(cp['length_us']))} from the run start to the last task's end: "

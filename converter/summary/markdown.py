@@ -66,6 +66,27 @@ def findings_section(d: dict[str, Any]) -> list[str]:
     return out
 
 
+SOURCE_IDLE_HEAD = ("the tool's idle lane", "lanes", "window", "the tool's idle",
+                    "tracecvt's idle", "both idle", "agreement")
+SOURCE_IDLE_NOTE = ("tracecvt's idle: the time none of the lanes has a task, over the window "
+                    "both cover; agreement: the time both call idle over the larger total.")
+
+
+def source_idle_rows(d: dict[str, Any]) -> list[list[str]]:
+    return [[r["lane"], num(r["lanes"]), us_(r["window_us"]), us_(r["source_idle_us"]),
+             us_(r["tracecvt_idle_us"]), us_(r["both_idle_us"]), pct_(r["agreement_pct"])]
+            for r in d.get("source_idle") or []]
+
+
+def source_idle_section(d: dict[str, Any]) -> list[str]:
+    """The tool's own idle intervals (msprof's overlap analysis "Free") against tracecvt's."""
+    rows = source_idle_rows(d)
+    if not rows:
+        return []
+    return ["## The tool's idle intervals vs tracecvt's", "", *table(SOURCE_IDLE_HEAD, rows),
+            "", SOURCE_IDLE_NOTE, ""]
+
+
 def pct_(v: Any) -> str:
     return "n/a" if v is None else f"{v:.1f} %"
 
@@ -271,6 +292,7 @@ def render_markdown(d: dict[str, Any]) -> str:
                 rows.append(r)
             out += table(hd, rows)
             out.append("")
+    out += source_idle_section(d)
     # -- critical path --------------------------------------------------------------------
     cp = d.get("critical_path") or {}
     out.append("## Critical path")

@@ -15,9 +15,9 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import is_dir, listdir, logical_name
-from ...model import RESOURCES, RunMeta, Trace
+from ...model import RESOURCES, SAME_WORK, RunMeta, Trace
 from ..base import ReadOptions, Source
-from ..msprof import DEVICE_RESOURCES, RESOURCE_TOOLS
+from ..msprof import DEVICE_RESOURCES, RESOURCE_TOOLS, SAME_WORK_FLOWS
 from ..msprof import discover as d
 from .database import DB_ERRORS, Database, looks_like_sqlite, sql_error
 
@@ -77,7 +77,10 @@ class AscendDbReader:
              "+ analysis.db (torch_npu), read-only with sqlite3")
 
     def declarations(self, meta: RunMeta) -> dict[str, Any]:
-        return {RESOURCES: list(DEVICE_RESOURCES)} if meta.tool in RESOURCE_TOOLS else {}
+        # As the text export's (msprof.MsprofReader.declarations): its flows have those names.
+        if meta.tool not in RESOURCE_TOOLS:
+            return {}
+        return {RESOURCES: list(DEVICE_RESOURCES), SAME_WORK: {"flows": list(SAME_WORK_FLOWS)}}
 
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
         found = []

@@ -121,6 +121,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
         except DB_ERRORS as e:
             failed.append(table)
             trace.warn(sql_error(path, table, e))
+    layout.declare_source_idle()
     if failed and not trace.slices and not trace.counters:
         raise InputError(path, f"no table could be read ({', '.join(failed)})")
     for table, (user, lost) in NEEDED.items():

@@ -56,6 +56,7 @@ def read_app(source: Source, options: ReadOptions) -> Trace:
         [p.name for p in files_of(source, first)] if first else [])
     for p in files_of(source, "step_trace"):
         sources[str(p)] = guard(_add_step_trace, trace, layout, p)
+    layout.declare_source_idle()
     add_stats_files(trace, source, sources=sources, guard=guard)
     guard.check()
     _device_info(trace, source)

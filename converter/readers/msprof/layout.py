@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ...model import GROUP, Trace
+from ...model import GROUP, SOURCE_IDLE, Trace
 from .jsonshape import rank as clamp
 
 # Processes that belong to a device when the file gives no label.
@@ -92,3 +92,21 @@ class Layout:
                 return "host", None
             t = tracks[t].parent
         return None, None
+
+    def declare_source_idle(self) -> None:
+        """Declare each device's overlap-analysis ``Free`` lane as msprof's own idle time of
+        that device's task lanes (``Ascend Hardware`` streams, ``HCCL`` planes):
+        ``model.SOURCE_IDLE``, which the summary compares with tracecvt's idle time."""
+        out = []
+        for dev in self._devices.values():
+            oa = self._groups.get((dev, "Overlap Analysis"))
+            free = self._lanes.get((oa, "Free")) if oa is not None else None
+            if free is None:
+                continue
+            owners = {g for name in ("Ascend Hardware", "HCCL")
+                      if (g := self._groups.get((dev, name))) is not None}
+            lanes = sorted(lane for (parent, _), lane in self._lanes.items() if parent in owners)
+            if lanes:
+                out.append({"lane": free, "lanes": lanes})
+        if out:
+            self.trace.meta.extra.setdefault(SOURCE_IDLE, []).extend(out)

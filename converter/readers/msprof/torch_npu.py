@@ -84,6 +84,7 @@ def _read_rank(trace: Trace, source: Source, prefix: str, rank: int | None,
         sources[str(p)] = guard(add_operator_memory, trace, layout, p, layout.default_device,
                                 parsed.pop(p, None))
     _steps(trace, layout, source, prefix, rank, sources, guard)
+    layout.declare_source_idle()
     add_stats_files(trace, source, prefix, rank if (multi or rank is not None) else None,
                     sources, guard)
     dbs = files_of(source, "db", prefix)
