@@ -172,6 +172,8 @@ SAME_WORK_FACTS = {
     ("simpler", ""): {"args": ["task"]},
     ("msprof", "msprof-app"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
     ("msprof", "torch-npu"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
+    # the database exports: the text export's flows, named alike
+    ("msprof-db", "msprof-db"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
 }
 
 
