@@ -25,10 +25,10 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
             entry["samples"] = samples.get(index, 0)
         tracks.append(entry)
     meta = trace.meta
-    # Files of the run folder a reader lists (role "ignored") but does not read; the msprof
-    # family says why for each.
+    # Files of the run folder a reader lists (role "ignored") but does not read, and why: the
+    # msprof family in the run's metadata, a companion in its Source (readers._walk).
     why = meta.extra.get("msprof_ignored_files") if type(meta.extra) is dict else None
-    why = why if isinstance(why, dict) else {}
+    why = {**(why if isinstance(why, dict) else {}), **source.not_used}
     unused = {role for role in source.files if _role_kind(role) == "ignored"}
     # What the writers would not draw (their warning when writing), with the run's own.
     warnings, causes = list(meta.warnings), dict(meta.causes)
