@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from .model import COUNTER, GROUP, LANE, Trace, warning_groups
@@ -24,10 +25,10 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
             entry["samples"] = samples.get(index, 0)
         tracks.append(entry)
     meta = trace.meta
-    # Files of the run folder a reader lists (role "ignored") but does not read; the msprof
-    # family says why for each.
+    # Files of the run folder a reader lists (role "ignored") but does not read, and why: the
+    # msprof family in the run's metadata, a companion in its Source (readers._walk).
     why = meta.extra.get("msprof_ignored_files") if type(meta.extra) is dict else None
-    why = why if isinstance(why, dict) else {}
+    why = {**(why if isinstance(why, dict) else {}), **source.not_used}
     unused = {role for role in source.files if _role_kind(role) == "ignored"}
     # What the writers would not draw (their warning when writing), with the run's own.
     warnings, causes = list(meta.warnings), dict(meta.causes)
@@ -43,14 +44,15 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "format": source.format,
         "variant": source.variant,
         "root": str(source.root),
-        "files": {role: str(p) for role, p in sorted(source.files.items()) if role not in unused},
-        "not_used": {str(p): why.get(str(p)) for p in sorted(
-            (source.files[role] for role in unused), key=str)},
+        # Lists of objects: a file's role and path are values, never keys (docs/api.md).
+        "files": [{"role": role, "path": str(p)}
+                  for role, p in sorted(source.files.items()) if role not in unused],
+        "not_used": [{"path": str(p), "reason": why.get(str(p))} for p in sorted(
+            (source.files[role] for role in unused), key=str)],
         "tool": meta.tool,
         "tool_version": meta.tool_version,
         "device": meta.device,
-        "clock": {"name": meta.clock.name, "unit": meta.clock.unit,
-                  "ns_per_unit": str(meta.clock.ns_per_unit)},
+        "clock": _clock(meta.clock),
         "tasks": meta.extra.get("tasks", len(trace.slices)),
         "counts": trace.stats(),
         "time_span_ns": list(span) if span else None,
@@ -62,6 +64,21 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "causes": [{"cause": key, "warnings": [warnings.index(w) for w in group]}
                    for key, group in warning_groups(warnings, causes) if len(group) > 1],
     }
+
+
+def _clock(clock: Any) -> dict[str, Any]:
+    """The run's clock, typed: nanoseconds per unit as a JSON number, and exactly as the
+    integers of the fraction it is (e.g. 5/9 ns per cycle of a 1.8 GHz clock)."""
+    ratio = Fraction(clock.ns_per_unit)
+    return {"name": clock.name, "unit": clock.unit,
+            "ns_per_unit": int(ratio) if ratio.denominator == 1 else float(ratio),
+            "ns_per_unit_numerator": ratio.numerator,
+            "ns_per_unit_denominator": ratio.denominator}
+
+
+def _clock_text(clock: dict[str, Any]) -> str:
+    """``ns_per_unit`` as the text output has always said it (``1000``, ``5/9``)."""
+    return str(Fraction(clock["ns_per_unit_numerator"], clock["ns_per_unit_denominator"]))
 
 
 def _role_kind(role: str) -> str:
@@ -78,15 +95,15 @@ def render_text(reports: list[dict[str, Any]]) -> str:
         if "error" in r:
             out.append(f"  error: {r['error']}")
             continue
-        for role, p in r["files"].items():
-            out.append(f"  file {role}: {p}")
-        for p, why in r.get("not_used", {}).items():
-            out.append(f"  not used: {p}" + (f" ({why})" if why else ""))
+        for f in r["files"]:
+            out.append(f"  file {f['role']}: {f['path']}")
+        for f in r.get("not_used", []):
+            out.append(f"  not used: {f['path']}" + (f" ({f['reason']})" if f["reason"] else ""))
         if r["device"] or r["tool"]:
             out.append(f"  tool: {r['tool']} {r['tool_version']}".rstrip()
                        + (f"; device: {r['device']}" if r["device"] else ""))
         out.append(f"  clock: {r['clock']['name']} ({r['clock']['unit']}, "
-                   f"{r['clock']['ns_per_unit']} ns per unit)")
+                   f"{_clock_text(r['clock'])} ns per unit)")
         c = r["counts"]
         out.append(f"  tasks: {r['tasks']}; slices {c['slices']}, flows {c['flows']}, "
                    f"instants {c['instants']}, counter tracks {c['counter_tracks']} "

@@ -60,6 +60,11 @@ def rows_by_dir(out: Path) -> dict[str, dict]:
     return {r["source"].split("/")[0]: r for r in doc["runs"]}
 
 
+def outputs(row: dict) -> dict[str, str]:
+    """A row's outputs (index version 2: a list of {target, path}) by target."""
+    return {o["target"]: o["path"] for o in row["outputs"]}
+
+
 def outputs_of(out: Path) -> dict[str, float]:
     return {p.relative_to(out).as_posix(): p.stat().st_mtime_ns
             for p in out.rglob("*") if p.is_file() and not p.name.startswith("index.")}
@@ -86,7 +91,8 @@ def test_converts_every_run_lists_the_bad_one(archive, tmp_path):
         assert row["tasks"] == n_tasks and row["makespan_ns"] > 0
         assert 0 < row["utilization_pct"] <= 100 and 0 <= row["bubble_rate_pct"] <= 100
         assert row["bottleneck"] and row["figures_note"] is None
-        assert row["outputs"] == {"perfetto": rel + ".pftrace", "chrome": rel + ".json"}
+        assert row["outputs"] == [{"target": "perfetto", "path": rel + ".pftrace"},
+                                  {"target": "chrome", "path": rel + ".json"}]
         # the same bytes as a direct conversion of the run
         (src,) = find_runs(run_dir)
         direct = tmp_path / "direct" / key
@@ -108,12 +114,12 @@ def test_converts_every_run_lists_the_bad_one(archive, tmp_path):
             assert abs(row["makespan_ns"] - (last - first)) <= 2
 
     bad = rows["broken"]
-    assert bad["status"] == "failed" and bad["outputs"] == {}
+    assert bad["status"] == "failed" and bad["outputs"] == []
     assert "malformed JSON" in bad["error"] and "\n" not in bad["error"]
     assert not list((out / "broken").rglob("*")) if (out / "broken").exists() else True
 
     doc = json.loads((out / "index.json").read_text())
-    assert doc["tracecvt_batch_index"] == 1 and doc["targets"] == ["perfetto", "chrome"]
+    assert doc["tracecvt_batch_index"] == 2 and doc["targets"] == ["perfetto", "chrome"]
     assert (doc["runs_total"], doc["runs_converted"], doc["runs_failed"]) == (3, 2, 1)
     assert [r["source"] for r in doc["runs"]] == sorted(r["source"] for r in doc["runs"])
     # no temporary files anywhere
@@ -133,6 +139,54 @@ def test_index_html_links_resolve(archive, tmp_path):
         assert (out / link).is_file(), link
     assert "malformed JSON" in page and "broken/" in page
     assert "<script" not in page and "stylesheet" not in page  # self-contained
+
+
+def _keys_not_identifiers(doc, where="$"):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                yield f"{where}: {k!r}"
+            yield from _keys_not_identifiers(v, f"{where}.{k}")
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _keys_not_identifiers(v, f"{where}[{i}]")
+
+
+def test_index_keys_are_identifiers_and_a_batch_resumes_over_a_version_1_index(archive,
+                                                                               tmp_path):
+    """Output kinds such as 'summary-json' are values of a list, not keys (index version 2);
+    a batch resumed over an index an older tracecvt wrote (version 1, outputs keyed by kind)
+    keeps its runs' figures and writes version 2; over an index of an unknown version it says
+    the figures are missing."""
+    root, runs = archive
+    shutil.rmtree(runs["broken"])
+    out = tmp_path / "out"
+    to = "perfetto,summary-json"
+    assert run(root, "-o", out, "--to", to).exit_code == 0
+    doc = json.loads((out / "index.json").read_text())
+    assert doc["tracecvt_batch_index"] == 2
+    assert list(_keys_not_identifiers(doc)) == []
+    rows = rows_by_dir(out)
+    assert [o["target"] for o in rows["tiny_add"]["outputs"]] == ["perfetto", "summary-json"]
+    figures = {k: {f: r[f] for f in batch_index.FIGURES} for k, r in rows.items()}
+    assert figures["tiny_add"]["tasks"] == 6 and figures["matmul_add"]["tasks"] == 34
+    # the index as version 1 wrote it
+    old = {**doc, "tracecvt_batch_index": 1,
+           "runs": [{**r, "outputs": outputs(r)} for r in doc["runs"]]}
+    (out / "index.json").write_text(json.dumps(old))
+    r = run(root, "-o", out, "--to", to)
+    assert r.exit_code == 0 and "0 converted, 2 skipped" in r.output, r.output
+    doc = json.loads((out / "index.json").read_text())
+    assert doc["tracecvt_batch_index"] == 2 and list(_keys_not_identifiers(doc)) == []
+    rows = rows_by_dir(out)
+    assert {k: {f: r[f] for f in batch_index.FIGURES} for k, r in rows.items()} == figures
+    assert outputs(rows["matmul_add"])["summary-json"].endswith(".summary.json")
+    # an index of a version this tracecvt does not know: no figures taken from it
+    (out / "index.json").write_text(json.dumps({**old, "tracecvt_batch_index": 99}))
+    assert run(root, "-o", out, "--to", to).exit_code == 0
+    for row in rows_by_dir(out).values():
+        assert row["status"] == "skipped" and row["tasks"] is None
+        assert "not in the previous index.json" in row["figures_note"]
 
 
 def test_second_call_skips_force_redoes_touch_redoes_one(archive, tmp_path):
@@ -211,7 +265,7 @@ def test_archive_dir_is_itself_a_run(tmp_path):
     r = run(run_dir, "-o", out)
     assert r.exit_code == 0, r.output
     (row,) = json.loads((out / "index.json").read_text())["runs"]
-    assert row["source"] == "." and row["outputs"] == {"perfetto": run_dir.name + ".pftrace"}
+    assert row["source"] == "." and outputs(row) == {"perfetto": run_dir.name + ".pftrace"}
     assert (out / (run_dir.name + ".pftrace")).is_file()
 
 
@@ -297,7 +351,7 @@ def test_fewer_runs_than_jobs_use_the_cpus_left_free(tmp_path, monkeypatch):
     (src,) = find_runs(run_dir)
     direct = tmp_path / "direct.pftrace"
     convert_source(src, "perfetto", direct, True, ReadOptions(), workers=2)
-    assert (tmp_path / "out" / row["outputs"]["perfetto"]).read_bytes() == direct.read_bytes()
+    assert (tmp_path / "out" / outputs(row)["perfetto"]).read_bytes() == direct.read_bytes()
     assert calls.read_text().splitlines() == ["2 True"] * 2
 
 
@@ -444,12 +498,12 @@ def test_model_output(archive, tmp_path):
     assert r.exit_code == 0, r.output
     rows = rows_by_dir(out)
     for key in ("tiny_add", "matmul_add"):
-        rel = rows[key]["outputs"]["model"]
+        rel = outputs(rows[key])["model"]
         assert rel.endswith(WRITERS["model"].suffix) and (out / rel).is_file()
     # byte-identical to the single-run conversion (the model keeps no derived tracks)
     (src,) = find_runs(runs["tiny"])
     convert_source(src, "model", tmp_path / "direct.tcmodel", True, ReadOptions())
-    rel = rows["tiny_add"]["outputs"]["model"]
+    rel = outputs(rows["tiny_add"])["model"]
     assert (out / rel).read_bytes() == (tmp_path / "direct.tcmodel").read_bytes()
 
 
@@ -460,13 +514,13 @@ def test_summary_outputs(archive, tmp_path):
     r = run(root, "-o", out, "--to", "perfetto,summary,summary-json,summary-html", "-j", "2")
     assert r.exit_code == 0, r.output
     for row in rows_by_dir(out).values():
-        assert list(row["outputs"]) == ["perfetto", "summary", "summary-json", "summary-html"]
-        md = (out / row["outputs"]["summary"]).read_text()
+        assert list(outputs(row)) == ["perfetto", "summary", "summary-json", "summary-html"]
+        md = (out / outputs(row)["summary"]).read_text()
         assert row["run"] in md
-        data = json.loads((out / row["outputs"]["summary-json"]).read_text())
+        data = json.loads((out / outputs(row)["summary-json"]).read_text())
         # the summary and the index figures come from the same analysis
         assert data["bubbles"]["run"]["utilization_pct"] == row["utilization_pct"]
-        page = (out / row["outputs"]["summary-html"]).read_text()
+        page = (out / outputs(row)["summary-html"]).read_text()
         assert "<html" in page.lower()
         # the same bytes as the summary package writes for a freshly read run
         from tracecvt.summary import write_summary
@@ -474,7 +528,7 @@ def test_summary_outputs(archive, tmp_path):
         for kind, fmt in (("summary", "md"), ("summary-json", "json"), ("summary-html", "html")):
             buf = io.BytesIO()
             write_summary(src.read(), buf, fmt)
-            assert (out / row["outputs"][kind]).read_bytes() == buf.getvalue(), kind
+            assert (out / outputs(row)[kind]).read_bytes() == buf.getvalue(), kind
     links = re.findall(r'href="([^"]+)"', (out / "index.html").read_text())
     assert all((out / link).is_file() for link in links) and len(links) == 8
     # the .pftrace is the same as without summaries (the analysis never touches the model)
@@ -543,7 +597,7 @@ def test_ctrl_c_with_worker_processes(archive, tmp_path):
     # (a run may finish between the interrupt and its row: its output is whole, and kept)
     assert not [f for f in out.rglob("*") if f.name.endswith(".part")]
     for r in rows.values():
-        assert (out / r["outputs"]["perfetto"]).is_file() if r["outputs"] else True
+        assert (out / outputs(r)["perfetto"]).is_file() if r["outputs"] else True
     assert not subprocess.run(["pgrep", "-f", str(out)], capture_output=True).stdout
     r = run(root, "-o", out, "-j", "2")
     assert r.exit_code == 0 and rows_by_dir(out)["tiny_add"]["status"] == "converted"

@@ -55,7 +55,8 @@ def add_markers(root: Path) -> int:
 # -- the 310B field run ---------------------------------------------------------------------
 def test_310b_run_names_its_metadata_chip_and_clock_not_the_done_markers():
     (rep,) = info_json(P310B)
-    files = rep["files"]
+    files = {f["role"]: f["path"] for f in rep["files"]}
+    assert len(files) == len(rep["files"])
     for role, name in (("device_0/info", "info.json.0"), ("device_0/start_info", "start_info.0"),
                        ("device_0/end_info", "end_info.0"), ("device_0/sample", "sample.json"),
                        ("host/info", "info.json"), ("host/start_info", "start_info"),
@@ -64,7 +65,8 @@ def test_310b_run_names_its_metadata_chip_and_clock_not_the_done_markers():
     assert rep["tool"] == "msprof"
     assert rep["device"] == ("NPU 0: platform_version 7 (CHIP_V1_1_1 (310B)), 1 AI cores + "
                              "1 vector cores @ 1250 MHz")
-    assert rep["clock"] == {"name": "epoch-us", "unit": "us", "ns_per_unit": "1000"}
+    assert rep["clock"] == {"name": "epoch-us", "unit": "us", "ns_per_unit": 1000,
+                            "ns_per_unit_numerator": 1000, "ns_per_unit_denominator": 1}
     assert rep["warnings"] == []
     # counts equal the source's: the JSON's X events are the slices (task_time's 5 rows and
     # op_summary's row are the same tasks), its s/f pair the one flow
@@ -114,8 +116,8 @@ def test_310b_every_file_the_run_does_not_read_is_listed_not_used():
     # listed, never warned about one by one; info's JSON and text say "not used"
     assert not [w for w in trace.meta.warnings if any(Path(p).name in w for p in unused)]
     (rep,) = info_json(P310B)
-    assert rep["not_used"] == dict(sorted(unused.items()))
-    assert not [r for r in rep["files"] if "ignored" in r]
+    assert rep["not_used"] == [{"path": p, "reason": r} for p, r in sorted(unused.items())]
+    assert not [f for f in rep["files"] if "ignored" in f["role"]]
     text = CliRunner().invoke(main, ["info", str(P310B), "-q"]).output
     assert f"  not used: {P310B / 'device_0/sqlite/op_counter.db'} (msprof's per-module" in text
 

@@ -190,3 +190,55 @@ def test_a_drawing_beside_its_records_is_a_companion_of_the_records_run(tmp_path
     assert len(runs) == 15 and all("records" in r.files for r in runs)
     ref = next(SIMPLER.glob("*/reference/*/critical_path"))
     assert [r.variant for r in find_runs(ref)] == ["converter-output"] * 2
+
+
+def test_each_drawing_is_listed_not_used_by_the_records_run_it_draws_with_the_reason():
+    """A sample of two cases: each case's merged_swimlane.json (beside its records) and its
+    reference/<case>/critical_path/CPM_*.json.gz are its own run's files not used, never the
+    other case's, and `info` says why."""
+    sample = SIMPLER / "a2a3sim_tmr_predicated_dispatch_L4"
+    r = cli("info", sample, "--json", "-q")
+    assert r.exit_code == 0, r.output
+    reports = json.loads(r.stdout)
+    assert len(reports) == 2
+    for rep in reports:
+        case = rep["run"]
+        got = sorted(Path(u["path"]).relative_to(sample).as_posix() for u in rep["not_used"])
+        assert got == [f"outputs/{case}/merged_swimlane.json",
+                       f"reference/{case}/critical_path/CPM_observed.json.gz",
+                       f"reference/{case}/critical_path/CPM_static.json.gz"]
+        reasons = sorted(u["reason"] for u in rep["not_used"])
+        assert reasons[0].startswith("a drawing of this run's records by simpler's "
+                                     "swimlane_converter (in their folder)")
+        assert reasons[1] == reasons[2] == (
+            "a drawing of this run's records by simpler's tools (under a folder named for "
+            f"its case, {case}): the records give the full analysis")
+    text = cli("info", sample, "-q").output
+    assert f"  not used: {sample}/outputs/{reports[0]['run']}/merged_swimlane.json (a drawing" \
+        in text
+    # Every drawing of the samples folder is one run's file not used: none lost, none twice.
+    runs = find_runs(SIMPLER)
+    listed = [p for run in runs for p in run.not_used]
+    drawings = [*SIMPLER.glob("*/reference/**/*.json*"),
+                *SIMPLER.glob("*/outputs/*/merged_swimlane.json*")]
+    assert len(listed) == len(set(listed)) == len(drawings) == 46
+    assert set(listed) == {str(p) for p in drawings}
+
+
+def test_a_drawing_of_another_run_in_a_tree_with_records_is_a_run_of_its_own(tmp_path):
+    """Only the records it was made from make a drawing a companion: a tree holding one case's
+    records and another case's drawing (reference/<other case>/) has two runs."""
+    mine = next((SIMPLER / "a2a3sim_tmr_vector_example_L4" / "outputs").iterdir())
+    other = next((SIMPLER / "a2a3sim_tmr_benchmark_bgemm_Case0_L4" / "reference").glob(
+        "*/critical_path"))
+    shutil.copytree(mine, tmp_path / "outputs" / mine.name)
+    shutil.copytree(other, tmp_path / "reference" / other.parent.name / "critical_path")
+    runs = sorted(find_runs(tmp_path), key=lambda s: s.variant)
+    assert [(r.name, r.variant) for r in runs] == [
+        (mine.name, ""), ("CPM_observed", "converter-output"),
+        ("CPM_static", "converter-output")]
+    # the records run lists only its own drawing (merged_swimlane.json beside it)
+    assert list(runs[0].not_used) == [str(tmp_path / "outputs" / mine.name
+                                          / "merged_swimlane.json")]
+    drawn = runs[1].read()
+    assert drawn.slices and drawn.meta.tool.startswith("simpler")

@@ -80,3 +80,39 @@ def test_warnings_of_different_causes_stay_lines_of_their_own(tmp_path):
     first, second = _warning_lines(r.output)
     assert first == lines[0] and "not causal as recorded" in second \
         and "2 warnings (in full" in second
+
+
+MSPROF = SAMPLES / "msprof"
+LEVEL2 = MSPROF / "msinsight" / "test" / "data" / "pytorch" / "text" / "level2"
+OPPROF = (MSPROF / "tile-ai-tilelang-ascend" / "custom" / "sigmoid" / "perf_tuning"
+          / "msprof_output_iter1" / "OPPROF_20260803153518_MNJZZROZPPYUQFTT")
+
+
+def test_msprof_flows_without_a_partner_in_each_rank_of_one_run_are_one_line(tmp_path):
+    """level2 is one run of two ranks; each rank's trace_view.json has 5 flow ends without a
+    partner: one terminal line for the cause, both warnings in full in info."""
+    r = cli("to-chrome", LEVEL2, "-o", tmp_path / "l2.json")
+    assert r.exit_code == 0, r.output
+    (line,) = [w for w in _warning_lines(r.output) if "without a partner" in w]
+    assert line.startswith("tracecvt: warning: level2: flow events the export holds without "
+                           "a partner") and "2 warnings" in line, line
+    run = _info(LEVEL2)
+    (group,) = [g for g in run["causes"] if "without a partner" in g["cause"]]
+    shown = [run["warnings"][i] for i in group["warnings"]]
+    assert [w.split("/ASCEND_PROFILER_OUTPUT/")[0].rsplit("/", 1)[1] for w in shown] == [
+        "rank0_ascend_pt", "rank1_ascend_pt"]
+    assert all("5 flow ends without a partner" in w for w in shown)
+
+
+def test_msprof_op_excerpts_cut_short_in_one_run_are_one_line(tmp_path):
+    """Four metric CSVs of one OPPROF run are excerpts (9 of 1536 block rows each)."""
+    r = cli("to-perfetto", OPPROF, "-o", tmp_path / "op.pftrace")
+    assert r.exit_code == 0, r.output
+    (line,) = _warning_lines(r.output)
+    assert "files cut short" in line and "4 warnings" in line, line
+    run = _info(OPPROF)
+    (group,) = run["causes"]
+    shown = sorted(run["warnings"][i].split(": ")[0].rsplit("/", 1)[1] for i in group["warnings"])
+    assert shown == ["ArithmeticUtilization.HEAD_EXCERPT.csv", "L2Cache.HEAD_EXCERPT.csv",
+                     "Memory.HEAD_EXCERPT.csv", "PipeUtilization.HEAD_EXCERPT.csv"]
+    assert all("9 of 1536 block rows" in run["warnings"][i] for i in group["warnings"])

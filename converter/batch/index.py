@@ -3,7 +3,7 @@ at the top of OUT_DIR, with output links relative to it.
 
 index.json::
 
-    {"tracecvt_batch_index": 1,            # schema version
+    {"tracecvt_batch_index": 2,            # schema version (1: outputs keyed by target)
      "tracecvt_version": "0.1.0", "generated_utc": "2026-11-21T06:30:00Z",
      "archive": "/abs/ARCHIVE_DIR", "out_dir": "/abs/OUT_DIR",
      "engine": "local" | "dask", "targets": ["perfetto", ...],
@@ -16,7 +16,7 @@ ROW (every key always present; null when unknown)::
     source           str    run root relative to ARCHIVE_DIR, POSIX ("." = ARCHIVE_DIR itself)
     format, variant  str    reader format ("pypto") and flavour ("merged", "raw", ...)
     status           str    "converted" | "skipped" (up to date) | "failed" | "not run"
-    outputs          {target: path relative to OUT_DIR, POSIX}
+    outputs          [{"target": str, "path": relative to OUT_DIR, POSIX}], in --to order
     tasks            int    tasks (slices for formats without a task notion)
     makespan_ns      int    first task start .. last task end
     utilization_pct  float  from tracecvt.analyses
@@ -41,7 +41,10 @@ import orjson
 
 from ..fileio import atomic_output
 
-SCHEMA = 1
+SCHEMA = 2
+# Versions whose rows a resumed batch reads the figures of (unchanged since version 1; version
+# 2 made ``outputs`` a list, as target names such as "summary-json" are no identifiers).
+READABLE = (1, 2)
 ROW_KEYS = ("run", "source", "format", "variant", "status", "outputs", "tasks", "makespan_ns",
             "utilization_pct", "bubble_rate_pct", "bottleneck", "figures_note", "warnings",
             "error", "seconds")
@@ -55,14 +58,23 @@ def relative_outputs(outputs: dict[str, str], out_dir: Path) -> dict[str, str]:
 
 
 def normalise(row: dict[str, Any]) -> dict[str, Any]:
-    """The row with exactly ``ROW_KEYS``, in that order."""
-    return {k: row.get(k) for k in ROW_KEYS}
+    """The row with exactly ``ROW_KEYS``, in that order, its outputs (target -> path while
+    the batch runs) a list of {target, path}."""
+    out = {k: row.get(k) for k in ROW_KEYS}
+    outputs = out["outputs"] or {}
+    out["outputs"] = [{"target": t, "path": p} for t, p in outputs.items()] \
+        if isinstance(outputs, dict) else list(outputs)
+    return out
 
 
 def load_previous(out_dir: Path) -> dict[str, dict[str, Any]]:
-    """Rows of an earlier index.json by source, to keep the figures of skipped runs."""
+    """Rows of an earlier index.json by source, to keep the figures of skipped runs; an
+    index of a version this tracecvt does not know gives none (the figures are recomputed
+    with --force, and the row says so)."""
     try:
         doc = orjson.loads((out_dir / "index.json").read_bytes())
+        if doc.get("tracecvt_batch_index") not in READABLE:
+            return {}
         return {r["source"]: r for r in doc.get("runs", []) if isinstance(r, dict)
                 and isinstance(r.get("source"), str)}
     except (OSError, orjson.JSONDecodeError, AttributeError, TypeError):
@@ -136,7 +148,8 @@ def render_html(doc: dict[str, Any]) -> str:
     rows = []
     for r in doc["runs"]:
         links = " ".join(f'<a href="{e(_link(p))}">{e(t)}</a>'
-                         for t, p in (r.get("outputs") or {}).items())
+                         for t, p in ((o["target"], o["path"])
+                                      for o in r.get("outputs") or []))
         notes = []
         if r.get("error"):
             notes.append(f'<div class="err">{e(r["error"])}</div>')

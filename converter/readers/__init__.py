@@ -114,9 +114,21 @@ def _walk(path: Path, fmt: str | None, readers: list[Reader], max_entry: int) ->
                 if fmt and fmt != r.formats[0]:
                     src.variant = fmt
                 runs.append(src)
-    # A companion (a drawing of a run) never wins over the file it stands for.
-    primary = {s.format for s in runs if not s.companion}
-    return [s for s in runs if not (s.companion and s.format in primary)]
+    # A companion (a drawing of a run) never wins over the file it stands for: it is listed
+    # among that run's files not used; one that stands for none of the runs found is a run.
+    primary = [s for s in runs if not s.companion]
+    kept = []
+    for s in runs:
+        owner = None
+        if s.companion and hasattr(s.reader, "companion_of"):
+            owner = s.reader.companion_of(s, primary)
+        if owner is None:
+            kept.append(s)
+        else:
+            run, why = owner
+            for p in s.files.values():
+                run.add_not_used(p, why)
+    return kept
 
 
 def _unique_names(runs: list[Source]) -> None:

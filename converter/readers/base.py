@@ -36,8 +36,18 @@ class Source:
     max_entry: int = 0                          # that archive's per-entry size cap
     refused: list[str] = field(default_factory=list)   # archive entries refused, one line each
     # Read from a file that stands for another (simpler's converter output draws the records):
-    # a walk that also finds a run of its format read from such a file reads that one only.
+    # a walk that also finds the run it stands for (its reader's ``companion_of``) lists it
+    # among that run's files not used instead of reading it as a run of its own.
     companion: bool = False
+    # Files of the run that it does not read, with the reason (path -> reason): `info`'s
+    # "not used" (files under a role of kind "ignored").
+    not_used: dict[str, str] = field(default_factory=dict)
+
+    def add_not_used(self, path: Path, reason: str) -> None:
+        """List ``path`` among the run's files not used, saying why."""
+        n = sum(1 for role in self.files if role.split("#", 1)[0] == "ignored")
+        self.files[f"ignored#{n + 1}" if n else "ignored"] = path
+        self.not_used[str(path)] = reason
 
     def paths(self) -> list[Path]:
         """Every path the run is read from (its root, its files, the archive holding it):
@@ -83,6 +93,12 @@ class Reader(Protocol):
         """A run made of the single file ``path``, if its content is this format."""
 
     def read(self, source: Source, options: ReadOptions) -> Trace:
+        ...
+
+    def companion_of(self, source: Source, runs: list[Source]) -> tuple[Source, str] | None:
+        """For a companion ``source`` (``Source.companion``): the run among ``runs`` (every
+        run a walk found) that it stands for, and why it is not read (a line for `info`), or
+        None: it is then a run of its own.  Optional (without it: a run of its own)."""
         ...
 
     def declarations(self, meta: RunMeta) -> dict[str, Any]:

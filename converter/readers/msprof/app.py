@@ -8,6 +8,7 @@ from typing import Any
 from ...fileio import load_json, read_text
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
+from .causes import NOT_READ
 from .common import Guard, add_stats_files, files_of, import_timelines, note_ignored, role_kind
 from .csvtable import read_table
 from .jsonshape import obj, seq
@@ -93,8 +94,7 @@ def _add_step_trace(trace: Trace, layout: Layout, path) -> dict[str, Any]:
         made += 1
     if skipped:
         trace.warn(f"{path}: {skipped} iterations without a usable end/time not drawn")
-    for note in table.notes():
-        trace.warn(note)
+    table.warn_into(trace)
     trace.meta.source_files.append(str(path))
     return {"rows": len(table), "slices": made}
 
@@ -109,7 +109,7 @@ def _device_info(trace: Trace, source: Source) -> None:
             try:
                 info = load_json(p)
             except Exception as e:       # a broken side file never stops the timeline
-                trace.warn(f"{p}: not read ({e})")
+                trace.warn(f"{p}: not read ({e})", NOT_READ)
                 continue
             trace.meta.source_files.append(str(p))
             info = obj(info)
@@ -138,7 +138,7 @@ def _device_info(trace: Trace, source: Source) -> None:
                     else _json_or_text(p)
                 trace.meta.source_files.append(str(p))
             except Exception as e:
-                trace.warn(f"{p}: not read ({e})")
+                trace.warn(f"{p}: not read ({e})", NOT_READ)
     if infos:
         trace.meta.extra["msprof_info"] = infos
     if devices:

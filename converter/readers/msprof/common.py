@@ -10,6 +10,7 @@ from ...errors import InputError
 from ...fileio import read_head
 from ...model import Trace
 from ..base import Source
+from .causes import CUT_SHORT, FLOWS_NOT_DRAWN
 from .discover import MARKER_HEAD, marker_kind
 from .jsontrace import ChromeImporter, load_events
 from .layout import Layout
@@ -141,7 +142,7 @@ def import_timelines(trace: Trace, layout: Layout, paths: list[Path], index: Tas
         read.append(p)
         stats = imp.add_file(p, events)
         if note:
-            trace.warn(note)
+            trace.warn(note, CUT_SHORT)
         sources[str(p)] = {"events": len(events), "slices": stats.get("X", 0),
                            "counter_events": stats.get("C", 0),
                            "counter_samples": stats.get("counter_samples", 0),
@@ -161,7 +162,7 @@ def import_timelines(trace: Trace, layout: Layout, paths: list[Path], index: Tas
         trace.warn(f"{', '.join(str(p) for p in read)}: {flows['flows']} flows converted; "
                    f"{flows['unpaired']} flow ends without a partner, {flows['unbound']} "
                    f"pairs with no slice at an end and {flows['self']} pairs within one slice "
-                   "not drawn")
+                   "not drawn", FLOWS_NOT_DRAWN)
     for i in imp.task_slices:
         index.add(i)
     return imp

@@ -19,6 +19,7 @@ from typing import Any
 from ...errors import InputError
 from ...fileio import UTF8_BOM, logical_name, read_bytes
 from ...model import INT64_END, INT64_MIN
+from .causes import CUT_SHORT, RAGGED_ROWS
 from .timefmt import is_missing
 
 csv.field_size_limit(1 << 30)
@@ -200,14 +201,24 @@ class Table:
 
     def notes(self) -> list[str]:
         """One-line warnings about the file's shape (truncation, ragged rows)."""
+        return [note for note, _ in self.noted()]
+
+    def noted(self) -> list[tuple[str, str]]:
+        """``notes`` with each one's cause (causes.py), for ``Trace.warn``."""
         out = []
         if self.partial_last_row:
-            out.append(f"{self.path}: file ends mid-row; {len(self.rows)} rows converted, "
-                       "the partial last row dropped")
+            out.append((f"{self.path}: file ends mid-row; {len(self.rows)} rows converted, "
+                        "the partial last row dropped", CUT_SHORT))
         if self.ragged_rows:
-            out.append(f"{self.path}: {self.ragged_rows} rows have a different number of cells "
-                       f"than the header ({len(self.header)}); missing cells read as no value")
+            out.append((f"{self.path}: {self.ragged_rows} rows have a different number of "
+                        f"cells than the header ({len(self.header)}); missing cells read as "
+                        "no value", RAGGED_ROWS))
         return out
+
+    def warn_into(self, trace: Any) -> None:
+        """Each of ``noted`` as a warning of ``trace``, with its cause."""
+        for note, cause in self.noted():
+            trace.warn(note, cause)
 
 
 def read_table(path: Path, data: bytes | None = None) -> Table:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Trace
+from .causes import SCIENTIFIC_TIMES
 from .csvtable import Table, arg_name, cell_value, match_key, read_table
 from .layout import Layout
 from .timefmt import is_scientific, us_to_ns
@@ -187,6 +188,5 @@ def _report(trace: Trace, table: Table, stats: dict[str, Any]) -> None:
     if stats.get("scientific_timestamps"):
         trace.warn(f"{table.path}: {stats['scientific_timestamps']} timestamps are in "
                    "scientific notation (a spreadsheet round trip dropped their digits, e.g. "
-                   "1.69512E+15); kept as written, their times are approximate")
-    for note in table.notes():
-        trace.warn(note)
+                   "1.69512E+15); kept as written, their times are approximate", SCIENTIFIC_TIMES)
+    table.warn_into(trace)

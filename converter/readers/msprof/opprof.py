@@ -13,6 +13,7 @@ from typing import Any
 from ...fileio import logical_name, read_text
 from ...model import GROUP, NO_BUBBLES, RunMeta, Trace
 from ..base import ReadOptions, Source
+from .causes import CUT_SHORT
 from .common import Guard, role_kind
 from .csvtable import PIPES, arg_name, cell_value, normalize_pipe, read_table
 from .jsonshape import number, obj, rank, seq
@@ -113,8 +114,7 @@ def _basic_csv(trace: Trace, op: dict[str, Any], path: Path) -> None:
     row = table.dicts()[0]
     for k, v in row.items():
         op[_BASIC_KEYS.get(k, k)] = v
-    for note in table.notes():
-        trace.warn(note)
+    table.warn_into(trace)
 
 
 def _basic_txt(trace: Trace, op: dict[str, Any], path: Path) -> None:
@@ -181,10 +181,9 @@ def _metric_csv(trace: Trace, op: dict[str, Any], blocks: _Blocks, path: Path,
         trace.warn(f"{path}: {len(table)} of {expected} block rows (Block Dim "
                    f"{op.get('block_dim')}" + (f" + Mix Block Dim {op.get('mix_block_dim')}"
                                                if _is_mix(op) else "") +
-                   "): the file looks cut short; the rows present are converted")
+                   "): the file looks cut short; the rows present are converted", CUT_SHORT)
     op["files"][path.name] = info
-    for note in table.notes():
-        trace.warn(note)
+    table.warn_into(trace)
 
 
 def _is_mix(op: dict[str, Any]) -> bool:
@@ -204,7 +203,7 @@ def _visualize(trace: Trace, op: dict[str, Any], blocks: _Blocks, path: Path) ->
     found, note = read_blocks(path)
     trace.meta.source_files.append(str(path))
     if note:
-        trace.warn(note)
+        trace.warn(note, CUT_SHORT)
     counts: dict[str, int] = {}
     skipped: dict[str, int] = {}
     for b in found:

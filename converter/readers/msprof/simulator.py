@@ -17,6 +17,7 @@ from typing import Any
 from ...fileio import is_dir, is_file, logical_name, read_text
 from ...model import GROUP, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
+from .causes import CUT_SHORT
 from .common import Guard, role_kind
 from .csvtable import arg_name, normalize_pipe, read_table
 from .discover import CORE_DIR
@@ -97,7 +98,7 @@ def _read_trace(trace: Trace, sim: dict[str, Any], path: Path, groups: dict[str,
                 by_core: dict[str, list[int]]) -> None:
     events, top, note = load_events(path)
     if note:
-        trace.warn(note)
+        trace.warn(note, CUT_SHORT)
     trace.meta.source_files.append(str(path))
     schema = obj(top).get("schemaVersion")
     sim["schema_versions"].append(schema)
@@ -234,8 +235,7 @@ def _instr(trace: Trace, sim: dict[str, Any], path: Path, by_core: dict[str, lis
             joined += 1
     sim["files"][str(path)] = {"kind": "instr_exe", "core": core, "rows": len(rows),
                                "executions": executions, "slices_joined": joined}
-    for note in table.notes():
-        trace.warn(note)
+    table.warn_into(trace)
 
 
 def _code(trace: Trace, sim: dict[str, Any], path: Path, cores: list[str]) -> None:
@@ -254,7 +254,7 @@ def _bin(trace: Trace, sim: dict[str, Any], path: Path) -> None:
     blocks, note = read_blocks(path)
     trace.meta.source_files.append(str(path))
     if note:
-        trace.warn(note)
+        trace.warn(note, CUT_SHORT)
     counts: dict[str, int] = {}
     for b in blocks:
         counts[b.name] = counts.get(b.name, 0) + 1
@@ -273,7 +273,7 @@ def _check_cut(trace: Trace, sim: dict[str, Any], per_core: dict[str, int], used
             where = ", ".join(str(p) for _, p in used)
             trace.warn(f"{where}: {core} holds {n} instruction events but instr_exe counts "
                        f"{execs} executions: the trace looks cut short (the events present are "
-                       "converted)")
+                       "converted)", CUT_SHORT)
 
 
 def _device(trace: Trace, source: Source) -> None:

@@ -70,8 +70,7 @@ def add_csv_stats(trace: Trace, key: str, path: Path, rank: int | None = None) -
     stats.setdefault(key, []).extend(rows)
     files = stats.setdefault("files", {})
     files.setdefault(key, []).append(str(path))
-    for note in table.notes():
-        trace.warn(note)
+    table.warn_into(trace)
     trace.meta.source_files.append(str(path))
     return len(rows)
 

@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from ...model import KERNEL, Trace
+from .causes import SCIENTIFIC_TIMES
 from .csvtable import PIPES, Table, arg_name, canonical, cell_value, normalize_task_type, \
     normalize_pipe, tensor_list
 from .layout import Layout
@@ -253,9 +254,8 @@ def add_task_table(trace: Trace, layout: Layout, index: TaskIndex, table: Table,
     if stats["scientific_timestamps"]:
         trace.warn(f"{table.path}: {stats['scientific_timestamps']} start times are in "
                    "scientific notation (a spreadsheet round trip dropped their digits); "
-                   "kept as written, their times are approximate")
-    for note in table.notes():
-        trace.warn(note)
+                   "kept as written, their times are approximate", SCIENTIFIC_TIMES)
+    table.warn_into(trace)
     return stats
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from ...fileio import load_json
 from ...model import RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
+from .causes import NOT_READ
 from .common import Guard, add_stats_files, files_of, import_timelines, note_ignored
 from .csvtable import Table, read_table
 from .jsonshape import obj
@@ -172,7 +173,7 @@ def _profiler_info(trace: Trace, source: Source, prefix: str) -> dict[str, Any]:
         try:
             info = load_json(p)
         except Exception as e:
-            trace.warn(f"{p}: not read ({e})")
+            trace.warn(f"{p}: not read ({e})", NOT_READ)
             continue
         trace.meta.source_files.append(str(p))
         info = obj(info)
@@ -197,7 +198,7 @@ def _profiler_info(trace: Trace, source: Source, prefix: str) -> dict[str, Any]:
             out["metadata"] = load_json(p)
             trace.meta.source_files.append(str(p))
         except Exception as e:
-            trace.warn(f"{p}: not read ({e})")
+            trace.warn(f"{p}: not read ({e})", NOT_READ)
     return out
 
 

@@ -9,6 +9,7 @@ ends in ``layout.build``, which lays the kernels end to end and says so.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,24 @@ def _is_csv_name(name: str) -> bool:
     return name.endswith(".csv") or name.endswith(".csv.gz")
 
 
+# Files whose name says they are something else (another family's data, code, documents,
+# tracecvt's outputs): their content is never sniffed for a report or a CSV export.
+_NOT_NCU = (".json", ".db", ".sqlite", ".py", ".md", ".html", ".htm", ".js", ".css", ".pftrace",
+            ".perfetto-trace", ".tcmodel", ".png", ".jpg", ".jpeg", ".svg", ".gif", ".so",
+            ".o", ".a", ".c", ".cc", ".cpp", ".cu", ".h", ".hpp", ".sh", ".yaml", ".yml",
+            ".toml", ".done", ".bin", ".pb", ".proto", ".zip", ".tar", ".tgz")
+_SLICE = re.compile(r"\.slice_\d+$")
+
+
+def _may_hold(name: str) -> bool:
+    """Can a file of this name hold a report or a CSV export (whatever its name)?  Names
+    only rule out what is plainly something else; content decides the rest."""
+    logical = _logical(name).lower()
+    if _is_report_name(logical) or _is_csv_name(logical):
+        return True
+    return not (logical.endswith(_NOT_NCU) or _SLICE.search(logical))
+
+
 def _run_name(path: Path) -> str:
     name = _logical(path.name)
     for suffix in (*REPORT_SUFFIXES, ".csv"):
@@ -56,15 +75,20 @@ class NcuReader:
         return {NO_BUBBLES: NO_IDLE_REASON} if meta.extra.get("ncu_serialized") else {}
 
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
+        # A folder is searched the way a single file is taken (find_file): by content.  Names
+        # only break ties: a file named like a report whose content is no report is still a
+        # run, so that reading it says what it is (container.not_a_report), never skipped.
         runs = []
         for name in filenames:
             path = directory / name
-            if _is_report_name(name):
+            if not _may_hold(name):
+                continue
+            head = container.read_head(path)
+            if head.startswith(container.NVR_MAGIC):
                 runs.append(self._source(path, "report"))
-            elif _is_csv_name(name):
-                if csv_page.sniff(read_head_gz(path)):
-                    runs.append(self._source(path, "csv"))
-            elif force and container.read_head(path, 4) == container.NVR_MAGIC:
+            elif csv_page.sniff(head):
+                runs.append(self._source(path, "csv"))
+            elif _is_report_name(name):
                 runs.append(self._source(path, "report"))
         return runs
 
@@ -94,6 +118,9 @@ class NcuReader:
 
     def _read_report(self, source: Source, path: Path, options: ReadOptions) -> Trace:
         from .report import read_report
+        head = container.read_head(path, 1024)
+        if not head.startswith(container.NVR_MAGIC):
+            raise InputError(path, container.not_a_report(path, head))
         kernels, info = read_report(path, options)
         run = RunInfo(source.name, "ncu-rep", str(path), tool_version=info.producer_version,
                       library_version=info.library_version, metric_units=info.metric_units)

@@ -134,17 +134,41 @@ def _decompress(path: Path, kind: str, out, cap: int) -> None:
         raise InputError(path, f"cannot read {kind} data: {e.strerror or e}") from None
 
 
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+_LFS_SIZE = re.compile(rb"^size (\d+)$", re.M)
+
+
+def not_a_report(path: Path, head: bytes) -> str:
+    """What a file that should be a report (by its name) holds instead, in words, from the
+    first bytes of its (decompressed) content."""
+    if not head:
+        return "empty file, not a Nsight Compute report"
+    if head.startswith(_LFS_POINTER):
+        m = _LFS_SIZE.search(head)
+        size = f" to a {int(m.group(1)):,}-byte file" if m else ""
+        return (f"a Git LFS pointer{size}, not a Nsight Compute report (the report itself "
+                "was never fetched: run 'git lfs pull' where it was cloned)")
+    if b"/annex/objects/" in head[:512] or b".git/annex/" in head[:512]:
+        return ("a git-annex pointer, not a Nsight Compute report (run 'git annex get' "
+                "where it was cloned)")
+    text = head.lstrip()[:64].lower()
+    if text.startswith((b"<!doctype html", b"<html")):
+        return "an HTML page (a download that failed?), not a Nsight Compute report"
+    if b"\0" not in head:
+        return "text, not a Nsight Compute report (no 'NVR' file header)"
+    return ("not a Nsight Compute report (no 'NVR' file header): the file is corrupt or in "
+            "another format")
+
+
 def check_header(path: Path, shown: Path) -> None:
     try:
         with open(path, "rb") as f:
             head = f.read(4)
     except OSError as e:
         raise InputError(shown, f"cannot read: {e.strerror or e}") from None
-    if not head:
-        raise InputError(shown, "empty file")
     if head != NVR_MAGIC:
-        raise InputError(shown, "not a Nsight Compute report (no 'NVR' file header): the file "
-                         "is corrupt or in another format")
+        with open(path, "rb") as f:
+            raise InputError(shown, not_a_report(path, f.read(1024)))
 
 
 def scan_records(path: Path) -> tuple[int | None, str]:

@@ -82,15 +82,45 @@ class SimplerReader:
     # -- detection -----------------------------------------------------------------------
     def find(self, directory: Path, filenames: list[str], force: bool) -> list[Source]:
         found = _records_in(directory, filenames)
-        if len(found) == 1:
-            return [self._source(found[0], directory)]
-        if found:
-            return [self._source(p, p) for p in found]
-        # No records here: the runtime's converter output is then the run, read as drawn (a
-        # companion: a walk that finds the records it draws reads those instead).
-        return [self._drawing(directory / n) for n in filenames
-                if n.endswith((".json", ".json.gz"))
-                and sniff_converter_output(read_head(directory / n))]
+        runs = [self._source(found[0], directory)] if len(found) == 1 else \
+            [self._source(p, p) for p in found]
+        # The runtime's converter output: a companion of the records run it draws where the
+        # walk finds that one (companion_of), else a run of its own, read as drawn.
+        return runs + [self._drawing(directory / n) for n in filenames
+                       if n.endswith((".json", ".json.gz"))
+                       and directory / n not in found
+                       and sniff_converter_output(read_head(directory / n))]
+
+    def companion_of(self, source: Source, runs: list[Source]) -> tuple[Source, str] | None:
+        """The records run a drawing was made from, among ``runs``: the one whose records
+        sit in the drawing's folder, else the one whose case folder (the records' folder,
+        ``<Case>_<timestamp>``) names a folder the drawing lies in below the folder both
+        share: where simpler's tools put what they make of a run (swimlane_converter -o
+        <run>/reference/<case>/merged_swimlane_reference.json; critical_path's CPM_*.json
+        in reference/<case>/critical_path/; ../shared/samples/simpler/*/reference/
+        commands.txt).  None where no run, or more than one, fits: a run of its own."""
+        drawing = source.files.get("converter_output")
+        if drawing is None:
+            return None
+        records = [r for r in runs if r.reader is self and "records" in r.files]
+        same = [r for r in records if r.files["records"].parent == drawing.parent]
+        if len(same) == 1:
+            return same[0], ("a drawing of this run's records by simpler's swimlane_converter "
+                             "(in their folder): the records give the full analysis")
+        if same:
+            return None
+
+        def in_case_folder(r: Source) -> bool:
+            case = r.files["records"].parent
+            below = drawing.parent.relative_to(_shared_folder(case, drawing.parent)).parts
+            return case.name in below
+        cases = [r for r in records if in_case_folder(r)]
+        if len(cases) == 1:
+            case = cases[0].files["records"].parent.name
+            return cases[0], (f"a drawing of this run's records by simpler's tools (under a "
+                              f"folder named for its case, {case}): the records give the full "
+                              "analysis")
+        return None
 
     def find_file(self, path: Path, force: bool) -> Source | None:
         head = read_head(path)
@@ -157,6 +187,16 @@ class SimplerReader:
             return read_converter_output(source, options)
         from .build import build
         return build(source, options)
+
+
+def _shared_folder(a: Path, b: Path) -> Path:
+    """The deepest folder holding both ``a`` and ``b``."""
+    shared = Path(a.anchor)
+    for x, y in zip(a.parts, b.parts):
+        if x != y:
+            break
+        shared = shared / x
+    return shared
 
 
 def run_name(records: Path, root: Path) -> str:
