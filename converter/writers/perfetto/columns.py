@@ -6,8 +6,6 @@ give; the Perfetto writer takes them from a list instead of building each in the
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import numpy as np
 
 from .wire import _PACKET, _TS
@@ -18,28 +16,46 @@ _MORE = np.arange(1, _MAX, dtype=np.uint64) * np.uint64(7)
 
 
 def _varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n × 10 bytes, n lengths): the unsigned varints of ``values`` (uint64), one per row,
-    left-aligned; bytes past a row's length are to be dropped."""
-    v = values[:, None]
-    lengths = 1 + np.count_nonzero(v >> _MORE[None, :], axis=1)
-    groups = ((v >> _SHIFTS[None, :]) & np.uint64(0x7F)).astype(np.uint8)
-    cont = np.arange(_MAX)[None, :] < (lengths - 1)[:, None]
-    groups[cont] |= 0x80
+    """(n × w bytes, n lengths): the unsigned varints of ``values`` (uint64), one per row,
+    left-aligned, w the longest; bytes past a row's length are to be dropped."""
+    lengths = np.ones(len(values), dtype=np.int64)
+    for shift in _MORE:
+        more = values >= (np.uint64(1) << shift)
+        if not more.any():
+            break
+        lengths += more
+    width = int(lengths.max())
+    groups = np.empty((len(values), width), dtype=np.uint8)
+    for k in range(width):
+        col = (values >> _SHIFTS[k]) & np.uint64(0x7F)
+        groups[:, k] = col | np.where(k < lengths - 1, np.uint64(0x80), np.uint64(0))
     return groups, lengths
 
 
-def _rows(parts: list[np.ndarray], keep: list[np.ndarray]) -> list[bytes]:
-    """One ``bytes`` per row: the kept columns of ``parts`` (n × k uint8 each), left to right."""
-    matrix = np.concatenate(parts, axis=1)
-    mask = np.concatenate(keep, axis=1)
-    data = matrix[mask].tobytes()                      # row by row: C order
-    ends = np.cumsum(mask.sum(axis=1)).tolist()
-    return [data[a:b] for a, b in pairwise([0, *ends])]
+def _rows(matrix: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """One ``bytes`` per row of ``matrix`` (n × w uint8): its first ``lengths`` bytes."""
+    n, width = matrix.shape
+    data = np.ascontiguousarray(matrix).tobytes()
+    return [data[o:o + m] for o, m in zip(range(0, n * width, width), lengths.tolist())]
 
 
-def _fixed(n: int, raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-    col = np.frombuffer(raw, dtype=np.uint8)
-    return np.broadcast_to(col, (n, len(raw))), np.ones((n, len(raw)), dtype=bool)
+def _framed(values: np.ndarray, head: bytes, tail: bytes, length_byte: bool) -> list[bytes]:
+    """Per value: [``_PACKET``, the length of the rest (one byte),] ``head``, its varint,
+    ``tail``."""
+    groups, lengths = _varint_matrix(values)
+    n, w = groups.shape
+    lead = 2 if length_byte else 0
+    at = lead + len(head)
+    matrix = np.empty((n, at + w + len(tail)), dtype=np.uint8)
+    if length_byte:
+        matrix[:, 0] = _PACKET[0]
+        matrix[:, 1] = len(head) + lengths + len(tail)
+    matrix[:, lead:at] = np.frombuffer(head, dtype=np.uint8)
+    matrix[:, at:at + w] = groups
+    rows = np.arange(n)
+    for j, byte in enumerate(tail):           # right after each row's varint
+        matrix[rows, at + lengths + j] = byte
+    return _rows(matrix, at + lengths + len(tail))
 
 
 def _deltas(times: list[int], base: int) -> np.ndarray | None:
@@ -65,11 +81,7 @@ def timestamps(times: list[int], base: int) -> list[bytes] | None:
     v = _deltas(times, base)
     if v is None:
         return None
-    n = len(times)
-    groups, lengths = _varint_matrix(v)
-    head, head_keep = _fixed(n, _TS)
-    keep = np.arange(_MAX)[None, :] < lengths[:, None]
-    return _rows([head, groups], [head_keep, keep])
+    return _framed(v, _TS, b"", False)
 
 
 def end_packets(times: list[int], base: int, tail: bytes) -> list[bytes] | None:
@@ -84,13 +96,4 @@ def end_packets(times: list[int], base: int, tail: bytes) -> list[bytes] | None:
     v = _deltas(times, base)
     if v is None:
         return None
-    n = len(times)
-    groups, lengths = _varint_matrix(v)
-    frame = np.empty((n, 2), dtype=np.uint8)
-    frame[:, 0] = _PACKET[0]
-    frame[:, 1] = len(_TS) + lengths + len(tail)
-    ts, ts_keep = _fixed(n, _TS)
-    end, end_keep = _fixed(n, tail)
-    keep = np.arange(_MAX)[None, :] < lengths[:, None]
-    return _rows([frame, ts, groups, end],
-                 [np.ones((n, 2), dtype=bool), ts_keep, keep, end_keep])
+    return _framed(v, _TS, tail, True)

@@ -51,7 +51,7 @@ _COLUMNS_FROM = 32
 
 def _ts_field(d: int) -> bytes:
     """The timestamp field of a packet ``d`` ns after the trace's time 0 (the same bytes as
-    ``columns.timestamps``)."""
+    ``columns.timestamps``, ``columns.end_packets``)."""
     if d < 16384:
         return _DTS[d]
     if d < 2097152:
@@ -61,23 +61,19 @@ def _ts_field(d: int) -> bytes:
     return _TS + varint(d)
 
 
-def _time_columns(slices: list, ids: list[int], starts: list[int], base: int,
-                  end_tail: bytes) -> tuple[list[bytes], list[bytes]]:
-    """Per slice of ``ids`` (in order): its BEGIN's timestamp field, and its END packet as
-    written when it carries nothing else (``end_tail``: the sequence id and the END event)."""
+def _end_packets(slices: list, ids: list[int], base: int, end_tail: bytes) -> list[bytes]:
+    """Per slice of ``ids`` (in order): its END packet as written when it carries nothing
+    else (``end_tail``: the sequence id and the END event)."""
     ends = [slices[i].ts + slices[i].dur for i in ids]
-    begin_ts = end_pk = None
     if len(ids) >= _COLUMNS_FROM:
-        begin_ts = columns.timestamps(starts, base)
-        end_pk = columns.end_packets(ends, base, end_tail)
-    if begin_ts is None:
-        begin_ts = [_ts_field(t - base) for t in starts]
-    if end_pk is None:
-        end_pk = []
-        for e in ends:
-            body = _ts_field(e - base) + end_tail
-            end_pk.append(_PACKET + _len(len(body)) + body)
-    return begin_ts, end_pk
+        made = columns.end_packets(ends, base, end_tail)
+        if made is not None:
+            return made
+    out = []
+    for e in ends:
+        body = _ts_field(e - base) + end_tail
+        out.append(_PACKET + _len(len(body)) + body)
+    return out
 
 
 class SequenceWriter:
@@ -220,9 +216,10 @@ class SequenceWriter:
         base = self.base
         done = self.done
         limit = self.next_report if record is None else sys.maxsize   # recording: silent
-        # The timestamp fields of BEGINs and the packets of plain ENDs are made per track,
-        # a column at a time (``_time_columns``); the timestamp of an END that carries more
-        # is written inline, on purpose: a call costs more than the step itself.
+        # The packets of plain ENDs are made per track, a column at a time (``_end_packets``);
+        # the timestamp step of a BEGIN (and of an END that carries more) is written inline,
+        # on purpose: it runs once per packet, where a call costs more than the step itself
+        # (and numpy's per-value cost of cutting one ``bytes`` per value is no less).
         for track_id, ids in units:
             starts = [slices[i].ts for i in ids]
             if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
@@ -237,9 +234,9 @@ class SequenceWriter:
             seen = seq.seen
             head = seqb + _FLAGS_NEEDS
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
-            # The timestamp field of every BEGIN and the whole packet of every plain END
-            # (no flows, no riding samples), a column at a time (``columns``).
-            begin_ts, end_pk = _time_columns(slices, ids, starts, base, end_tail)
+            # The whole packet of every plain END (no flows, no riding samples), a column at
+            # a time (``columns``).
+            end_pk = _end_packets(slices, ids, base, end_tail)
             # One last step (id -1) at a time past every end: the END step closes what is open.
             starts.append(UINT64_END)
             stack: list[int] = []   # open slice ends, innermost last
@@ -313,7 +310,14 @@ class SequenceWriter:
                 if fb is not None:
                     event += fb
                 d = ts - base
-                tsb = begin_ts[k]
+                if d < 16384:
+                    tsb = dts[d]
+                elif d < 2097152:
+                    tsb = ts_lo[d & 127] + ts_hi[d >> 7]
+                elif d < 268435456:     # four bytes: runs past 2.1 ms
+                    tsb = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
+                else:
+                    tsb = _TS + varint(d)
                 if pending:
                     flushed = tuple(pending)
                     pending.clear()
