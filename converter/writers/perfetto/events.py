@@ -20,6 +20,7 @@ from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from ...same_work import work_ids
+from . import columns
 from .attributes import attributes_packet
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
@@ -41,6 +42,38 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
     load += [(len(c.ts), c.track) for c in counters if c.ts]
     return {t: n for n, (_, t) in enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])),
                                               first)}
+
+
+# Below this many slices a track's times are encoded one by one (numpy's cost per call
+# is more than the loop's there).
+_COLUMNS_FROM = 32
+
+
+def _ts_field(d: int) -> bytes:
+    """The timestamp field of a packet ``d`` ns after the trace's time 0 (the same bytes as
+    ``columns.timestamps``, ``columns.end_packets``)."""
+    if d < 16384:
+        return _DTS[d]
+    if d < 2097152:
+        return _TS3_LO[d & 127] + _LEN[d >> 7]
+    if d < 268435456:
+        return _TS3_LO[d & 127] + _TS4_MID[(d >> 7) & 127] + _LEN[d >> 14]
+    return _TS + varint(d)
+
+
+def _end_packets(slices: list, ids: list[int], base: int, end_tail: bytes) -> list[bytes]:
+    """Per slice of ``ids`` (in order): its END packet as written when it carries nothing
+    else (``end_tail``: the sequence id and the END event)."""
+    ends = [slices[i].ts + slices[i].dur for i in ids]
+    if len(ids) >= _COLUMNS_FROM:
+        made = columns.end_packets(ends, base, end_tail)
+        if made is not None:
+            return made
+    out = []
+    for e in ends:
+        body = _ts_field(e - base) + end_tail
+        out.append(_PACKET + _len(len(body)) + body)
+    return out
 
 
 class SequenceWriter:
@@ -183,17 +216,15 @@ class SequenceWriter:
         base = self.base
         done = self.done
         limit = self.next_report if record is None else sys.maxsize   # recording: silent
-        # The timestamp step below (delta on the sequence clock, or an absolute BOOTTIME
-        # stamp when time goes back) is written inline for ENDs, BEGINs and counter samples
-        # on purpose: it runs once per packet (about a million on the largest runs), where a
-        # call costs more than the step itself.
+        # The packets of plain ENDs are made per track, a column at a time (``_end_packets``);
+        # the timestamp step of a BEGIN (and of an END that carries more) is written inline,
+        # on purpose: it runs once per packet, where a call costs more than the step itself
+        # (and numpy's per-value cost of cutting one ``bytes`` per value is no less).
         for track_id, ids in units:
             starts = [slices[i].ts for i in ids]
             if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
                 ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
                 starts = [slices[i].ts for i in ids]
-            # One last step (id -1) at a time past every end: the END step closes what is open.
-            starts.append(UINT64_END)
             seq = _Sequence(seq_ids[track_id])
             append(_sequence_start(seq, track_id))
             stamp(-1)
@@ -203,13 +234,25 @@ class SequenceWriter:
             seen = seq.seen
             head = seqb + _FLAGS_NEEDS
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
+            # The whole packet of every plain END (no flows, no riding samples), a column at
+            # a time (``columns``).
+            end_pk = _end_packets(slices, ids, base, end_tail)
+            # One last step (id -1) at a time past every end: the END step closes what is open.
+            starts.append(UINT64_END)
             stack: list[int] = []   # open slice ends, innermost last
+            kstack: list[int] = []  # their places in ``ids`` (``end_pk``)
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
             at_end = end_riders.get(track_id)   # counter samples riding on ENDs, by time
-            for i, ts in zip([*ids, -1], starts):
+            for k, (i, ts) in enumerate(zip([*ids, -1], starts)):
                 while stack and stack[-1] <= ts:
                     end = stack.pop()
                     d = end - base
+                    stamp(d)
+                    extra = at_end.pop(end, None) if at_end else None
+                    if extra is None and not (marks and marks[-1][0] == len(stack)):
+                        append(end_pk[kstack.pop()])        # a plain END: made already
+                        continue
+                    kstack.pop()
                     if d < 16384:
                         body = dts[d]
                     elif d < 2097152:       # three bytes, inline: most times of a run
@@ -218,8 +261,6 @@ class SequenceWriter:
                         body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
                     else:
                         body = _TS + varint(d)
-                    stamp(d)
-                    extra = at_end.pop(end, None) if at_end else None
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
                         if extra is not None:
@@ -227,13 +268,9 @@ class SequenceWriter:
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                         append(_PACKET + _len(len(body)) + body)
                         continue
-                    if extra is not None:
-                        ev = _END + b"".join(extra)
-                        body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
-                        append(_PACKET + _len(len(body)) + body)
-                        continue
-                    body += end_tail
-                    append(_PACKET + _LEN[len(body)] + body)      # END bodies are short
+                    ev = _END + b"".join(extra)
+                    body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
+                    append(_PACKET + _len(len(body)) + body)
                 if i < 0:
                     break
                 s = slices[i]
@@ -295,6 +332,7 @@ class SequenceWriter:
                 append(_PACKET + _len(len(body)) + body)
                 stamp(d)
                 stack.append(ts + s.dur)
+                kstack.append(k)
                 if end_flows and i in end_flows:
                     marks.append((len(stack) - 1, i))
                 done += 1
