@@ -2,10 +2,12 @@
 
 Every run of every sample folder (../shared/samples/*, ../shared/field-samples/*, the
 checkout's samples/) is read once, in this process, and written as .pftrace, Chrome JSON
-and md/json/html summaries.  Each output's sha256 is taken after the places that depend on
-where things live (the shared samples, the checkout, the temporary output folder) are
-replaced by fixed names, so the digests are the same in every checkout.  A run that fails
-to read or write records its error (type and message) in place of the digests.
+and md/json/html summaries.  The digests are the same in every checkout: each folder is read
+and written through relative paths from a temporary folder that links ``shared`` to the shared
+data and ``checkout`` to the checkout (an absolute path in a .pftrace, e.g. a source file in
+its trace attributes, would change its bytes and its length prefixes with the place).  A run
+that fails to read or write records its error (type and message, where-things-live strings
+replaced by fixed names) in place of the digests.
 
 ``tests/golden/outputs.sha256`` holds the expected lines; ``tests/test_outputs_identical.py``
 compares them, ``tests/golden/update.py`` writes them again on purpose.
@@ -14,6 +16,7 @@ compares them, ``tests/golden/update.py`` writes them again on purpose.
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -54,10 +57,12 @@ def _placeholders(tmp: Path) -> list[tuple[bytes, bytes]]:
                   key=lambda kv: -len(kv[0]))
 
 
-def _digest(data: bytes, places) -> str:
-    for old, new in places:
-        data = data.replace(old, new)
-    return hashlib.sha256(data).hexdigest()
+def _relative(folder: Path) -> Path:
+    """``folder`` as seen from the temporary folder (``shared/…`` or ``checkout/…``)."""
+    try:
+        return Path("shared") / folder.relative_to(SHARED)
+    except ValueError:
+        return Path("checkout") / folder.relative_to(REPO)
 
 
 def digest_folder(label: str, folder: Path) -> list[str]:
@@ -65,28 +70,37 @@ def digest_folder(label: str, folder: Path) -> list[str]:
     run and output, or ``label[::run]<TAB>ERROR<TAB>type: message``."""
     import tracecvt
     lines = []
+    here = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="tracecvt-golden-") as tmp:
         tmp = Path(tmp)
+        (tmp / "shared").symlink_to(SHARED, target_is_directory=True)
+        (tmp / "checkout").symlink_to(REPO, target_is_directory=True)
         places = _placeholders(tmp)
+        os.chdir(tmp)
         try:
-            runs = tracecvt.read(folder)
-        except Exception as e:  # an error is an outcome too: it must stay the same
-            msg = _clean(f"{type(e).__name__}: {e}", places)
-            return [f"{label}\tERROR\t{msg}"]
-        for i, run in enumerate(runs):
-            key = f"{label}::{run.name}"
-            d = tmp / str(i)
-            d.mkdir()
             try:
-                outs = {"pftrace": run.to_perfetto(d / "t.pftrace", force=True),
-                        "chrome": run.to_chrome(d / "t.json", force=True)}
-                for fmt in ("md", "json", "html"):
-                    outs["sum." + fmt] = run.write_summary(d / f"s.{fmt}", fmt=fmt, force=True)
-            except Exception as e:
-                lines.append(f"{key}\tERROR\t{_clean(f'{type(e).__name__}: {e}', places)}")
-                continue
-            for name in OUTPUTS:
-                lines.append(f"{key}\t{name}\t{_digest(Path(outs[name]).read_bytes(), places)}")
+                runs = tracecvt.read(_relative(folder))
+            except Exception as e:  # an error is an outcome too: it must stay the same
+                msg = _clean(f"{type(e).__name__}: {e}", places)
+                return [f"{label}\tERROR\t{msg}"]
+            for i, run in enumerate(runs):
+                key = f"{label}::{run.name}"
+                d = Path("out") / str(i)
+                d.mkdir(parents=True)
+                try:
+                    outs = {"pftrace": run.to_perfetto(d / "t.pftrace", force=True),
+                            "chrome": run.to_chrome(d / "t.json", force=True)}
+                    for fmt in ("md", "json", "html"):
+                        outs["sum." + fmt] = run.write_summary(d / f"s.{fmt}", fmt=fmt,
+                                                               force=True)
+                except Exception as e:
+                    lines.append(f"{key}\tERROR\t{_clean(f'{type(e).__name__}: {e}', places)}")
+                    continue
+                for name in OUTPUTS:
+                    data = Path(outs[name]).read_bytes()
+                    lines.append(f"{key}\t{name}\t{hashlib.sha256(data).hexdigest()}")
+        finally:
+            os.chdir(here)
     return lines
 
 
