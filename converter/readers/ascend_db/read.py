@@ -115,6 +115,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
                                         Database, stats)),
         ("CONNECTION_IDS", lambda: add_flows(trace, db, cann, device, pytorch, stats)),
     ]
+    first_flow = len(trace.flows)
     for table, step in steps:
         try:
             step()
@@ -122,6 +123,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
             failed.append(table)
             trace.warn(sql_error(path, table, e))
     layout.declare_source_idle()
+    layout.measure_clock_skew(trace.flows[first_flow:])
     if failed and not trace.slices and not trace.counters:
         raise InputError(path, f"no table could be read ({', '.join(failed)})")
     for table, (user, lost) in NEEDED.items():

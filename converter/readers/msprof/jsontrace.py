@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
 from ...fileio import load_json_records
-from ...model import CLOCK_SKEW, KERNEL, Trace
+from ...model import KERNEL, Trace
 from .csvtable import arg_name, canonical, normalize_task_type
 from .jsonshape import hkey, number, obj
 from .timefmt import UINT32_MAX, event_span, us_to_ns
@@ -294,39 +294,8 @@ class ChromeImporter:
                 trace.add_flow(a, b, pairs[i][0] or "flow")
                 made += 1
         self._flow_ends.clear()
-        self._clock_skew(trace.flows[len(trace.flows) - made:])
+        self.layout.measure_clock_skew(trace.flows[len(trace.flows) - made:])
         return {"flows": made, "unpaired": unpaired, "unbound": unbound, "self": self_loops}
-
-    def _clock_skew(self, flows) -> None:
-        """Per device: how far device tasks start before the host call that launched them
-        (host -> device flows whose successor starts first).  A task cannot start before its
-        launch, so host and device clocks differ by at least the largest such lead
-        (``model.CLOCK_SKEW``, one entry per device; times are kept as recorded)."""
-        slices = self.trace.slices
-        place = self.layout.place
-        sides: dict[int, tuple] = {}
-        per: dict[int | None, list[int]] = {}
-        for f in flows:
-            a, b = slices[f.src], slices[f.dst]
-            for t in (a.track, b.track):
-                if t not in sides:
-                    sides[t] = place(t)
-            if sides[a.track][0] != "host" or sides[b.track][0] != "device":
-                continue
-            lead = per.setdefault(sides[b.track][1], [0, 0, 0])
-            lead[2] += 1
-            if b.ts < a.ts:
-                lead[0] = max(lead[0], a.ts - b.ts)
-                lead[1] += 1
-        for dev, (ns, n, total) in sorted(per.items(), key=lambda kv: (kv[0] is None, kv[0])):
-            if not n:
-                continue
-            entry: dict[str, Any] = {"device": dev}
-            if self.layout.rank is not None:
-                entry["rank"] = self.layout.rank
-            entry.update({"clock_skew_us": ns / 1000, "tasks_before_launch": n,
-                          "dependencies": total})
-            self.trace.meta.extra.setdefault(CLOCK_SKEW, []).append(entry)
 
     def finish_counters(self) -> None:
         for p in self.processes.values():

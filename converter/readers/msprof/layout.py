@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from ...model import GROUP, SOURCE_IDLE, Trace
+from typing import Any
+
+from ...model import CLOCK_SKEW, GROUP, SOURCE_IDLE, Trace
 from .jsonshape import rank as clamp
 
 # Processes that belong to a device when the file gives no label.
@@ -110,3 +112,34 @@ class Layout:
                 out.append({"lane": free, "lanes": lanes})
         if out:
             self.trace.meta.extra.setdefault(SOURCE_IDLE, []).extend(out)
+
+    def measure_clock_skew(self, flows) -> None:
+        """Per device: how far device tasks start before the host call that launched them
+        (host -> device ``flows`` whose successor starts first).  A task cannot start before
+        its launch, so host and device clocks differ by at least the largest such lead
+        (``model.CLOCK_SKEW``, one entry per device; times are kept as recorded).  The text
+        timeline's and the database's flows alike."""
+        slices = self.trace.slices
+        sides: dict[int, tuple] = {}
+        per: dict[int | None, list[int]] = {}
+        for f in flows:
+            a, b = slices[f.src], slices[f.dst]
+            for t in (a.track, b.track):
+                if t not in sides:
+                    sides[t] = self.place(t)
+            if sides[a.track][0] != "host" or sides[b.track][0] != "device":
+                continue
+            lead = per.setdefault(sides[b.track][1], [0, 0, 0])
+            lead[2] += 1
+            if b.ts < a.ts:
+                lead[0] = max(lead[0], a.ts - b.ts)
+                lead[1] += 1
+        for dev, (ns, n, total) in sorted(per.items(), key=lambda kv: (kv[0] is None, kv[0])):
+            if not n:
+                continue
+            entry: dict[str, Any] = {"device": dev}
+            if self.rank is not None:
+                entry["rank"] = self.rank
+            entry.update({"clock_skew_us": ns / 1000, "tasks_before_launch": n,
+                          "dependencies": total})
+            self.trace.meta.extra.setdefault(CLOCK_SKEW, []).append(entry)
