@@ -91,7 +91,8 @@ class PyptoReader:
             p = directory / n
             if not logical_name(Path(n)).endswith(".json") or p in files.values():
                 continue
-            if sniff_aicpu(read_head(p)) and not sniff_merged(read_head(p)):
+            head = read_head(p)
+            if sniff_aicpu(head) and not sniff_merged(head):
                 if holds_machine_view(p):
                     merged_elsewhere.append(p)
                 else:
