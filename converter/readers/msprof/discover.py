@@ -115,22 +115,22 @@ def classify(path: Path) -> str | None:
         if re.match(r"(info|sample)\.json(\.\d+)?$", low):
             return None
         head = read_head(path, 8192)
-        h = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-        if h[:1] not in (b"{", b"["):
+        first = json_opening(head)
+        if first not in (b"{", b"["):
             return None          # a *.done marker, an empty or a text file: no JSON data
         if re.match(r"profiler_info(_\d+)?\.json$", low):
-            return "profiler_info" if h[:1] == b"{" else None
+            return "profiler_info" if first == b"{" else None
         if low == "profiler_metadata.json":
-            return "profiler_metadata" if h[:1] == b"{" else None
+            return "profiler_metadata" if first == b"{" else None
         key = stats_key(name)
         if key:
             return key
         if b'"profilingType"' in head and b'"op"' in head and b'traceEvents' in head:
             return "sim_trace"
-        if h[:1] == b"{" and b'"traceEvents"' in head and b'"pid": "core' in head.replace(
+        if first == b"{" and b'"traceEvents"' in head and b'"pid": "core' in head.replace(
                 b'":"', b'": "'):
             return "sim_trace"
-        if (h[:1] == b"[" or b'"traceEvents"' in head) and b'"ph"' in head:
+        if (first == b"[" or b'"traceEvents"' in head) and b'"ph"' in head:
             if "trace_view" in low or any(m in head for m in _TORCH_MARKS):
                 return "trace_view"
             if low.startswith("msprof") or any(m in head for m in _MSPROF_MARKS):
@@ -146,6 +146,14 @@ _TORCH_MARKS = (b'"cpu_op"', b'"python_function"', b"torch_to_npu", b'"async_npu
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def json_opening(head: bytes) -> bytes:
+    """The first byte of a file's JSON data (``{`` or ``[`` where it is JSON), past a UTF-8
+    BOM and blanks; b"" for an empty head."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+
+
 # msprof marks each finished write with a small text file beside it (``info.json.0.done``,
 # ``sample.json.done``, ``data/*.slice_0.done``: text ``filesize:968``) and a finished folder
 # with an empty ``*.complete``: they carry no data and never stand in for the file they mark.
@@ -184,7 +192,7 @@ def prof_meta_role(path: Path) -> str | None:
     """Which PROF_* metadata file ``path`` is by content (info, start_info, end_info, sample),
     or None (a marker, a log, raw data…)."""
     head = read_head(path, 1 << 20)        # info.json lists every CPU core before the chip
-    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+    if json_opening(head) != b"{":
         return None
     kind = next((k for k, keys in _META_KEYS if any(key in head for key in keys)), None)
     if kind != "collection":

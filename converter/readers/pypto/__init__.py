@@ -14,7 +14,7 @@ from ...fileio import (find_variant, glob, is_dir, is_file, logical_name, read_b
 from ...model import UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from ..simpler import sniff_converter_output
-from .common import HUB_QUIRK, MERGED_US, MachineView, declarations
+from .common import GRAPH_ROLES, HUB_QUIRK, MERGED_US, MachineView, declarations
 
 MERGED = "merged_swimlane.json"
 RAW_SIM = "_simulate.swim.json"
@@ -91,7 +91,8 @@ class PyptoReader:
             p = directory / n
             if not logical_name(Path(n)).endswith(".json") or p in files.values():
                 continue
-            if sniff_aicpu(read_head(p)) and not sniff_merged(read_head(p)):
+            head = read_head(p)
+            if sniff_aicpu(head) and not sniff_merged(head):
                 if holds_machine_view(p):
                     merged_elsewhere.append(p)
                 else:
@@ -244,7 +245,6 @@ class PyptoReader:
             trace.meta.source_files.append(str(source.files[role]))
 
 
-GRAPH_ROLES = ("dyn_topo", "tmp_topo", "static_topo")
 # The cause (Trace.warn) of the warnings about dependencies the times show as not causal.
 LATE = "dependencies that end after their successor starts (not causal as recorded)"
 

@@ -17,6 +17,10 @@ from ...model import (ARG_LINES, GROUP, INPUTS, INT64_MIN, INVENTED_TIMES, LABEL
 SIM_CYCLES_PER_US = 1800
 NPU_TICKS_PER_US = {"A2/A3": 50, "950": 1000}
 
+# The roles of PyPTO's own task-graph inputs, in the order a run's graph is taken from them
+# (raw._pick_topo; a task list found beside the times, role "task_graph", comes after them).
+GRAPH_ROLES = ("dyn_topo", "tmp_topo", "static_topo")
+
 # The cause (Trace.warn) of every warning about PyPTO's HUB seqNo quirk (5.6).
 HUB_QUIRK = "PyPTO's HUB seqNo quirk (HUB tasks of every device task recorded with seqNo 0)"
 

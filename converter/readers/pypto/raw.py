@@ -34,9 +34,9 @@ from ...errors import InputError
 from ...fileio import glob, is_file, load_json, load_json_records, logical_name, read_text
 from ...model import INT64_MIN, LABEL_ARGS, MAX_NS, UINT64_END, RunMeta, Trace
 from ..base import ReadOptions, Source
-from .common import (HUB_QUIRK, NPU_TICKS_PER_US, SIM_CYCLES_PER_US, MachineView,
-                     SharedTaskArgs, core_lane_name, cycles_clock, declarations, operand,
-                     task_category)
+from .common import (GRAPH_ROLES, HUB_QUIRK, NPU_TICKS_PER_US, SIM_CYCLES_PER_US,
+                     MachineView, SharedTaskArgs, core_lane_name, cycles_clock, declarations,
+                     operand, task_category)
 
 RAW_NPU = "tilefwk_L1_prof_data.json"
 PERF_DATA_PREFIX = "machine_trace_perf_data_"
@@ -354,7 +354,7 @@ def _join_task_list(rows: list[tuple], table: dict[int, _Task], path: Path, swim
 
 
 def _pick_topo(source: Source) -> tuple[str | None, Path | None]:
-    for role in ("dyn_topo", "tmp_topo", "static_topo", "task_graph"):
+    for role in (*GRAPH_ROLES, "task_graph"):
         p = source.files.get(role)
         if p is not None:
             return role, p

@@ -7,6 +7,7 @@ docs/formats/simpler.md.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,7 @@ class SimplerReader:
 
         def in_case_folder(r: Source) -> bool:
             case = r.files["records"].parent
-            below = drawing.parent.relative_to(_shared_folder(case, drawing.parent)).parts
+            below = drawing.parent.relative_to(os.path.commonpath((case, drawing.parent))).parts
             return case.name in below
         cases = [r for r in records if in_case_folder(r)]
         if len(cases) == 1:
@@ -187,16 +188,6 @@ class SimplerReader:
             return read_converter_output(source, options)
         from .build import build
         return build(source, options)
-
-
-def _shared_folder(a: Path, b: Path) -> Path:
-    """The deepest folder holding both ``a`` and ``b``."""
-    shared = Path(a.anchor)
-    for x, y in zip(a.parts, b.parts):
-        if x != y:
-            break
-        shared = shared / x
-    return shared
 
 
 def run_name(records: Path, root: Path) -> str:
