@@ -12,7 +12,7 @@ from typing import Callable
 
 from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
-from .model import CLOCK_SKEW, UNTRUSTED_FLOW, Trace
+from .model import UNTRUSTED_FLOW, Trace
 from .readers import ReadOptions, Source, find_runs, format_names
 
 __all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
@@ -199,12 +199,10 @@ def write_run(source: Source, trace: Trace, writer: str, output: Path,
     warnings = list(trace.meta.warnings)
     causes = {w: c for w, c in trace.meta.causes.items() if w != UNTRUSTED_FLOW}
     if counts.get("flows_not_drawn"):
-        from .writers.flows import not_drawn, not_drawn_warning
-        line = not_drawn_warning(counts["flows_not_drawn"], len(trace.flows), output.name,
-                                 perfetto=writer == "perfetto",
-                                 skew=trace.meta.extra.get(CLOCK_SKEW))
+        # the writer's count is not_drawn()'s: the same line and cause as the summary's
+        from .writers.flows import not_drawn_lines
+        line, cause = not_drawn_lines(trace, writer, output.name)
         warnings.append(line)
-        cause = trace.meta.causes.get(UNTRUSTED_FLOW)
-        if cause and not_drawn(trace, writer) == (counts["flows_not_drawn"],) * 2:
+        if cause:
             causes[line] = cause        # every flow left out is one the reader marked
     return Result(source, output, counts, size, warnings, causes)

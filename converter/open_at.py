@@ -37,18 +37,21 @@ def parse_at(text: str) -> int | tuple[int, int]:
     return start, end
 
 
+def one_run(path: Path, runs: list):
+    """The one run of ``runs`` (those under ``path``); more than one is an error."""
+    if len(runs) > 1:
+        raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
+                               "(tracecvt info lists them)")
+    return runs[0]
+
+
 def summary_for(path: Path, fmt, options):
     """(trace, analysis, summary data) of the one run at ``path`` (read again: the trace
     file holds no findings)."""
     from .analyses import analyze
     from .convert import runs_under
     from .summary import summary_data
-    runs = runs_under(path, fmt)
-    if len(runs) > 1:
-        raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
-                               "(tracecvt info lists them)")
-    src = runs[0]
-    trace = src.read(options)
+    trace = one_run(path, runs_under(path, fmt)).read(options)
     analysis = analyze(trace)
     return trace, analysis, summary_data(trace, analysis)
 

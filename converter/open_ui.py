@@ -35,7 +35,7 @@ import click
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fail,
                       size as size_option, warn_run)
 from .errors import InputError, TracecvtError, error_message, one_line
-from .open_at import at_args, parse_at, summary_for
+from .open_at import at_args, one_run, parse_at, summary_for
 
 DEFAULT_UI = "https://ui.perfetto.dev"
 TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
@@ -90,10 +90,7 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
         if fmt is None and path.is_file() and path.name.lower().endswith(CHROME_SUFFIXES):
             return path, False              # a Chrome JSON trace no reader claims
         raise
-    if len(runs) > 1:
-        raise InputError(path, f"{len(runs)} runs found; name one run directory or file "
-                               "(tracecvt info lists them)")
-    src = runs[0]
+    src = one_run(path, runs)
     target = default_output(src, "perfetto", None, False)
     if cache and up_to_date(input_files(src), [target]):
         _note(f"using {target} (newer than the run's files; --no-cache converts again)")

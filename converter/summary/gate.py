@@ -51,6 +51,7 @@ def parse_gate(text: str) -> Gate:
 def verdict(gates: list[Gate], base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
     """The verdict of ``gates`` on two summaries' key figures; ValueError when a figure is
     in neither or is missing from one run, or has no worse direction and no sign."""
+    from .compare import _change
     fa, fb = _figures(base), _figures(cur)
     checks = []
     for g in gates:
@@ -67,9 +68,9 @@ def verdict(gates: list[Gate], base: dict[str, Any], cur: dict[str, Any]) -> dic
             raise ValueError(f"--fail-on {g.text}: {g.figure} has no better direction; give "
                              "one: +N (an increase fails) or -N (a decrease fails)")
         prev, now = a["value"], b["value"]
-        change = now - prev
+        change, rel = _change(prev, now)
         if g.relative:
-            moved = None if prev == 0 else 100.0 * change / abs(prev)
+            moved = rel
             if moved is None:
                 moved = 0.0 if change == 0 else float("inf") * (1 if change > 0 else -1)
         else:
@@ -81,8 +82,7 @@ def verdict(gates: list[Gate], base: dict[str, Any], cur: dict[str, Any]) -> dic
                        "relative": g.relative, "unit": a.get("unit", ""),
                        "limit": g.limit, "fails_on": "increase" if sign > 0 else "decrease",
                        "previous": prev, "current": now, "change": round(change, 6),
-                       "change_pct": None if prev == 0 else round(100.0 * change / abs(prev),
-                                                                  3),
+                       "change_pct": None if rel is None else round(rel, 3),
                        "result": result})
     results = [c["result"] for c in checks]
     outcome = ("regression" if "regression" in results else
