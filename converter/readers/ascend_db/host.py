@@ -9,7 +9,7 @@ from typing import Any
 from ...model import Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
-from .database import Database, plain, span
+from .database import Database, plain, report_rows, span
 
 CANN_ORDER, PYTHON_ORDER, MSTX_ORDER = 7, 5, 6
 # ENUM_API_TYPE name -> the prefix the text export puts before a CANN API's name
@@ -61,10 +61,7 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
         if conn is not None:
             cann.setdefault(conn, i)
         made += 1
-    stats["CANN_API"] = {"rows": made + bad, "slices": made}
-    if bad:
-        trace.warn(f"{db.path}: {bad} CANN_API rows without a usable start/end time "
-                   "not converted")
+    report_rows(trace, db, stats, "CANN_API", made, bad)
 
 
 def _stacks(db: Database) -> dict[int, str]:
@@ -129,10 +126,7 @@ def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, lis
         if conn is not None:
             torch.setdefault(conn, []).append(i)
         made += 1
-    stats["PYTORCH_API"] = {"rows": made + bad, "slices": made}
-    if bad:
-        trace.warn(f"{db.path}: {bad} PYTORCH_API rows without a usable start/end time "
-                   "not converted")
+    report_rows(trace, db, stats, "PYTORCH_API", made, bad)
 
 
 def add_mstx(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:
