@@ -21,7 +21,7 @@ from urllib.parse import quote
 from ...archive import locate
 from ...errors import InputError
 from ...fileio import read_bytes, read_head
-from ...model import MAX_NS
+from ...model import MAX_NS, Trace
 
 MAGIC = b"SQLite format 3\x00"
 # What reading a damaged database can raise: sqlite's errors, and UnicodeDecodeError where a
@@ -181,6 +181,14 @@ def plain(v):
 
 def text(v) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def report_rows(trace: Trace, db: "Database", stats: dict, table: str, made: int, bad: int) -> None:
+    """Count a table's rows and slices in stats; warn about rows without usable times."""
+    stats[table] = {"rows": made + bad, "slices": made}
+    if bad:
+        trace.warn(f"{db.path}: {bad} {table} rows without a usable start/end time "
+                   "not converted")
 
 
 def sql_error(path: Path, table: str, e: Exception) -> str:

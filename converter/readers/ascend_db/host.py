@@ -9,7 +9,8 @@ from typing import Any
 from ...model import Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
-from .database import Database, plain, span
+from ..msprof.tasks import _int
+from .database import Database, plain, report_rows, span
 
 CANN_ORDER, PYTHON_ORDER, MSTX_ORDER = 7, 5, 6
 # ENUM_API_TYPE name -> the prefix the text export puts before a CANN API's name
@@ -61,10 +62,7 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
         if conn is not None:
             cann.setdefault(conn, i)
         made += 1
-    stats["CANN_API"] = {"rows": made + bad, "slices": made}
-    if bad:
-        trace.warn(f"{db.path}: {bad} CANN_API rows without a usable start/end time "
-                   "not converted")
+    report_rows(trace, db, stats, "CANN_API", made, bad)
 
 
 def _stacks(db: Database) -> dict[int, str]:
@@ -78,18 +76,6 @@ def _stacks(db: Database) -> dict[int, str]:
     return {k: ";\n".join(s for _, s in sorted(v)) for k, v in frames.items()}
 
 
-def _ns(v) -> int | None:
-    """PYTORCH_API stores its times as TEXT in some versions."""
-    if type(v) is int:
-        return v
-    if isinstance(v, str):
-        try:
-            return int(v.strip())
-        except ValueError:
-            return None
-    return None
-
-
 def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, list[int]],
                 stats: dict[str, Any]) -> None:
     if "PYTORCH_API" not in db.tables:
@@ -101,7 +87,7 @@ def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, lis
                                      "sequenceNumber", "fwdThreadId", "inputDtypes",
                                      "inputShapes", "callchainId", "type"])
     for start, end, gtid, conn, sid, seq, fwd, dtypes, shapes, chain, typ in cur:
-        start, end = _ns(start), _ns(end)
+        start, end = _int(start), _int(end)  # TEXT in some versions
         if span(start, end) is None:
             bad += 1
             continue
@@ -129,10 +115,7 @@ def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, lis
         if conn is not None:
             torch.setdefault(conn, []).append(i)
         made += 1
-    stats["PYTORCH_API"] = {"rows": made + bad, "slices": made}
-    if bad:
-        trace.warn(f"{db.path}: {bad} PYTORCH_API rows without a usable start/end time "
-                   "not converted")
+    report_rows(trace, db, stats, "PYTORCH_API", made, bad)
 
 
 def add_mstx(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:

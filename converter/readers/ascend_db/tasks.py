@@ -14,7 +14,7 @@ from ..msprof.jsontrace import _describe_lane, _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import pipe_ratios
 from ..msprof.timefmt import UINT32_MAX
-from .database import Database, plain, span, text
+from .database import Database, plain, report_rows, span, text
 
 HW_ORDER, HCCL_ORDER = 13, 15
 # TASK_PMU_INFO metric -> the op_summary column's arg name (the text export's spelling).
@@ -211,7 +211,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                     merged += 1
                     continue
             draw(whole[0], whole[1], start, end, name, cat, args, whole[3])
-    stats["TASK"] = {"rows": made + merged + (bad if bad else 0), "slices": made,
+    stats["TASK"] = {"rows": made + merged + bad, "slices": made,
                      "merged_into_subtask": merged}
     if merged:
         info = trace.meta.extra.setdefault("ascend_db", {})
@@ -275,10 +275,7 @@ def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, li
         if conn is not None:
             index.setdefault(conn, []).append(i)
         made += 1
-    stats["COMMUNICATION_OP"] = {"rows": made + bad, "slices": made}
-    if bad:
-        trace.warn(f"{db.path}: {bad} COMMUNICATION_OP rows without a usable start/end time "
-                   "not converted")
+    report_rows(trace, db, stats, "COMMUNICATION_OP", made, bad)
 
 
 # OVERLAP_ANALYSIS type (ENUM_OVERLAP_ANALYSIS_TYPE) -> the text timeline's lane (its order)
