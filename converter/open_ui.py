@@ -310,7 +310,7 @@ def _serve_report(httpd, summary, ui: str, url: str, args: str, browser: bool,
 @click.option("--clock-mhz", metavar="MHZ", help="Clock of raw cycle/tick counts.")
 @click.option("--at", "at", metavar="N|START:END",
               help="Open at the N-th finding of the run's summary (#N there): its interval "
-                   "in view, its lanes pinned, its slice selected; or at START:END (trace "
+                   "in view, its lanes pinned, a note at its slice; or at START:END (trace "
                    "time: ns from the trace's time 0, or with a unit: 2.5us:40us).")
 @click.option("--report", is_flag=True,
               help="Serve the run's HTML summary too and open it: each finding's link opens "

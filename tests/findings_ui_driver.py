@@ -1,6 +1,6 @@
 """Clicks a finding's link in a tracecvt HTML report and reports what the Perfetto UI then
 shows: whether the trace loaded, the visible window (trace ns), the selected slice, the
-pinned tracks; saves a screenshot.  Prints one JSON line.
+notes, the pinned tracks; saves a screenshot.  Prints one JSON line.
 
     $PFUI_HOME/venv/bin/python tests/findings_ui_driver.py REPORT_URL N SHOT.png [--timeout S]
 
@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1].parent / "shared" / "
                        / "perfetto-ui"))
 from perfetto_ui import JS_CSP_ANY_PORT_FLAG, JS_STATE, JS_WS_ARRAYBUFFER_SHIM  # noqa: E402
 
-# What the UI shows once the deep link is applied: the window, the selection, the pins.
+# What the UI shows once the deep link is applied: the window, the selection, the notes,
+# the pins.
 JS_VIEW = r"""async () => {
   const tr = window.app && window.app.trace;
   if (!tr) return null;
@@ -41,14 +42,16 @@ JS_VIEW = r"""async () => {
                              dur: Number(it.get('dur')), track: it.get('track')};
   }
   const ws = tr.currentWorkspace || tr.workspace;
-  return {window: [t(w.start), t(w.end)], selection: sel ? sel.kind : null, slice,
+  const notes = Array.from(tr.notes.notes.values()).map(
+      n => ({ts: Number(n.timestamp), text: n.text}));
+  return {window: [t(w.start), t(w.end)], selection: sel ? sel.kind : null, slice, notes,
           pinned: ws.pinnedTracks.map(n => n.name)};
 }"""
 
 
 def _open(ctx, link, out, timeout):
     """Click the link; wait until the UI has loaded the trace and applied the deep link
-    (slice selected, lanes pinned, the window still): (page, what it shows) or None."""
+    (lanes pinned, notes added, the window still): (page, what it shows) or None."""
     with ctx.expect_page(timeout=30000) as opened:
         link.click()                              # the report's own link, as a person clicks
     page = opened.value
@@ -74,9 +77,9 @@ def _open(ctx, link, out, timeout):
                 view = page.evaluate(JS_VIEW)
             except Exception:
                 view = None
-            # the deep link is applied once loaded: selection, then an animated zoom,
-            # then the startup commands; wait until the window stops moving
-            if view and view["slice"] and view["pinned"]:
+            # the deep link is applied once loaded: an animated zoom (300 ms), then the
+            # startup commands; wait until the window stops moving
+            if view and view["notes"] and view["pinned"]:
                 time.sleep(1.0)
                 again = page.evaluate(JS_VIEW)
                 if again["window"] == view["window"]:

@@ -97,11 +97,19 @@ def test_every_finding_lies_in_the_trace_and_covers_its_slice(name, path, fmt, t
                            f"and dur = {sl['dur_ns']} and name = '{sl['name']}'")
             assert got[0]["n"] >= 1, (where, sl)
             p = at["perfetto"]
-            if sl is not None:
-                assert (p["ts_ns"], p["dur_ns"]) == (sl["ts_ns"], sl["dur_ns"]), where
-            # the window the link shows: inside the interval, the slice selected in it
-            assert at["start_ns"] <= p["vis_start_ns"] < p["vis_end_ns"] <= at["end_ns"] or \
-                sl["dur_ns"] < 10, where
+            # the link marks the slice: a note at its start, named for it and its lane
+            notes = [c["args"] for c in p.get("startup_commands", [])
+                     if c["id"] == "dev.perfetto.AddNoteAtTimestamp"]
+            assert notes == [[str(sl["ts_ns"]), f"{sl['name']} on {sl['lane']}"]], where
+            # the window the link shows: the interval, given shrunk by a tenth each side
+            # (the UI pads it back)
+            span = at["end_ns"] - at["start_ns"]
+            if span >= 10:
+                pad = -(-span // 10)
+                assert (p["vis_start_ns"], p["vis_end_ns"]) == \
+                    (at["start_ns"] + pad, at["end_ns"] - pad), where
+            else:
+                assert (p["vis_start_ns"], p["vis_end_ns"]) == (at["start_ns"], at["end_ns"])
 
 
 def test_ncu_kernel_rows_are_the_kernels_slices(tmp_path):
@@ -115,25 +123,25 @@ def test_ncu_kernel_rows_are_the_kernels_slices(tmp_path):
         [(0, 7712), (7712, 17536)]
 
 
-def test_critical_path_place_is_the_run_and_its_longest_inner_segment(tmp_path):
+def test_critical_path_place_is_the_run_marking_its_longest_segment(tmp_path):
     """tiny_add: the critical path runs 1901..12160 ns on PyPTO's clock, 0..10259 ns in
-    the trace.  Its two waits (5.024 and 3.377 µs) touch its ends, where the UI's scroll to a
-    selected slice would move the window past the interval: the link selects its longest
-    segment inside, the 1.856 µs task 0-0-4-5-0() on AIV_34, with the whole path in view.
-    The first opportunity (the path's waits) has only those two: it selects the longer and
-    shows that wait alone."""
+    the trace.  Its longest segment is its first wait (5.024 µs, drawn as "wait schedule"
+    on AIV_34 from trace time 1 ns): the link shows the whole path (visStart/visEnd shrunk
+    by a tenth, 1026 ns, each side, which the UI pads back) and notes that wait.  The first
+    opportunity (the path's waits, the run's interval) marks the same wait."""
     (run,) = tracecvt.read(SAMPLES / "pypto" / "tiny_add")
     cp = run.summary()["critical_path"]
     at = cp["at"]
     assert (at["start_ns"], at["end_ns"], at["clock_start_ns"], at["clock_end_ns"]) == \
         (0, 10259, 1901, 12160)
-    assert at["slice"] == {"name": "0-0-4-5-0()", "lane": "AIV_34", "ts_ns": 5025,
-                           "dur_ns": 1856}
+    wait = {"name": "wait schedule", "lane": "AIV_34", "ts_ns": 1, "dur_ns": 5024}
+    assert at["slice"] == wait
     assert (at["perfetto"]["vis_start_ns"], at["perfetto"]["vis_end_ns"]) == (1026, 9233)
+    assert at["perfetto"]["startup_commands"][-1] == {
+        "id": "dev.perfetto.AddNoteAtTimestamp", "args": ["1", "wait schedule on AIV_34"]}
     first = cp["longest_segments"][0]["at"]
     assert (first["start_ns"], first["end_ns"]) == (1, 5025)
-    wait = run.summary()["opportunities"][0]["at"]
-    assert (wait["start_ns"], wait["end_ns"]) == (0, 10259)
-    assert wait["slice"] == {"name": "wait schedule", "lane": "AIV_34", "ts_ns": 1,
-                             "dur_ns": 5024}
-    assert (wait["perfetto"]["vis_start_ns"], wait["perfetto"]["vis_end_ns"]) == (504, 4522)
+    opp = run.summary()["opportunities"][0]["at"]
+    assert (opp["start_ns"], opp["end_ns"]) == (0, 10259)
+    assert opp["slice"] == wait
+    assert (opp["perfetto"]["vis_start_ns"], opp["perfetto"]["vis_end_ns"]) == (1026, 9233)

@@ -39,15 +39,17 @@ def test_open_at_a_finding_links_to_its_interval_lanes_and_slice(tmp_path):
     assert "finding #1: Dispatch ready tasks sooner" in err
     assert args["url"].startswith("http://127.0.0.1:") and args["url"].endswith(".pftrace")
     # tiny_add's first finding: the critical path's waits, 0..10259 ns (trace time); its
-    # longest wait (at 1 ns, 5024 ns long, at the interval's edge) selected and shown
+    # interval in view (given shrunk by a tenth each side), no slice selected (the UI
+    # would cancel the zoom), its longest wait (at 1 ns) marked by a note
     assert (at["start_ns"], at["end_ns"]) == (0, 10259)
-    assert int(args["visStart"]) == 504 and int(args["visEnd"]) == 4522
-    assert (int(args["ts"]), int(args["dur"])) == (1, 5024)
+    assert int(args["visStart"]) == 1026 and int(args["visEnd"]) == 9233
+    assert "ts" not in args and "dur" not in args
     commands = json.loads(args["startupCommands"])
     assert commands == at["perfetto"]["startup_commands"]
     assert [c["id"] for c in commands] == ["dev.perfetto.PinTracksByRegex"] * 2 + \
-        ["dev.perfetto.ExpandTracksByRegex"]
-    assert all(c["args"][1] == "path" for c in commands)     # the UI prompts without it
+        ["dev.perfetto.ExpandTracksByRegex", "dev.perfetto.AddNoteAtTimestamp"]
+    assert all(c["args"][1] == "path" for c in commands[:3])  # the UI prompts without it
+    assert commands[3]["args"] == ["1", "wait schedule on AIV_34"]
     # the regexes match the lanes' paths as the v58 UI names them (NAME PID > NAME TID)
     pin = [re.compile(c["args"][0]) for c in commands[:2]]
     assert pin[0].search("PyPTO Machine View 1 > AIV_34 36")
@@ -106,8 +108,8 @@ def test_open_report_serves_the_summary_with_a_link_per_finding(tmp_path):
     assert href.startswith(UI + "#!/?url=http://127.0.0.1:")
     args = _route(href)
     want = found[int(n) - 1][1]["perfetto"]
-    assert (int(args["visStart"]), int(args["visEnd"]), int(args["ts"]), int(args["dur"])) \
-        == (want["vis_start_ns"], want["vis_end_ns"], want["ts_ns"], want["dur_ns"])
+    assert (int(args["visStart"]), int(args["visEnd"]), json.loads(args["startupCommands"])) \
+        == (want["vis_start_ns"], want["vis_end_ns"], want["startup_commands"])
     body = urllib.request.urlopen(args["url"], timeout=10).read()   # the trace, served
     assert body[:1] == b"\x0a"
     code, _, err = o.finish()

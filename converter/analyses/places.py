@@ -1,5 +1,5 @@
 """Where a finding is in the trace: the interval and the lanes it is about, the slice to
-select, and the Perfetto UI deep-link parameters that show them.
+mark, and the Perfetto UI deep-link parameters that show them.
 
 A ``Place`` is made in model time (ns on the source's clock, ``Trace.meta.clock``);
 ``at_dict`` gives it in trace time too: ns from the trace's time 0 (``Trace.time_start()``,
@@ -10,13 +10,18 @@ plugin ``dev.perfetto.DeeplinkQuerystring``, ``core/load_trace.ts``):
 * ``visStart`` / ``visEnd``: raw trace timestamps (ns); the UI zooms so that this span
   takes the middle 80 % of the window (``panSpanIntoView(..., {align: 'zoom'})``, margin
   10 %), and only when both lie within the trace's bounds.  The span given is the window
-  wanted (the interval, or the selected slice: see ``Place``) shrunk by a tenth of its
+  wanted (the finding's interval) shrunk by a tenth of its
   length at each end, so the window shows just that;
-* ``ts`` + ``dur``: the UI selects the first slice with exactly that start and duration;
 * ``startupCommands``: a JSON array of stable commands run once the trace is loaded:
   ``dev.perfetto.PinTracksByRegex`` and ``dev.perfetto.ExpandTracksByRegex`` with a regex
   matched against the track's path in the UI ("process > ... > thread", the UI adding pid
-  and tid after the names) and the explicit ``"path"`` argument (without it the UI prompts).
+  and tid after the names) and the explicit ``"path"`` argument (without it the UI prompts);
+  ``dev.perfetto.AddNoteAtTimestamp`` marks the finding's slice (its start, its name).
+
+The links do not use ``ts`` + ``dur`` (select a slice): the v58 UI then scrolls to the
+slice once its details are loaded, and when that comes within the 300 ms animation of the
+``visStart``/``visEnd`` zoom it cancels the zoom (``timeline.animateToWindow``), leaving
+the whole trace in view -- on a fast machine nearly every time.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 PIN_LANES = 4                     # lanes a deep link pins at most
-OPTIONS = 64                      # slices a place may select among (the longest)
+OPTIONS = 1                       # slices a place keeps to mark (the longest)
 
 
 Selection = tuple[int, int, str, int]     # (ts, dur, name, track), model ns
@@ -46,15 +51,9 @@ Selection = tuple[int, int, str, int]     # (ts, dur, name, track), model ns
 @dataclass
 class Place:
     """An interval [start, end] (model ns), the lanes (track indexes) it is about, most
-    important first, and the slices it may select, best first: (ts, dur, name, track), a
+    important first, and the slices it may mark, best first: (ts, dur, name, track), a
     slice of the model or one the derived tracks draw (a critical-path wait, a bubble).
-
-    ``select`` and ``view`` (the window a link shows) are chosen so that the UI keeps that
-    window: on loading a link the v58 UI selects the slice and scrolls it into view with a
-    margin of 10 % of the window (``panSpanIntoView``, 'nearest'), which would move a window
-    that shows the whole interval past its edge when the slice lies at the edge.  So the
-    first option at least that margin inside the interval is selected, with the interval
-    in view; when none is, the first option is, with the window on that slice alone."""
+    ``select`` is the longest of them; ``view`` (the window a link shows) the interval."""
 
     start: int
     end: int
@@ -65,20 +64,13 @@ class Place:
 
     def __post_init__(self) -> None:
         self.options = sorted(self.options, key=lambda o: -o[1])[:OPTIONS]
-        margin = -(-(self.end - self.start) // 10) + 2
-        self.select, self.view = None, (self.start, self.end)
-        for o in self.options:
-            if self.start + margin <= o[0] and o[0] + o[1] <= self.end - margin:
-                self.select = o
-                return
-        if self.options:
-            o = self.select = self.options[0]
-            self.view = (o[0], o[0] + o[1])
+        self.select = self.options[0] if self.options else None
+        self.view = (self.start, self.end)
 
     @classmethod
     def of_slices(cls, trace: Trace, ids: list[int]) -> "Place | None":
-        """The interval covering slices ``ids``, their lanes (by time on them), selecting
-        the longest that leaves the interval in view."""
+        """The interval covering slices ``ids``, their lanes (by time on them), marking
+        the longest."""
         if not ids:
             return None
         slices = trace.slices
@@ -96,7 +88,7 @@ class Place:
 def of_segments(trace: Trace, segs: list["Segment"], start: int | None = None,
                 end: int | None = None) -> Place | None:
     """The critical-path segments ``segs``: their span (or [start, end]), their lanes by
-    time on them, the longest selectable (as the critical-path lane draws it: a task from
+    time on them, the longest marked (as the critical-path lane draws it: a task from
     its first start to its end, a wait as "wait schedule")."""
     if not segs:
         return None
@@ -130,7 +122,7 @@ def of_label(trace: Trace, cp: "CriticalPath", table: "LabelTable", label: str
 def of_gaps(trace: Trace, tl: "Timeline", gaps: list[tuple], start: int | None = None,
             end: int | None = None) -> Place | None:
     """Bubbles (``Bubbles.gaps`` entries): their span (or [start, end]), their lanes by
-    bubble time, the largest selectable (drawn on "<lane> · bubbles", named by cause)."""
+    bubble time, the largest marked (drawn on "<lane> · bubbles", named by cause)."""
     if not gaps:
         return None
     time: dict[int, int] = {}
@@ -203,9 +195,6 @@ def perfetto_params(trace: Trace, place: Place, origin: int) -> dict[str, Any]:
     """The deep-link parameters (typed) for ``place``."""
     vs, ve = view_span(place.view[0] - origin, place.view[1] - origin)
     out: dict[str, Any] = {"vis_start_ns": vs, "vis_end_ns": ve}
-    if place.select is not None:
-        out["ts_ns"] = place.select[0] - origin
-        out["dur_ns"] = place.select[1]
     lanes = place.lanes[:PIN_LANES]
     commands = [{"id": "dev.perfetto.PinTracksByRegex",
                  "args": [_lane_regex(trace, t), "path"]} for t in lanes]
@@ -213,14 +202,19 @@ def perfetto_params(trace: Trace, place: Place, origin: int) -> dict[str, Any]:
                                 if trace.tracks[t].parent is not None))
     commands += [{"id": "dev.perfetto.ExpandTracksByRegex", "args": [g, "path"]}
                  for g in groups]
+    sel = place.select
+    if sel is not None:
+        commands.append({"id": "dev.perfetto.AddNoteAtTimestamp",
+                         "args": [str(sel[0] - origin),
+                                  f"{sel[2]} on {trace.tracks[sel[3]].name}"]})
     if commands:
         out["startup_commands"] = commands
     return out
 
 
 # The UI's route arguments (their names in the link) of perfetto_params' keys.
-ROUTE_ARGS = {"vis_start_ns": "visStart", "vis_end_ns": "visEnd", "ts_ns": "ts",
-              "dur_ns": "dur", "startup_commands": "startupCommands"}
+ROUTE_ARGS = {"vis_start_ns": "visStart", "vis_end_ns": "visEnd",
+              "startup_commands": "startupCommands"}
 
 
 def encode_params(params: dict[str, Any]) -> str:
@@ -240,7 +234,7 @@ def encode_params(params: dict[str, Any]) -> str:
 
 def at_dict(trace: Trace, place: Place | None, origin: int) -> dict[str, Any] | None:
     """The summary's ``at`` of a finding: trace-time ns, source-clock ns, lanes, the slice
-    to select and the deep-link parameters."""
+    to mark and the deep-link parameters."""
     if place is None:
         return None
     tracks = trace.tracks
