@@ -1,6 +1,6 @@
 """``tracecvt open RUN --at N | START:END`` and ``--report``: the Perfetto UI link carries the
-finding's deep-link arguments (Perfetto UI v58: visStart/visEnd in trace ns, ts+dur of the
-slice to select, startupCommands pinning and expanding its lanes); ``--report`` serves the
+finding's deep-link arguments (Perfetto UI v58: visStart/visEnd in trace ns, startupCommands
+pinning and expanding its lanes and noting its slice); ``--report`` serves the
 HTML summary whose finding links open the served trace at each finding."""
 
 from __future__ import annotations
