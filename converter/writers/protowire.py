@@ -29,6 +29,9 @@ def varint(value: int) -> bytes:
             return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80, value >> 14))
         return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80,
                       (value >> 14) & 0x7F | 0x80, value >> 21))
+    if 0 < value < 0x800000000:       # five bytes: ns offsets past 268 ms
+        return bytes((value & 0x7F | 0x80, (value >> 7) & 0x7F | 0x80,
+                      (value >> 14) & 0x7F | 0x80, (value >> 21) & 0x7F | 0x80, value >> 28))
     if value < 0:
         value += UINT64_END
     out = bytearray()

@@ -58,6 +58,9 @@ def _ts_field(d: int) -> bytes:
         return _TS3_LO[d & 127] + _LEN[d >> 7]
     if d < 268435456:
         return _TS3_LO[d & 127] + _TS4_MID[(d >> 7) & 127] + _LEN[d >> 14]
+    if d < 34359738368:
+        return (_TS3_LO[d & 127] + _TS4_MID[(d >> 7) & 127] + _TS4_MID[(d >> 14) & 127]
+                + _LEN[d >> 21])
     return _TS + varint(d)
 
 
@@ -259,6 +262,9 @@ class SequenceWriter:
                         body = ts_lo[d & 127] + ts_hi[d >> 7]
                     elif d < 268435456:     # four bytes: runs past 2.1 ms
                         body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
+                    elif d < 34359738368:   # five bytes: runs past 268 ms
+                        body = (ts_lo[d & 127] + ts_mid[(d >> 7) & 127]
+                                + ts_mid[(d >> 14) & 127] + ts_hi[d >> 21])
                     else:
                         body = _TS + varint(d)
                     if marks and marks[-1][0] == len(stack):     # an END with flows
@@ -316,6 +322,9 @@ class SequenceWriter:
                     tsb = ts_lo[d & 127] + ts_hi[d >> 7]
                 elif d < 268435456:     # four bytes: runs past 2.1 ms
                     tsb = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
+                elif d < 34359738368:   # five bytes: runs past 268 ms
+                    tsb = (ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_mid[(d >> 14) & 127]
+                           + ts_hi[d >> 21])
                 else:
                     tsb = _TS + varint(d)
                 if pending:
@@ -422,6 +431,9 @@ class SequenceWriter:
                     body = ts_lo[d & 127] + ts_hi[d >> 7] + rest
                 elif d < 268435456:     # four bytes: runs past 2.1 ms
                     body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14] + rest
+                elif d < 34359738368:   # five bytes: runs past 268 ms
+                    body = (ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_mid[(d >> 14) & 127]
+                            + ts_hi[d >> 21] + rest)
                 else:
                     body = _TS + varint(d) + rest
                 append(_PACKET + small[len(body)] + body)

@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from ...model import ARG_LINES, INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
-from ..protowire import _pack_double, key_bytes, key_str, key_varint, tag, varint
-from .wire import (_I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE, _INTERNED, _LEN,
-                   _STRING_IID, _STRING_VALUE, _TE_DEBUG)
+from ..protowire import _pack_double, key_bytes, key_str, key_varint, varint
+from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE,
+                   _INTERNED, _LEN, _STRING_IID, _STRING_VALUE, _TE_DEBUG)
 
 
 def compact_text(name: Any, value: Any) -> str:
@@ -235,19 +235,46 @@ class _ArgEncoder:
         return b"".join(parts), tuple(deps)
 
     def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
-        """A slice's own args, defining on ``seq`` the entries they use."""
-        seen = seq.seen
+        """A slice's own args, defining on ``seq`` the entries they use.  Ints and floats
+        (per-slice ids, times, PMU figures: mostly all different) are built here, without
+        the cache; the rest comes from ``pair``."""
+        defined, pending = seq.defined, seq.pending
+        names, cache = self.names, self.cache
         parts = []
         pair = self.pair
         for name, value in args.items():
-            hit = pair(name, value)
-            if hit is None:
+            cls = value.__class__
+            if (cls is int or cls is float) and name.__class__ is str:
+                if cls is int:
+                    if not 0 <= value < INT64_END:
+                        hit = pair(name, value)
+                        parts.append(hit[0])
+                        for entry in hit[1]:
+                            if entry not in defined:
+                                defined.add(entry)
+                                pending.append(entry)
+                        continue
+                    field = _INT_VALUE + (_LEN[value] if value < 16384 else varint(value))
+                else:
+                    field = _DOUBLE_VALUE + _pack_double(value)
+                head = names.get(name) or self._name_part(name)
+                body = head[0] + field
+                parts.append(_TE_DEBUG + _LEN[len(body)] + body)
+                entry = head[1]
+                if entry not in defined:
+                    defined.add(entry)
+                    pending.append(entry)
                 continue
-            enc = hit[0]
-            if enc not in seen:
-                seen.add(enc)
-                seq.use(hit[1])
-            parts.append(enc)
+            if value is None:
+                continue
+            hit = cache.get((name, str, value)) if cls is str else None
+            if hit is None:
+                hit = pair(name, value)
+            parts.append(hit[0])
+            for entry in hit[1]:
+                if entry not in defined:
+                    defined.add(entry)
+                    pending.append(entry)
         return b"".join(parts)
 
     @staticmethod
@@ -263,5 +290,5 @@ class _ArgEncoder:
                 return key_varint(3, value)            # uint_value
             return key_varint(4, value)                # int_value (two's complement)
         if isinstance(value, float):
-            return tag(5, 1) + _pack_double(value)
+            return _DOUBLE_VALUE + _pack_double(value)
         return key_str(6, str(value))

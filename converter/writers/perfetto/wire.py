@@ -40,6 +40,7 @@ _TE_XC_TRACK = tag(31, 0)         # TrackEvent.extra_counter_track_uuids (one pe
 _TE_XC_INT = tag(12, 0)           # TrackEvent.extra_counter_values
 
 _INT_VALUE = tag(4, 0)            # DebugAnnotation.int_value
+_DOUBLE_VALUE = tag(5, 1)         # DebugAnnotation.double_value
 _STRING_VALUE = tag(6, 2)         # DebugAnnotation.string_value
 _STRING_IID = tag(17, 0)          # DebugAnnotation.string_value_iid
 
