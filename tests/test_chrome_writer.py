@@ -840,3 +840,16 @@ def test_flows_into_a_running_source_bind_or_are_reported(dst_ts, drawn):
     else:
         assert not [e for e in events if e["ph"] in "sf"]
         assert write_chrome(tr, io.BytesIO())["flows_not_drawn"] == 1
+
+
+def test_not_drawn_warning_names_only_the_kinds_left_out():
+    """The line names each kind of dependency left out with its count, and only those:
+    no 'untrusted' where none is left out (a Chrome JSON draws them all)."""
+    reversed_only = not_drawn_warning(3, 10, "chrome json")
+    assert reversed_only.startswith("chrome json: 3 of 10 dependencies are not drawn: 3 whose "
+                                    "successor starts before their predecessor")
+    assert "untrusted" not in reversed_only
+    both = not_drawn_warning(3, 10, "a .pftrace", untrusted=2)
+    assert "2 untrusted (a .pftrace flow cannot carry a name" in both
+    assert "; 1 whose successor starts before" in both
+    assert "whose successor" not in not_drawn_warning(2, 10, "a .pftrace", untrusted=2)

@@ -42,21 +42,27 @@ def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
     return dst.dur > 0 if writer == "perfetto" else True
 
 
-def not_drawn_warning(n: int, total: int, what: str, perfetto: bool = False,
+def not_drawn_warning(n: int, total: int, what: str, untrusted: int = 0,
                       skew: list | None = None) -> str:
-    """The writer's line on the dependencies it left out; ``skew``: the run's
-    ``model.CLOCK_SKEW`` entries, the reason real runs have such dependencies."""
+    """The writer's line on the ``n`` dependencies it left out, ``untrusted`` of them
+    untrusted (``model.UNTRUSTED_FLOW``, which only a .pftrace leaves out); ``skew``: the
+    run's ``model.CLOCK_SKEW`` entries, the reason real runs have reversed ones.  Each kind
+    is named only when some are left out."""
     because = "".join(f"; {clock_skew_text(e)}, times kept as recorded" for e in skew or ())
-    return (f"{what}: {n} of {total} dependencies are not drawn: "
-            + ("the untrusted ones (a .pftrace flow cannot carry a name) and " if perfetto
-               else "")
-            + "those whose successor starts before their predecessor (Perfetto directs every "
-            "flow from the slice that starts first: it would draw them reversed)" + because
-            + f"; the successors' args.{UNTRUSTED_PREDECESSORS} name the untrusted ones")
+    parts = []
+    if untrusted:
+        parts.append(f"{untrusted} untrusted (a .pftrace flow cannot carry a name; the "
+                     f"successors' args.{UNTRUSTED_PREDECESSORS} name them)")
+    if n > untrusted:
+        parts.append(f"{n - untrusted} whose successor starts before their predecessor "
+                     "(Perfetto directs every flow from the slice that starts first: it would "
+                     "draw them reversed)" + because)
+    return f"{what}: {n} of {total} dependencies are not drawn: " + "; ".join(parts)
 
 
 def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
-    """(flows ``writer`` leaves out, how many of them are untrusted, ``model.UNTRUSTED_FLOW``):
+    """(flows ``writer`` leaves out, how many of them it leaves out for being untrusted,
+    ``model.UNTRUSTED_FLOW``: a .pftrace only):
     when they are all untrusted, its warning shares their cause (``RunMeta.causes``)."""
     slices = trace.slices
     n = len(slices)
@@ -65,7 +71,7 @@ def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
         if 0 <= f.src < n and 0 <= f.dst < n and \
                 not drawable(slices[f.src], slices[f.dst], writer, f.name):
             out += 1
-            untrusted += f.name == UNTRUSTED_FLOW
+            untrusted += writer == "perfetto" and f.name == UNTRUSTED_FLOW
     return out, untrusted
 
 
@@ -76,6 +82,6 @@ def not_drawn_lines(trace: Trace, writer: str, what: str) -> tuple[str | None, s
     out, untrusted = not_drawn(trace, writer)
     if not out:
         return None, None
-    line = not_drawn_warning(out, len(trace.flows), what, perfetto=writer == "perfetto",
+    line = not_drawn_warning(out, len(trace.flows), what, untrusted,
                              skew=trace.meta.extra.get(CLOCK_SKEW))
     return line, trace.meta.causes.get(UNTRUSTED_FLOW) if untrusted == out else None
