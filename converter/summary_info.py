@@ -67,13 +67,8 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
 
 
 def _clock(clock: Any) -> dict[str, Any]:
-    """The run's clock, typed: nanoseconds per unit as a JSON number, and exactly as the
-    integers of the fraction it is (e.g. 5/9 ns per cycle of a 1.8 GHz clock)."""
-    ratio = Fraction(clock.ns_per_unit)
-    return {"name": clock.name, "unit": clock.unit,
-            "ns_per_unit": int(ratio) if ratio.denominator == 1 else float(ratio),
-            "ns_per_unit_numerator": ratio.numerator,
-            "ns_per_unit_denominator": ratio.denominator}
+    """The run's clock, typed (``Clock.typed``)."""
+    return clock.typed()
 
 
 def _clock_text(clock: dict[str, Any]) -> str:

@@ -481,7 +481,9 @@ def test_metadata(model):
     assert m["tool"] == "unit" and m["tool_version"] == "1.2"
     assert m["device"] == "Ascend (test)"
     assert m["clock"]["name"] == "test-clk" and m["clock"]["unit"] == "cycle"
-    assert m["clock"]["ns_per_unit"] == "5/9"
+    # typed: a JSON number, and exactly as the fraction's integers
+    assert m["clock"]["ns_per_unit"] == 5 / 9
+    assert (m["clock"]["ns_per_unit_numerator"], m["clock"]["ns_per_unit_denominator"]) == (5, 9)
     assert m["source_files"] == ["a.json", "b.bin"]
     assert m["warnings"][0] == "w1"                  # the model's own, then the writer's
     assert len(m["warnings"]) == 2 and "1 of 10 dependencies are not drawn" in m["warnings"][1]
