@@ -16,6 +16,8 @@ from array import array
 from itertools import accumulate
 from typing import IO, Any, Callable
 
+import numpy as np
+
 from ...model import Trace
 
 
@@ -37,7 +39,8 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
         ends = list(accumulate(lengths))
         packets.extend(data[a:b] for a, b in zip([0, *ends], ends))
         stamps.extend(part_stamps)
-    order = sorted(range(len(stamps)), key=stamps.__getitem__)
+    # numpy's stable sort: the same order as sorted(range(n), key=stamps.__getitem__)
+    order = np.argsort(np.frombuffer(stamps, dtype=np.int64), kind="stable").tolist()
     get = packets.__getitem__
     for k in range(0, len(order), step):
         write(b"".join(map(get, order[k:k + step])))
