@@ -47,6 +47,13 @@ ARG_LINES = "arg_lines"
 # with one TASK_ID are one task whatever is declared.  The .pftrace gives each such set on
 # two or more tracks one correlation_id (``same_work.work_ids``).
 SAME_WORK = "same_work"
+# meta.extra[COPIES]: {copy: [originals]}, slice indexes: a slice an analysis draws again on a
+# derived track (the critical-path lane's tasks, ``analyses.derived``) -> every slice of the
+# run's own that it copies (all slices of the task).  Written by the analysis that makes the
+# copy, never guessed from names or times: a copy is the same piece of work as its originals
+# (``same_work.work_ids``: one correlation_id).  Only copies are listed (a critical-path
+# "wait schedule" or a bubble copies nothing).
+COPIES = "copies"
 # meta.extra[SOURCE_IDLE]: [{"lane": L, "lanes": [l, ...]}], as the reader declares them: the
 # slices of lane L are the source tool's own idle intervals of the lanes l (msprof's overlap
 # analysis "Free" of a device's streams), which the summary compares with tracecvt's idle time
@@ -54,7 +61,7 @@ SAME_WORK = "same_work"
 SOURCE_IDLE = "source_idle"
 # The meta.extra keys that say how to read the model, not facts about the run: writers leave
 # them out of traces.
-READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES, SAME_WORK, SOURCE_IDLE})
+READING_KEYS = frozenset({LABEL_ARGS, ARG_LINES, SAME_WORK, SOURCE_IDLE, COPIES})
 # meta.extra[TASK_GRAPH] is True when the run's flows are its task graph (a task waits for
 # every predecessor: PyPTO), so bubbles are classified by cause and the critical path
 # follows the flows.

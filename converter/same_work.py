@@ -1,12 +1,12 @@
-"""One piece of work shown in several places (``model.SAME_WORK``, ``model.TASK_ID``): which
-slices of a trace are one, for the writers that can say so (the Perfetto writer's
-``correlation_id``, which the Perfetto UI colours alike)."""
+"""One piece of work shown in several places (``model.SAME_WORK``, ``model.TASK_ID``,
+``model.COPIES``): which slices of a trace are one, for the writers that can say so (the
+Perfetto writer's ``correlation_id``, which the Perfetto UI colours alike)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .model import SAME_WORK, TASK_ID, Trace
+from .model import COPIES, SAME_WORK, TASK_ID, Trace
 
 
 def work_ids(trace: Trace) -> dict[int, int]:
@@ -14,9 +14,11 @@ def work_ids(trace: Trace) -> dict[int, int]:
     work on two or more tracks: equal values of ``TASK_ID`` or of an arg the reader declares
     (``model.SAME_WORK``; own args first, then shared), or joined by a flow of a declared
     name, taken together (one launch and its device task, one task's rows and its dispatch).
-    Slices on derived tracks are left out: they are the analyses', not the run's (and a
-    trace written while the analyses run gets the same ids)."""
-    declared = trace.meta.extra.get(SAME_WORK) if isinstance(trace.meta.extra, dict) else None
+    Slices on derived tracks are left out of those: they are the analyses', not the run's;
+    a slice an analysis drew as a copy of the run's own (``model.COPIES``: a critical-path
+    task) joins the slices it copies."""
+    extra = trace.meta.extra if isinstance(trace.meta.extra, dict) else {}
+    declared = extra.get(SAME_WORK)
     declared = declared if isinstance(declared, dict) else {}
     slices, tracks = trace.slices, trace.tracks
     keys = [k for k in declared.get("args", ()) if isinstance(k, str)]
@@ -56,6 +58,15 @@ def work_ids(trace: Trace) -> dict[int, int]:
             if f.name in flow_names and slices[f.src].track not in derived \
                     and slices[f.dst].track not in derived:
                 join(f.src, f.dst)
+    copies = extra.get(COPIES)
+    if isinstance(copies, dict):
+        n = len(slices)
+        for c, originals in copies.items():
+            if c.__class__ is not int or not 0 <= c < n or not isinstance(originals, list):
+                continue
+            for o in originals:
+                if o.__class__ is int and 0 <= o < n and o != c:
+                    join(o, c)
     groups: dict[int, list[int]] = {}
     for i in {*parent, *parent.values()}:     # the roots are no keys of ``parent``
         groups.setdefault(find(i), []).append(i)

@@ -25,7 +25,7 @@ from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.model import ModelWriteError, encode_model, write_model
 from tracecvt.writers.perfetto import write_perfetto
 
-from conftest import FIELD, FIXTURES, SAMPLES
+from conftest import FIELD, FIXTURES, REPO, SAMPLES
 
 
 # -- the runs to round-trip: discovered at collection time ----------------------------------
@@ -96,6 +96,41 @@ def test_round_trip_every_sample_run(label, src, fmt, why, tmp_path):
         assert a.getvalue() == b.getvalue(), write.__name__
     raw = gzip.decompress(path.read_bytes())
     assert raw.startswith(MAGIC)
+
+
+@pytest.mark.parametrize("where", [
+    REPO / "samples" / "pypto" / "tiny_add",
+    SAMPLES / "simpler" / "a2a3sim_tmr_sync_start_drain_phases_L4"])
+def test_derived_tracks_round_trip_with_their_copies(where, tmp_path):
+    """A model written with the derived tracks in it keeps which critical-path slices copy
+    which tasks (``model.COPIES``: every slice of the task, by index), so the .pftrace
+    written from the file gives each copy its task's correlation_id as the run itself does;
+    the file's model is not given the derived tracks again."""
+    from tracecvt.convert import add_derived_tracks
+    from tracecvt.model import COPIES
+    from tracecvt.same_work import work_ids
+    (src,) = find_runs(where)
+    original = src.read(ReadOptions())
+    add_derived_tracks(original)
+    copies = original.meta.extra[COPIES]
+    on_path = [i for i, s in enumerate(original.slices) if s.cat == "critical path"
+               and s.name != "wait schedule"]
+    assert sorted(copies) == on_path
+    for c, task in copies.items():
+        step = original.slices[c].args["step"]
+        assert task == [i for i, s in enumerate(original.slices)
+                        if (s.args or {}).get("critical_path_step") == step]
+    loaded, _ = _roundtrip(original, tmp_path)
+    assert model_differences(original, loaded) == []
+    assert loaded.meta.extra[COPIES] == copies
+    assert add_derived_tracks(loaded) == {}
+    ids = work_ids(loaded)
+    assert ids == work_ids(original)
+    assert all(ids[c] == ids[i] for c, task in copies.items() for i in task)
+    a, b = io.BytesIO(), io.BytesIO()
+    write_perfetto(original, a)
+    write_perfetto(loaded, b)
+    assert a.getvalue() == b.getvalue()
 
 
 def test_every_pypto_sample_is_covered():

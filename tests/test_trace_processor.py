@@ -35,16 +35,16 @@ from pathlib import Path
 import pytest
 
 import tracecvt
-from tracecvt.convert import add_derived_tracks
+from tracecvt.convert import add_derived_tracks, convert_source
 from tracecvt.model import GROUP, LANE, SAME_WORK
 from tracecvt.same_work import work_ids
-from tracecvt.readers import find_runs
+from tracecvt.readers import ReadOptions, find_runs
 from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.flows import drawable
 from tracecvt.writers.names import thread_names
 from tracecvt.writers.perfetto import time_origin, write_perfetto
 
-from conftest import FIELD, FIXTURES, SAMPLES
+from conftest import FIELD, FIXTURES, REPO, SAMPLES
 from tp_helper import TP_BIN, rows, trace_processor
 
 # (label, where, format): every run ``find_runs`` finds there.  Add a family's samples here.
@@ -196,8 +196,12 @@ def _same_work(trace, base: int, family: tuple) -> dict:
             v = s.all_args.get(arg)
             if v is not None:
                 by_value[(arg, v)].add((key(s), s.track))
+    # the critical path's task copies and the slices of the tasks they copy (model.COPIES)
+    on_path = {key(s) for s in slices if s.cat == "critical path" and s.name != "wait schedule"
+               or s.args and "critical_path_step" in s.args}
     return {"declared": bool(declared), "pairs": pairs, "by_value": by_value,
-            "reader": trace.meta.extra.get(SAME_WORK), "facts": declared or None}
+            "reader": trace.meta.extra.get(SAME_WORK), "facts": declared or None,
+            "on_path": on_path}
 
 
 def _load(path: Path) -> dict:
@@ -361,7 +365,8 @@ def test_pftrace_one_piece_of_work_on_several_tracks_has_one_correlation_id(load
     flow of a declared name (msprof: a host launch and its device task), and the slices of
     one value of a declared arg on two or more tracks (simpler: a task's AICore row, its
     dispatch in the Scheduler View, its submit), and different values have different ones.
-    A run that declares nothing (PyPTO, Nsight Compute, msprof op) has none: its slices keep
+    A run that declares nothing (PyPTO, Nsight Compute, msprof op) has none but on its
+    critical path's task copies and the tasks they copy (the next test): its other slices keep
     their colour by name."""
     model, tp = loaded[(rid, "perfetto")]
     work = model["same_work"]
@@ -371,7 +376,7 @@ def test_pftrace_one_piece_of_work_on_several_tracks_has_one_correlation_id(load
     for r in tp["correlated"]:
         ids[(r["ts"] - lo, r["dur"], r["name"])].add(r["c"])
     if not work["declared"]:
-        assert all(c == {None} for c in ids.values())
+        assert all(c == {None} for k, c in ids.items() if k not in work["on_path"])
         return
     for a, b in work["pairs"]:
         common = ids[a] & ids[b] - {None}
@@ -383,6 +388,50 @@ def test_pftrace_one_piece_of_work_on_several_tracks_has_one_correlation_id(load
         (c,) = set.intersection(*(ids[k] for k, _ in members)) - {None} or {None}
         assert c is not None, (value, members)
         assert owner.setdefault(c, value) == value, (c, value, owner[c])
+
+
+# Every slice, with its lane (thread tracks; a bubble lane is a process track: none) and
+# category ("critical path": the critical-path lane's, "bubble": the bubble lanes').
+CP_QUERY = ("select s.ts, s.dur, s.name, s.category as cat, th.name as lane, "
+            "extract_arg(s.arg_set_id, 'correlation_id') as c, "
+            "extract_arg(s.arg_set_id, 'debug.step') as step, "
+            "extract_arg(s.arg_set_id, 'debug.lane') as of_lane, "
+            "extract_arg(s.arg_set_id, 'debug.critical_path_step') as on_path "
+            "from slice s left join thread_track tt on s.track_id = tt.id "
+            "left join thread th using (utid)")
+
+
+@pytest.mark.parametrize("where", [
+    REPO / "samples" / "pypto" / "tiny_add",       # one slice per task, nothing declared
+    # simpler: a task is several slices (an SPMD kernel's blocks on AIV lanes), declared as one
+    SAMPLES / "simpler" / "a2a3sim_tmr_sync_start_drain_phases_L4"])
+def test_pftrace_critical_path_copies_share_their_tasks_correlation_id(where, tmp_path):
+    """The critical-path lane draws copies of the run's tasks (model.COPIES): each copy has
+    the correlation_id of its task, the one of every slice the task is made of (those that
+    carry its ``critical_path_step``, among them the slice on the copy's ``lane`` with its
+    start and name), so hovering one highlights the other; copies of different tasks have
+    different ids, and the path's "wait schedule" segments and the bubbles have none."""
+    if not os.access(TP_BIN, os.X_OK):
+        pytest.skip(f"trace_processor_shell not found at {TP_BIN}")
+    (src,) = find_runs(where)
+    out = tmp_path / "t.pftrace"
+    convert_source(src, "perfetto", out, False, ReadOptions())      # derived tracks on
+    with trace_processor(out) as tp:
+        got = rows(tp, CP_QUERY)
+    path = [r for r in got if r["cat"] == "critical path"]
+    assert {r["lane"] for r in path} == {"critical path"}
+    copies = [r for r in path if r["name"] != "wait schedule"]
+    waits = [r for r in path if r["name"] == "wait schedule"]
+    bubbles = [r for r in got if r["cat"] == "bubble"]
+    assert copies and waits and bubbles
+    own = [r for r in got if r["cat"] not in ("critical path", "bubble")]
+    for r in copies:
+        task = [o for o in own if o["on_path"] == r["step"]]
+        assert any((o["lane"], o["ts"], o["name"]) == (r["of_lane"], r["ts"], r["name"])
+                   for o in task), r
+        assert r["c"] is not None and {o["c"] for o in task} == {r["c"]}, (r, task)
+    assert len({r["c"] for r in copies}) == len(copies)
+    assert all(r["c"] is None for r in waits + bubbles)
 
 
 def test_top_level_lanes_process_takes_its_place_in_the_designed_order(tmp_path):

@@ -13,7 +13,10 @@
   hold: the critical-path lane, the busy-lanes counters that have no group of their own
   and, with a task graph, the "ready but waiting · <kind>" counters;
 * the tasks on the critical path get ``critical_path_step`` in their args, the dependencies
-  between them ``critical_path: true`` in the flow's args and the flow name "critical path".
+  between them ``critical_path: true`` in the flow's args and the flow name "critical path";
+  each task's copy on the critical-path lane is recorded with every slice of the task it
+  copies in ``meta.extra[model.COPIES]`` (one piece of work: one correlation_id in a
+  .pftrace).
 
 Every track made here has ``derived=True``.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import GROUP, LANE, SEP, Slice, Trace
+from ..model import COPIES, GROUP, LANE, SEP, Slice, Trace
 from .bubbles import CAUSES
 from .critical_path import RUN_START
 
@@ -108,6 +111,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                                nesting=False, derived=True)
         step = 0
         marked: dict[int, int] = {}
+        copied: dict[int, int] = {}       # index the copy will have -> the task's node
         for seg in cp.segments:
             s = slices[seg.slice]
             if seg.kind == "task":
@@ -116,6 +120,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                 args = {"lane": seg.lane, "step": step}
                 if seg.via:
                     args["next_depends_via"] = seg.via
+                copied[len(slices) + len(new)] = seg.slice
                 new.append(Slice(lane, seg.ts, seg.dur, s.name, CP_CAT, args, s.shared_args))
             else:
                 args = {"before_task": s.name, "lane": seg.lane,
@@ -129,6 +134,9 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
                 s = slices[i]
                 s.args = {**s.args, "critical_path_step": k} if s.args else \
                     {"critical_path_step": k}
+        if copied and isinstance(trace.meta.extra, dict):
+            trace.meta.extra[COPIES] = {c: sorted(members.get(n, (n,)))
+                                        for c, n in copied.items()}
         edges = set(cp.edges)
         node = tl.node
         for f in trace.flows:

@@ -23,7 +23,8 @@ Layout of the written trace:
 * a slice is a BEGIN/END pair on its lane, emitted per lane in nesting order; flows ride on
   the BEGIN events (``flow_ids`` on the source, ``terminating_flow_ids`` on the destination;
   flow ids are global, not sequence-scoped); so does ``correlation_id`` where the slice is
-  one piece of work with slices on other tracks (``same_work.work_ids``);
+  one piece of work with slices on other tracks (``same_work.work_ids``: a critical-path
+  task copy and its task, too);
 * event names, categories, argument names and repeated string values are interned.  Each
   sequence defines, before its first use there, the entries it uses, and only those: what an
   iid means is the sequence's own business (within one process an iid means the same string

@@ -107,8 +107,9 @@ class SequenceWriter:
         self.flow_bytes: dict[int, bytes] = {}
         self.end_flow_bytes: dict[int, bytes] = {}
         # TrackEvent.correlation_id per slice that is one piece of work with slices on other
-        # tracks (``same_work.work_ids``), on its BEGIN; from the run's own slices, so both
-        # processes know them.
+        # tracks (``same_work.work_ids``: the run's own slices and the analyses' copies of
+        # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
+        # them.
         self.work = {i: _TE_CORRELATION + varint(w) for i, w in work_ids(trace).items()}
         self.by_track = trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
