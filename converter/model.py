@@ -41,7 +41,8 @@ LABEL_ARGS = "label_args"
 # and the Chrome JSON keep them apart.  Writers leave the declaration out of traces.
 ARG_LINES = "arg_lines"
 # meta.extra[SAME_WORK]: {"args": [arg names], "flows": [flow names]}, as the reader declares
-# them: slices with one value of such an arg (own or shared), or joined by a flow of such a
+# them (an entry of "args" may be a list of names that carry one id: one value across them):
+# slices with one value of such an arg (own or shared), or joined by a flow of such a
 # name, are one piece of work shown in several places (simpler's task in its Worker, Scheduler
 # and orchestrator views; msprof's host launch and the device task it launched).  Slices
 # with one TASK_ID are one task whatever is declared.  The .pftrace gives each such set on

@@ -12,7 +12,8 @@ from .model import COPIES, SAME_WORK, TASK_ID, Trace
 def work_ids(trace: Trace) -> dict[int, int]:
     """Slice index -> work id (1, 2, ... by first slice) of the slices that are one piece of
     work on two or more tracks: equal values of ``TASK_ID`` or of an arg the reader declares
-    (``model.SAME_WORK``; own args first, then shared), or joined by a flow of a declared
+    (``model.SAME_WORK``; own args first, then shared; a list of names is one id under
+    several names), or joined by a flow of a declared
     name, taken together (one launch and its device task, one task's rows and its dispatch).
     Slices on derived tracks are left out of those: they are the analyses', not the run's;
     a slice an analysis drew as a copy of the run's own (``model.COPIES``: a critical-path
@@ -21,9 +22,12 @@ def work_ids(trace: Trace) -> dict[int, int]:
     declared = extra.get(SAME_WORK)
     declared = declared if isinstance(declared, dict) else {}
     slices, tracks = trace.slices, trace.tracks
-    keys = [k for k in declared.get("args", ()) if isinstance(k, str)]
-    if TASK_ID not in keys and _has_task_ids(trace):
-        keys.insert(0, TASK_ID)
+    # Each entry: an arg name, or a list of names of one id (the first a slice has counts).
+    keys = [(k,) if isinstance(k, str) else tuple(k) for k in declared.get("args", ())
+            if isinstance(k, str) or isinstance(k, (list, tuple)) and k
+            and all(isinstance(n, str) for n in k)]
+    if not any(TASK_ID in k for k in keys) and _has_task_ids(trace):
+        keys.insert(0, (TASK_ID,))
     flow_names = {n for n in declared.get("flows", ()) if isinstance(n, str)}
     parent: dict[int, int] = {}
 
@@ -41,13 +45,16 @@ def work_ids(trace: Trace) -> dict[int, int]:
             parent[max(ra, rb)] = min(ra, rb)
 
     derived = {t.index for t in tracks if t.derived}
-    for key in keys:
+    for names in keys:
         first: dict[Any, int] = {}
         for i, s in enumerate(slices):
             a = s.args
-            v = a.get(key) if a else None
-            if v is None and s.shared_args:
-                v = s.shared_args.get(key)
+            for key in names:
+                v = a.get(key) if a else None
+                if v is None and s.shared_args:
+                    v = s.shared_args.get(key)
+                if v is not None:
+                    break
             if v is None or v.__class__ in (list, dict) or s.track in derived:
                 continue
             k = first.setdefault((v.__class__, v), i)

@@ -170,6 +170,9 @@ def _designed_order(trace) -> tuple[list[str], dict[str, list[str]]]:
 # queue.  Other families declare nothing.
 SAME_WORK_FACTS = {
     ("simpler", ""): {"args": ["task"]},
+    # simpler's own converter output: the task's id is taskId on its AICore / Worker and
+    # AICPU / Scheduler rows, task_id on its submit in the orchestrator view
+    ("simpler", "converter-output"): {"args": [["taskId", "task_id"]]},
     ("msprof", "msprof-app"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
     ("msprof", "torch-npu"): {"flows": ["HostToDevice", "async_npu", "async_task_queue"]},
     # the database exports: the text export's flows, named alike
@@ -193,9 +196,10 @@ def _same_work(trace, base: int, family: tuple) -> dict:
         if trace.tracks[s.track].derived:
             continue
         for arg in declared.get("args", ()):
-            v = s.all_args.get(arg)
+            names = [arg] if isinstance(arg, str) else arg      # a list: one id, named so
+            v = next((s.all_args[n] for n in names if s.all_args.get(n) is not None), None)
             if v is not None:
-                by_value[(arg, v)].add((key(s), s.track))
+                by_value[(str(names), v)].add((key(s), s.track))
     # the critical path's task copies and the slices of the tasks they copy (model.COPIES)
     on_path = {key(s) for s in slices if s.cat == "critical path" and s.name != "wait schedule"
                or s.args and "critical_path_step" in s.args}

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import load_json_records
-from ...model import GROUP, LANE, MAX_NS, Clock, RunMeta, Trace, split_overlaps
+from ...model import GROUP, LANE, MAX_NS, SAME_WORK, Clock, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from .build import TOOL, device_name, platform_of
 from .files import CONVERTER_EXTRA as EXTRA, FULL_ANALYSIS
@@ -290,6 +290,9 @@ def read_converter_output(source: Source, options: ReadOptions) -> Trace:
              if s.args and type(s.args.get("taskId")) is int
              and trace.tracks[trace.tracks[s.track].parent].name == worker}
     meta.extra["tasks"] = len(tasks) if tasks else len(trace.slices)
+    # One task in several views: its AICore / Worker rows and its AICPU / Scheduler row carry
+    # its id as taskId, its submit in the orchestrator view as task_id.
+    meta.extra[SAME_WORK] = {"args": [["taskId", "task_id"]]}
     meta.extra[EXTRA] = {"layout": layout, "processes": sorted(set(lanes.process_names.values())),
                          "events": counts, "flows_dropped": sum(dropped.values())}
     if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
