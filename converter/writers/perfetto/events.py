@@ -58,9 +58,15 @@ def _ts_field(d: int) -> bytes:
         return _TS3_LO[d & 127] + _LEN[d >> 7]
     if d < 268435456:
         return _TS3_LO[d & 127] + _TS4_MID[(d >> 7) & 127] + _LEN[d >> 14]
-    if d < 34359738368:
-        return (_TS3_LO[d & 127] + _TS4_MID[(d >> 7) & 127] + _TS4_MID[(d >> 14) & 127]
-                + _LEN[d >> 21])
+    mid = _TS4_MID
+    if d < 34359738368:         # five bytes: past 268 ms
+        return _TS3_LO[d & 127] + mid[(d >> 7) & 127] + mid[(d >> 14) & 127] + _LEN[d >> 21]
+    if d < 4398046511104:       # six: past 34 s
+        return (_TS3_LO[d & 127] + mid[(d >> 7) & 127] + mid[(d >> 14) & 127]
+                + mid[(d >> 21) & 127] + _LEN[d >> 28])
+    if d < 562949953421312:     # seven: past 73 min
+        return (_TS3_LO[d & 127] + mid[(d >> 7) & 127] + mid[(d >> 14) & 127]
+                + mid[(d >> 21) & 127] + mid[(d >> 28) & 127] + _LEN[d >> 35])
     return _TS + varint(d)
 
 
@@ -266,11 +272,8 @@ class SequenceWriter:
                         body = ts_lo[d & 127] + ts_hi[d >> 7]
                     elif d < 268435456:     # four bytes: runs past 2.1 ms
                         body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
-                    elif d < 34359738368:   # five bytes: runs past 268 ms
-                        body = (ts_lo[d & 127] + ts_mid[(d >> 7) & 127]
-                                + ts_mid[(d >> 14) & 127] + ts_hi[d >> 21])
-                    else:
-                        body = _TS + varint(d)
+                    else:                   # runs past 268 ms
+                        body = _ts_field(d)
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
                         if extra is not None:
@@ -337,11 +340,8 @@ class SequenceWriter:
                     tsb = ts_lo[d & 127] + ts_hi[d >> 7]
                 elif d < 268435456:     # four bytes: runs past 2.1 ms
                     tsb = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
-                elif d < 34359738368:   # five bytes: runs past 268 ms
-                    tsb = (ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_mid[(d >> 14) & 127]
-                           + ts_hi[d >> 21])
-                else:
-                    tsb = _TS + varint(d)
+                else:                   # runs past 268 ms
+                    tsb = _ts_field(d)
                 if pending:
                     flushed = tuple(pending)
                     pending.clear()
@@ -446,11 +446,8 @@ class SequenceWriter:
                     body = ts_lo[d & 127] + ts_hi[d >> 7] + rest
                 elif d < 268435456:     # four bytes: runs past 2.1 ms
                     body = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14] + rest
-                elif d < 34359738368:   # five bytes: runs past 268 ms
-                    body = (ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_mid[(d >> 14) & 127]
-                            + ts_hi[d >> 21] + rest)
-                else:
-                    body = _TS + varint(d) + rest
+                else:                   # runs past 268 ms
+                    body = _ts_field(d) + rest
                 append(_PACKET + small[len(body)] + body)
                 stamp(d)
             if len(chunk) >= self.next_report:

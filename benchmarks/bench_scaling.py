@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Benchmark: how the cost of a conversion grows with the work (issue 26) — time and peak
+memory per event from a small run to runs 10, 100 and 1,000 times larger.
+
+    python benchmarks/bench_scaling.py [--simpler RUN_DIR] [--scales 1,10,100,1000]
+                                       [--pypto RUN ...] [--workers 2] [--json OUT]
+
+simpler: the real run ``RUN_DIR`` (default: the 1,000-task bgemm sample) and copies of it
+laid end to end (``bench_simpler.scaled_run``: task ids, dispatch counters, loop iterations
+and times shifted; **made by repeating a real run along the time axis**, not collected).
+PyPTO: the real runs given with ``--pypto`` (e.g. the samples' ffn_medium, ffn_large and a
+90,112-task run made with ../shared/tools/pypto-sample), as they are.
+
+Each conversion (``to-perfetto`` with derived tracks, ``--workers`` processes) runs in a
+fresh child process.  Events = slices + instants + counter samples + flows of the written
+trace (the writer's counts).  Peak memory = the converting process's ru_maxrss plus its
+forked writer's (an upper bound: pages they share are counted twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_simpler import scaled_run
+from childrun import compile_tracecvt, run_child
+
+REPO = Path(__file__).resolve().parents[1]
+SIMPLER = REPO.parent / "shared" / "samples" / "simpler" / "a2a3sim_tmr_benchmark_bgemm_Case0_L4"
+
+CONVERT = r"""
+import resource, sys, time
+sys.path.insert(0, sys.argv[3] + "/benchmarks"); import checkout; checkout.use(sys.argv[3])
+from pathlib import Path
+from tracecvt.convert import convert_source
+from tracecvt.readers import ReadOptions, find_runs
+t = time.perf_counter()
+(src,) = find_runs(sys.argv[1])
+r = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions(), derived=True,
+                   workers=int(sys.argv[4]))
+dt = time.perf_counter() - t
+c = r.counts
+events = c.get("slices", 0) + c.get("instants", 0) + c.get("counter_samples", 0) \
+    + c.get("flows", 0) - c.get("flows_not_drawn", 0)
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(dt, events, own, child, r.size)
+"""
+
+
+def _records_dir(run: Path) -> Path:
+    return run if (run / "chip_swimlane_records.json").is_file() else \
+        next(run.rglob("chip_swimlane_records.json")).parent
+
+
+def measure(run: Path, out: Path, workers: int) -> dict:
+    t0 = time.perf_counter()
+    dt, events, own, child, size = run_child(CONVERT, str(run), str(out), str(REPO),
+                                             str(workers))
+    peak = (own + child) * 1024
+    return {"run": str(run), "events": int(events), "convert_s": round(dt, 3),
+            "process_s": round(time.perf_counter() - t0, 3),
+            "peak_rss_bytes": int(peak), "pftrace_bytes": int(size),
+            "us_per_event": round(dt / events * 1e6, 3),
+            "bytes_per_event": round(peak / events, 1)}
+
+
+def flatness(rows: list[dict], key: str, floor_events: int = 10_000) -> float | None:
+    """max / min of ``key`` over the runs of at least ``floor_events`` events."""
+    vals = [r[key] for r in rows if r["events"] >= floor_events]
+    return round(max(vals) / min(vals), 3) if len(vals) > 1 else None
+
+
+def report(family: str, rows: list[dict]) -> dict:
+    print(f"\n{family}")
+    print("| run | events | convert | µs / event | peak RSS | bytes / event |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {Path(r['run']).name} | {r['events']:,} | {r['convert_s']:.2f} s | "
+              f"{r['us_per_event']:.3f} | {r['peak_rss_bytes'] / 2**30:.2f} GiB | "
+              f"{r['bytes_per_event']:.0f} |")
+    fig = {"family": family, "runs": rows,
+           "time_per_event_max_over_min": flatness(rows, "us_per_event"),
+           "memory_per_event_max_over_min": flatness(rows, "bytes_per_event")}
+    print(f"per event, runs of 10k events and more, max / min (goal <= 1.25): time "
+          f"{fig['time_per_event_max_over_min']}, memory "
+          f"{fig['memory_per_event_max_over_min']}")
+    return fig
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--simpler", type=Path, default=SIMPLER)
+    ap.add_argument("--scales", default="1,10,100", help="simpler copies, comma-separated")
+    ap.add_argument("--pypto", type=Path, nargs="*", default=[], help="real PyPTO runs")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    compile_tracecvt(REPO)
+    figures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpd = Path(tmp)
+        out = tmpd / "out.pftrace"
+        rows = []
+        run = _records_dir(a.simpler.resolve())
+        for k in (int(x) for x in a.scales.split(",")):
+            made = run if k == 1 else scaled_run(run, k, tmpd / f"x{k}")
+            rows.append({"scale": k, **measure(made, out, a.workers)})
+            if made is not run:
+                for p in made.iterdir():
+                    p.unlink()
+        figures.append(report("simpler (copies of a real run laid end to end)", rows))
+        if a.pypto:
+            rows = [measure(p.resolve(), out, a.workers) for p in a.pypto]
+            figures.append(report("PyPTO 0.2 (real runs)", rows))
+    print(f"\npython {sys.version.split()[0]}; {a.workers} process(es) per conversion")
+    if a.json:
+        a.json.write_text(json.dumps({"families": figures}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
