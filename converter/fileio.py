@@ -17,7 +17,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator, TypeVar
 
 import orjson
 
@@ -166,18 +166,57 @@ _HEADS_MAX = 4096       # files kept at once (32 MiB at most; the oldest go firs
                         # detectors of one folder sniff its files one after the other
 
 
+# And what ``kept`` was asked for: (what, file, its size and mtime) -> the answer, so a fact
+# several detectors need of one file (a database's tables) costs one opening per scan.
+_facts: dict[tuple[str, str, int, int], Any] | None = None
+_FACTS_MAX = 4096       # answers kept at once (the oldest go first)
+T = TypeVar("T")
+
+
 @contextmanager
 def heads_kept() -> Iterator[None]:
-    """Within: ``read_head`` keeps what it read, for files that do not change meanwhile."""
-    global _heads
+    """Within: ``read_head`` and ``kept`` keep what they read, for files that do not change
+    meanwhile."""
+    global _heads, _facts
     outer = _heads
     if outer is None:
-        _heads = {}
+        _heads, _facts = {}, {}
     try:
         yield
     finally:
         if outer is None:
-            _heads = None
+            _heads = _facts = None
+
+
+def kept(what: str, path: Path, compute: Callable[[Path], T]) -> T:
+    """``compute(path)``; within ``heads_kept``, computed once per file (by its resolved path,
+    size and mtime: a file changed meanwhile is computed again) and kept for the scan."""
+    facts = _facts                      # once: another thread may end its scan meanwhile
+    key = None if facts is None else _stamp(path)
+    if key is None:
+        return compute(path)
+    key = (what, *key)
+    if key in facts:
+        return facts[key]
+    value = compute(path)
+    if len(facts) >= _FACTS_MAX:
+        del facts[next(iter(facts))]
+    facts[key] = value
+    return value
+
+
+def _stamp(path: Path) -> tuple[str, int, int] | None:
+    """(resolved path, size, mtime in ns) of a file on disk or in a mounted archive (the
+    archive's mtime), None where it cannot be stat'ed."""
+    try:
+        hit = archive.locate(path)
+        if hit:
+            return (os.path.abspath(path), hit[0].size(hit[1]),
+                    os.stat(hit[0].path).st_mtime_ns)
+        st = os.stat(path)
+        return os.path.realpath(path), st.st_size, st.st_mtime_ns
+    except (OSError, KeyError):
+        return None
 
 
 def read_head(path: Path, size: int = 4096) -> bytes:

@@ -7,6 +7,7 @@ import collections
 import json
 import shutil
 import sqlite3
+from pathlib import Path
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -438,3 +439,74 @@ def test_several_database_ranks_are_one_run(tmp_path):
     assert per_rank == {"Rank 0": len(single.slices), "Rank 1": len(single.slices)}
     assert len(trace.flows) == 2 * len(single.flows)
     assert sorted(trace.meta.extra["torch_npu"]["ranks"]) == ["0", "1"]
+
+
+@pytest.fixture
+def opens(monkeypatch):
+    """Counter of sqlite3 connections by the resolved file opened (every opening of a
+    database goes through sqlite3.connect, with a ``file:`` URI)."""
+    from urllib.parse import unquote
+    counts: collections.Counter = collections.Counter()
+    real = sqlite3.connect
+
+    def connect(database, *args, **kwargs):
+        path = unquote(str(database)).removeprefix("file:").split("?", 1)[0]
+        counts[str(Path(path).resolve())] += 1
+        return real(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    return counts
+
+
+def _two_ranks(tmp_path):
+    for r in (0, 1):
+        shutil.copytree(TORCH, tmp_path / f"rank{r}_ascend_pt")
+    return tmp_path
+
+
+@pytest.mark.parametrize("fmt", [None, "msprof-db"])
+@pytest.mark.parametrize("where", ["msprof", "torch_npu", "two ranks"])
+def test_finding_runs_opens_each_database_once(opens, tmp_path, where, fmt):
+    """Discovery asks several questions of one database (an export? an analysis.db? the one
+    database of a rank folder, asked again for each rank beside it): each SQLite file is
+    opened once per find_runs, and reading the run opens it once more."""
+    root = {"msprof": MS / "cannbot-ascendc-vs-pypto", "torch_npu": TORCH}.get(where) \
+        or _two_ranks(tmp_path)
+    dbs = sorted(str(p.resolve()) for p in root.rglob("*.db"))
+    assert len(dbs) == {"msprof": 3, "torch_npu": 2, "two ranks": 4}[where]
+    runs = find_runs(root, fmt)
+    assert sorted(opens) == dbs
+    assert set(opens.values()) == {1}, opens
+    opens.clear()
+    db_runs = [s for s in runs if s.format == "msprof-db"]
+    assert len(db_runs) == {"msprof": 3 if fmt else 0, "torch_npu": 1, "two ranks": 1}[where]
+    for src in db_runs:
+        src.read()
+    if db_runs:
+        assert sorted(opens) == dbs and set(opens.values()) == {1}, opens
+    opens.clear()
+    find_runs(root, fmt)            # a second scan reads the files again
+    assert sorted(opens) == dbs and set(opens.values()) == {1}, opens
+
+
+def test_database_tables_kept_while_the_file_is_unchanged(opens, tmp_path):
+    """Within one scan the tables are read once; a file changed meanwhile (other size or
+    mtime) is opened again and its new tables seen."""
+    import os
+    from tracecvt import fileio
+    from tracecvt.readers import ascend_db
+    db = tmp_path / "msprof_1.db"
+    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    with fileio.heads_kept():
+        assert ascend_db.is_export(db) is True
+        assert ascend_db.is_export(db) is True and not ascend_db._is_analysis(db)
+        assert list(opens.values()) == [1]
+        st = db.stat()
+        with sqlite3.connect(db) as c:
+            for t in ("TASK", "CANN_API", "COMMUNICATION_OP", "MSTX_EVENTS", "NPU_MEM",
+                      "AICORE_FREQ", "PYTORCH_API"):
+                c.execute(f'DROP TABLE IF EXISTS "{t}"')
+        c.close()
+        os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+        assert ascend_db.is_export(db) is False
+        assert list(opens.values()) == [3]      # the change above opened it too

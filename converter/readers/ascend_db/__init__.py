@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...fileio import is_dir, listdir, logical_name
+from ...fileio import is_dir, kept, listdir, logical_name
 from ...model import RESOURCES, SAME_WORK, RunMeta, Trace
 from ..base import ReadOptions, Source
 from ..msprof import DEVICE_RESOURCES, RESOURCE_TOOLS, SAME_WORK_FLOWS
 from ..msprof import discover as d
-from .database import DB_ERRORS, Database, looks_like_sqlite, sql_error
+from .database import (DB_ERRORS, Database, is_export_tables, looks_like_sqlite,
+                       sql_error)
 
 FORMAT = "msprof-db"
 # Lookup and description tables: read (strings, enums, run facts), never drawn.
@@ -36,21 +37,29 @@ def is_export(path: Path) -> bool | None:
     """True: an msprof/torch_npu database; None: SQLite that cannot be read; False: not."""
     if not looks_like_sqlite(path):
         return False
-    try:
-        with Database(path) as db:
-            return db.is_export()
-    except (InputError, *DB_ERRORS):
-        return None
+    tables = _tables(path)
+    return None if tables is None else is_export_tables(tables)
 
 
 def _is_analysis(path: Path) -> bool:
     if not looks_like_sqlite(path):
         return False
+    tables = _tables(path)
+    return tables is not None and "StepTraceTime" in tables and "TASK" not in tables
+
+
+def _tables(path: Path) -> frozenset[str] | None:
+    """The tables of a SQLite file (None: it cannot be read); while runs are being found
+    (``fileio.heads_kept``) the file is opened once, whichever detector asks first."""
+    return kept("sqlite tables", path, _read_tables)
+
+
+def _read_tables(path: Path) -> frozenset[str] | None:
     try:
         with Database(path) as db:
-            return "StepTraceTime" in db.tables and "TASK" not in db.tables
+            return frozenset(db.tables)
     except (InputError, *DB_ERRORS):
-        return False
+        return None
 
 
 def _rank_database(rank: Path) -> Path | None:

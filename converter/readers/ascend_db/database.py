@@ -34,6 +34,11 @@ TIMELINE = {"TASK", "CANN_API", "PYTORCH_API", "COMMUNICATION_OP", "MSTX_EVENTS"
             "NPU_MEM", "AICORE_FREQ"}
 
 
+def is_export_tables(tables: set[str] | frozenset[str]) -> bool:
+    """Whether a database with these tables is an msprof / torch_npu export."""
+    return REQUIRED <= tables and bool(tables & TIMELINE)
+
+
 def looks_like_sqlite(path: Path) -> bool:
     try:
         return read_head(path, 16) == MAGIC
@@ -97,7 +102,7 @@ class Database:
 
     # -- content -------------------------------------------------------------------------
     def is_export(self) -> bool:
-        return REQUIRED <= self.tables and bool(self.tables & TIMELINE)
+        return is_export_tables(self.tables)
 
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.conn.execute(f'PRAGMA table_info("{table}")')]
