@@ -15,8 +15,9 @@ from .fileio import atomic_output, check_output
 from .model import UNTRUSTED_FLOW, Trace
 from .readers import ReadOptions, Source, find_runs, format_names
 
-__all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_source", "default_output",
-           "default_workers", "find_runs", "output_path", "read", "runs_under"]
+__all__ = ["WRITERS", "Result", "add_derived_tracks", "convert_read", "convert_source",
+           "default_output", "default_workers", "find_runs", "output_path", "read",
+           "runs_under"]
 
 
 def _perfetto(trace, out, progress, workers=1, enrich=None):
@@ -146,11 +147,13 @@ def add_derived_tracks(trace: Trace) -> dict[str, int]:
     return add_derived(trace)       # only the analyses the tracks need, and only if added
 
 
-def _analysing(options: ReadOptions) -> Callable[[Trace], None]:
-    """``add_derived_tracks``, with its progress stage."""
+def _analysing(options: ReadOptions, analysis=None) -> Callable[[Trace], None]:
+    """``add_derived_tracks`` (from ``analysis`` when given: ``analyze(trace)`` or
+    ``analyze_tracks(trace)`` of the trace as read), with its progress stage."""
     def enrich(trace: Trace) -> None:
+        from .analyses import add_derived
         options.report("analysing", 0, 1)
-        add_derived_tracks(trace)
+        add_derived(trace, analysis)
         options.report("analysing", 1, 1)
     return enrich
 
@@ -176,8 +179,30 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
     if options.workers != workers:      # one count for the reader and the writer
         options = dataclasses.replace(options, workers=workers)
     trace = source.read(options)
+    return _write_read(source, trace, writer, output, options, gzip_level,
+                       derived and spec.derived, workers)
+
+
+def convert_read(source: Source, trace: Trace, writer: str, output: Path, force: bool,
+                 options: ReadOptions, analysis=None, workers: int | None = None) -> Result:
+    """``convert_source`` for a run already read (``trace``: ``source.read(options)``, as
+    read: no derived tracks yet), so that a caller that needs the model too (``tracecvt open
+    --at N``/``--report``: the summary) reads the run once.  ``analysis``: the run's
+    ``analyze(trace)`` when the caller has it (the derived tracks are made from it, as
+    ``tracecvt convert`` batches do)."""
+    if workers is None:
+        workers = default_workers()
+    check_output(output, force, source.paths())
+    with gc_paused():
+        return _write_read(source, trace, writer, output, options, None,
+                           WRITERS[writer].derived, workers, analysis)
+
+
+def _write_read(source: Source, trace: Trace, writer: str, output: Path,
+                options: ReadOptions, gzip_level: int | None, derived: bool, workers: int,
+                analysis=None) -> Result:
     # The writer calls it: it may write the source tracks meanwhile.
-    enrich = _analysing(options) if derived and spec.derived else None
+    enrich = _analysing(options, analysis) if derived else None
 
     def progress(done: int) -> None:
         options.report(f"writing {output.name}", done, len(trace.slices))

@@ -45,14 +45,21 @@ def one_run(path: Path, runs: list):
     return runs[0]
 
 
-def summary_for(path: Path, fmt, options):
-    """(trace, analysis, summary data) of the one run at ``path`` (read again: the trace
-    file holds no findings)."""
+def summary_for(src, options):
+    """(the model, its analysis, its summary data) of the run ``src``, read once: the same
+    model is then written as the trace to open (``open_ui.trace_for``; its derived tracks
+    are made from this analysis), so the findings' places are those of the trace."""
+    import dataclasses
+
     from .analyses import analyze
-    from .convert import runs_under
+    from .convert import default_workers, gc_paused
     from .summary import summary_data
-    trace = one_run(path, runs_under(path, fmt)).read(options)
-    analysis = analyze(trace)
+    workers = default_workers()             # as convert_source reads
+    if options.workers != workers:
+        options = dataclasses.replace(options, workers=workers)
+    with gc_paused():
+        trace = src.read(options)
+        analysis = analyze(trace)
     return trace, analysis, summary_data(trace, analysis)
 
 

@@ -29,6 +29,7 @@ import tempfile
 import threading
 import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -36,6 +37,9 @@ from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, clock_mhz as clock_mhz_, fai
                       size as size_option, warn_run)
 from .errors import InputError, TracecvtError, error_message, one_line
 from .open_at import at_args, one_run, parse_at, summary_for
+
+if TYPE_CHECKING:
+    from .readers import Source
 
 DEFAULT_UI = "https://ui.perfetto.dev"
 TRACE_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb")
@@ -77,20 +81,32 @@ def _is_trace(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(TRACE_SUFFIXES)
 
 
-def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path, bool]:
-    """(the trace to serve, whether it is a temporary file) for ``path``: ``path`` itself
-    when it is a trace, else the run converted (or its cached conversion)."""
-    from .batch.plan import input_files, up_to_date
-    from .convert import convert_source, default_output, runs_under
+def run_at(path: Path, fmt) -> Source | None:
+    """The one run at ``path``; None when ``path`` is a trace already (served as it is)."""
+    from .convert import runs_under
     if fmt is None and _is_trace(path):
-        return path, False
+        return None
     try:
         runs = runs_under(path, fmt)
     except InputError:
         if fmt is None and path.is_file() and path.name.lower().endswith(CHROME_SUFFIXES):
-            return path, False              # a Chrome JSON trace no reader claims
+            return None                     # a Chrome JSON trace no reader claims
         raise
-    src = one_run(path, runs)
+    return one_run(path, runs)
+
+
+def trace_for(path: Path, fmt, options, cache: bool, quiet: bool,
+              summary: tuple | None = None) -> tuple[Path, bool]:
+    """(the trace to serve, whether it is a temporary file) for ``path``: ``path`` itself
+    when it is a trace, else the run converted (or its cached conversion).  ``summary``:
+    ``(src, summary_for(src, options))``: the run is not read again, that model is
+    written, its derived tracks made from that analysis (they are appended: the model's
+    slice indexes, which the analysis and the HTML report use, stay as they were)."""
+    from .batch.plan import input_files, up_to_date
+    from .convert import convert_read, convert_source, default_output
+    src = summary[0] if summary is not None else run_at(path, fmt)
+    if src is None:
+        return path, False
     target = default_output(src, "perfetto", None, False)
     if cache and up_to_date(input_files(src), [target]):
         _note(f"using {target} (newer than the run's files; --no-cache converts again)")
@@ -105,7 +121,11 @@ def trace_for(path: Path, fmt, options, cache: bool, quiet: bool) -> tuple[Path,
     reporter = Reporter(enabled=not quiet)
     options.progress = reporter
     try:
-        result = convert_source(src, "perfetto", target, True, options)
+        if summary is not None:
+            model, analysis, _ = summary[1]
+            result = convert_read(src, model, "perfetto", target, True, options, analysis)
+        else:
+            result = convert_source(src, "perfetto", target, True, options)
     except BaseException:
         if temporary:
             shutil.rmtree(target.parent, ignore_errors=True)
@@ -333,11 +353,19 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
             if fmt is None and (_is_trace(path) or path.name.lower().endswith(CHROME_SUFFIXES)):
                 raise InputError(path, f"{why} needs the run (its directory, file or "
                                        ".tcmodel), not a trace: a trace holds no findings")
-            summary = summary_for(path, fmt, options)
+            src = run_at(path, fmt)
+            from .progress import Reporter
+            reporter = Reporter(enabled=not quiet)
+            options.progress = reporter
+            try:
+                summary = summary_for(src, options)     # read once: it is written too
+            finally:
+                reporter.close()
         args, what = at_args(where, summary[2] if summary else None)
         if what:
             _note(what)
-        trace, temporary = trace_for(path, fmt, options, not no_cache, quiet)
+        trace, temporary = trace_for(path, fmt, options, not no_cache, quiet,
+                                     (src, summary) if summary else None)
     except KeyboardInterrupt:
         fail("interrupted; no partial output was left behind")
         sys.exit(EXIT_INTERRUPTED)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 import urllib.parse
 import urllib.request
 
@@ -145,3 +147,52 @@ def test_open_serves_the_trace_where_the_v58_ui_may_fetch_it(tmp_path):
         urllib.request.urlopen(url, timeout=10).read()
         assert o.finish()[0] == 0
         assert url.startswith("http://localhost:8080/"), url
+
+
+# ``tracecvt open`` with every Source.read counted: a line "read RUN" on stderr per read
+_COUNTING = """
+import sys
+from tracecvt.readers import base
+_read = base.Source.read
+def _counted(self, options=None):
+    print("read", self.name, file=sys.stderr, flush=True)
+    return _read(self, options)
+base.Source.read = _counted
+from tracecvt.cli import main
+main(prog_name="tracecvt")
+"""
+
+
+def _reads(err: str) -> int:
+    return sum(line.startswith("read ") for line in err.splitlines())
+
+
+def test_open_at_and_report_read_the_run_once(tmp_path, monkeypatch):
+    """The summary (the finding to open at, the HTML report) and the trace written for the
+    UI come from one read of the run; the trace is the one ``to-perfetto`` writes."""
+    import test_open
+    monkeypatch.setattr(test_open, "TRACECVT", [sys.executable, "-c", _COUNTING])
+    run = copy_sample(tmp_path)
+    o = Opened(run, "--at", "1", "--no-browser", "--timeout", "60", "--ui", UI)
+    body = urllib.request.urlopen(_route(o.link)["url"], timeout=10).read()
+    code, _, err = o.finish()
+    assert code == 0, err
+    assert _reads(err) == 1, err
+    assert "finding #1: Dispatch ready tasks sooner" in err and "wrote " in err
+    ref = tmp_path / "ref.pftrace"
+    subprocess.run([sys.executable, "-m", "tracecvt.cli",
+                    "to-perfetto", str(run), "-o", str(ref), "-q"], check=True)
+    assert body == ref.read_bytes()
+    # the trace is cached now: read once, for the summary only
+    o = Opened(run, "--at", "1", "--no-browser", "--timeout", "60", "--ui", UI)
+    assert urllib.request.urlopen(_route(o.link)["url"], timeout=10).read() == body
+    code, _, err = o.finish()
+    assert code == 0 and _reads(err) == 1 and "using " in err, err
+    # --report, converting to a temporary file: one read; the page links to the trace
+    o = Opened(run, "--report", "--no-cache", "--no-browser", "--timeout", "5", "--ui", UI)
+    html = urllib.request.urlopen(o.link, timeout=10).read().decode("utf-8")
+    (href, *_) = re.findall(r'class="pf-open" data-finding="1" href="([^"]+)"', html)
+    url = _route(href.replace("&amp;", "&"))["url"]
+    assert urllib.request.urlopen(url, timeout=10).read() == body
+    code, _, err = o.finish()
+    assert code == 0 and _reads(err) == 1 and "removed on exit" in err, err
