@@ -8,7 +8,7 @@ whole file was sent (or on Ctrl-C, or after ``--timeout``).
 
 PATH that is not already a trace is converted first; the trace is kept next to the run,
 ``<run>.pftrace`` as ``to-perfetto`` names it, and reused while it is newer than every input
-file (``--no-cache``: a temporary file, removed on exit).
+file (``--no-cache``, ``--from`` or ``--clock-mhz``: a temporary file, removed on exit).
 
 The in-browser engine has about 2 GB of memory (WebAssembly), and a trace takes 2-4 times
 its file size there (Perfetto's "Visualising large traces"): a trace over ``--max-ui-size``
@@ -317,7 +317,8 @@ def _serve_report(httpd, summary, ui: str, url: str, args: str, browser: bool,
 @click.option("--no-browser", is_flag=True, help="Print the link instead of opening a browser.")
 @click.option("--no-cache", is_flag=True,
               help="Convert to a temporary file instead of keeping <run>.pftrace next to "
-                   "the run.")
+                   "the run (also with --from or --clock-mhz: a kept conversion may have "
+                   "been made with other options).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="SECONDS", help="Stop waiting for the UI after this many seconds.")
 @click.option("--max-ui-size", default="1GiB", show_default=True, metavar="SIZE",
@@ -364,7 +365,14 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
         args, what = at_args(where, summary[2] if summary else None)
         if what:
             _note(what)
-        trace, temporary = trace_for(path, fmt, options, not no_cache, quiet,
+        # The cached conversion (the run's default .pftrace) says nothing of the options it
+        # was made with: with --from or --clock-mhz the run is converted again, to a
+        # temporary file, so that the trace is read as asked (and agrees with the findings).
+        cache = not no_cache and fmt is None and clock_mhz is None
+        if not no_cache and not cache:
+            _note("--from / --clock-mhz: converting again (a cached conversion may have been "
+                  "made with other options)")
+        trace, temporary = trace_for(path, fmt, options, cache, quiet,
                                      (src, summary) if summary else None)
     except KeyboardInterrupt:
         fail("interrupted; no partial output was left behind")

@@ -188,6 +188,13 @@ def test_open_at_and_report_read_the_run_once(tmp_path, monkeypatch):
     assert urllib.request.urlopen(_route(o.link)["url"], timeout=10).read() == body
     code, _, err = o.finish()
     assert code == 0 and _reads(err) == 1 and "using " in err, err
+    # with --from (or --clock-mhz) the cached conversion is not used: it may have been made
+    # with other options
+    o = Opened(run, "--at", "1", "--from", "pypto", "--no-browser", "--timeout", "60",
+               "--ui", UI)
+    assert urllib.request.urlopen(_route(o.link)["url"], timeout=10).read() == body
+    code, _, err = o.finish()
+    assert code == 0 and "using " not in err and "removed on exit" in err, err
     # --report, converting to a temporary file: one read; the page links to the trace
     o = Opened(run, "--report", "--no-cache", "--no-browser", "--timeout", "5", "--ui", UI)
     html = urllib.request.urlopen(o.link, timeout=10).read().decode("utf-8")
