@@ -61,8 +61,8 @@ def not_drawn_warning(n: int, total: int, what: str, untrusted: int = 0,
 
 
 def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
-    """(flows ``writer`` leaves out, how many of them it leaves out for being untrusted,
-    ``model.UNTRUSTED_FLOW``: a .pftrace only):
+    """(flows ``writer`` leaves out, how many of them are untrusted, ``model.UNTRUSTED_FLOW``:
+    a .pftrace leaves every one out, a Chrome JSON those it leaves out for their times):
     when they are all untrusted, its warning shares their cause (``RunMeta.causes``)."""
     slices = trace.slices
     n = len(slices)
@@ -71,7 +71,7 @@ def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
         if 0 <= f.src < n and 0 <= f.dst < n and \
                 not drawable(slices[f.src], slices[f.dst], writer, f.name):
             out += 1
-            untrusted += writer == "perfetto" and f.name == UNTRUSTED_FLOW
+            untrusted += f.name == UNTRUSTED_FLOW
     return out, untrusted
 
 
@@ -82,6 +82,8 @@ def not_drawn_lines(trace: Trace, writer: str, what: str) -> tuple[str | None, s
     out, untrusted = not_drawn(trace, writer)
     if not out:
         return None, None
-    line = not_drawn_warning(out, len(trace.flows), what, untrusted,
+    # (only a .pftrace leaves them out for being untrusted; a Chrome JSON draws them)
+    line = not_drawn_warning(out, len(trace.flows), what,
+                             untrusted if writer == "perfetto" else 0,
                              skew=trace.meta.extra.get(CLOCK_SKEW))
     return line, trace.meta.causes.get(UNTRUSTED_FLOW) if untrusted == out else None

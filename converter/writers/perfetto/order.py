@@ -40,7 +40,8 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
         packets.extend(data[a:b] for a, b in zip([0, *ends], ends))
         stamps.extend(part_stamps)
     # numpy's stable sort: the same order as sorted(range(n), key=stamps.__getitem__)
-    order = np.argsort(np.frombuffer(stamps, dtype=np.int64), kind="stable").tolist()
+    # (a copy, not a view: ``stamps`` is emptied below, which a live view would forbid)
+    order = np.argsort(np.array(stamps, dtype=np.int64), kind="stable").tolist()
     get = packets.__getitem__
     for k in range(0, len(order), step):
         write(b"".join(map(get, order[k:k + step])))
