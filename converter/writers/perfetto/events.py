@@ -20,7 +20,7 @@ from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from ...same_work import work_ids
-from . import argcolumns, columns
+from . import columns
 from .attributes import attributes_packet
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
@@ -222,9 +222,6 @@ class SequenceWriter:
         end_flows = self.end_flow_bytes
         riders, end_riders, work = self.riders, self.end_riders, self.work
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
-        args_enc = self.args_enc
-        # Own args of many slices with the same keys: their numbers a column at a time.
-        arg_rows = argcolumns.tables(slices, units)
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
         done = self.done
@@ -308,19 +305,8 @@ class SequenceWriter:
                         seen.add(enc)
                         seq.use(hit[1])
                     event += enc
-                a = s.args
-                if a:
-                    row = arg_rows.get(i) if arg_rows else None
-                    if row is None:
-                        event += encode_args(a, seq)
-                    else:
-                        enc = row[0].row_bytes(row[1], a, seq, args_enc)
-                        if enc is None:
-                            event += encode_args(a, seq)
-                            if a is row[0].args[row[1]]:
-                                row[0].went_arg_by_arg(row[1], seq)
-                        else:
-                            event += enc
+                if s.args:
+                    event += encode_args(s.args, seq)
                 fb = flow_bytes.get(i)
                 if fb is not None:
                     event += fb

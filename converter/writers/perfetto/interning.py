@@ -102,15 +102,13 @@ class _Interner:
 class _Sequence:
     """A packet sequence being written: its id field and the interned entries it defined."""
 
-    __slots__ = ("field", "defined", "pending", "seen", "tables")
+    __slots__ = ("field", "defined", "pending", "seen")
 
     def __init__(self, seq_id: int):
         self.field = key_varint(10, seq_id)
         self.defined: set[bytes] = set()    # InternedData entries defined on this sequence
         self.pending: list[bytes] = []      # entries to define on the next packet
         self.seen: set[bytes] = set()       # encoded fragments whose entries are defined
-        # per argcolumns.ArgTable: the mask of its number columns whose names are defined
-        self.tables: dict = {}
 
     def use(self, deps) -> None:
         defined = self.defined
@@ -237,43 +235,47 @@ class _ArgEncoder:
         return b"".join(parts), tuple(deps)
 
     def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
-        """A slice's own args, defining on ``seq`` the entries they use."""
-        one = self.one
-        return b"".join([one(name, value, seq) for name, value in args.items()])
-
-    def one(self, name: Any, value: Any, seq: _Sequence) -> bytes:
-        """One of a slice's own args (b"" for None), defining on ``seq`` the entries it
-        uses.  Ints and floats (per-slice ids, times, PMU figures: mostly all different)
-        are built here, without the cache; the rest comes from ``pair``."""
-        cls = value.__class__
-        if (cls is int or cls is float) and name.__class__ is str:
-            if cls is int:
-                if not 0 <= value < INT64_END:
-                    return self._use(self.pair(name, value), seq)
-                field = _INT_VALUE + (_LEN[value] if value < 16384 else varint(value))
-            else:
-                field = _DOUBLE_VALUE + _pack_double(value)
-            head = self.names.get(name) or self._name_part(name)
-            body = head[0] + field
-            entry = head[1]
-            if entry not in seq.defined:
-                seq.defined.add(entry)
-                seq.pending.append(entry)
-            return _TE_DEBUG + _LEN[len(body)] + body
-        if value is None:
-            return b""
-        hit = self.cache.get((name, str, value)) if cls is str else None
-        return self._use(hit or self.pair(name, value), seq)
-
-    @staticmethod
-    def _use(hit: tuple[bytes, tuple], seq: _Sequence) -> bytes:
-        """``hit``'s bytes, defining on ``seq`` the entries they use."""
-        defined = seq.defined
-        for entry in hit[1]:
-            if entry not in defined:
-                defined.add(entry)
-                seq.pending.append(entry)
-        return hit[0]
+        """A slice's own args, defining on ``seq`` the entries they use.  Ints and floats
+        (per-slice ids, times, PMU figures: mostly all different) are built here, without
+        the cache; the rest comes from ``pair``."""
+        defined, pending = seq.defined, seq.pending
+        names, cache = self.names, self.cache
+        parts = []
+        pair = self.pair
+        for name, value in args.items():
+            cls = value.__class__
+            if (cls is int or cls is float) and name.__class__ is str:
+                if cls is int:
+                    if not 0 <= value < INT64_END:
+                        hit = pair(name, value)
+                        parts.append(hit[0])
+                        for entry in hit[1]:
+                            if entry not in defined:
+                                defined.add(entry)
+                                pending.append(entry)
+                        continue
+                    field = _INT_VALUE + (_LEN[value] if value < 16384 else varint(value))
+                else:
+                    field = _DOUBLE_VALUE + _pack_double(value)
+                head = names.get(name) or self._name_part(name)
+                body = head[0] + field
+                parts.append(_TE_DEBUG + _LEN[len(body)] + body)
+                entry = head[1]
+                if entry not in defined:
+                    defined.add(entry)
+                    pending.append(entry)
+                continue
+            if value is None:
+                continue
+            hit = cache.get((name, str, value)) if cls is str else None
+            if hit is None:
+                hit = pair(name, value)
+            parts.append(hit[0])
+            for entry in hit[1]:
+                if entry not in defined:
+                    defined.add(entry)
+                    pending.append(entry)
+        return b"".join(parts)
 
     @staticmethod
     def _value(value: Any) -> bytes:
