@@ -65,15 +65,6 @@ def work_ids(trace: Trace) -> dict[int, int]:
             if f.name in flow_names and slices[f.src].track not in derived \
                     and slices[f.dst].track not in derived:
                 join(f.src, f.dst)
-    copies = extra.get(COPIES)
-    if isinstance(copies, dict):
-        n = len(slices)
-        for c, originals in copies.items():
-            if c.__class__ is not int or not 0 <= c < n or not isinstance(originals, list):
-                continue
-            for o in originals:
-                if o.__class__ is int and 0 <= o < n and o != c:
-                    join(o, c)
     groups: dict[int, list[int]] = {}
     for i in {*parent, *parent.values()}:     # the roots are no keys of ``parent``
         groups.setdefault(find(i), []).append(i)
@@ -86,6 +77,29 @@ def work_ids(trace: Trace) -> dict[int, int]:
         wid += 1
         for i in members:
             out[i] = wid
+    # Copies last, numbered after the run's own work: a copy takes its task's id, or a task
+    # that had none gets the next one with its copy.  So the ids of the run's own slices
+    # are the same before an analysis adds its copies as after (a trace written while the
+    # analyses run: writers.perfetto).
+    copies = extra.get(COPIES)
+    if isinstance(copies, dict):
+        n = len(slices)
+        for c in sorted(k for k in copies if k.__class__ is int and 0 <= k < n):
+            originals = copies[c]
+            if not isinstance(originals, list):
+                continue
+            originals = [o for o in originals if o.__class__ is int and 0 <= o < n and o != c]
+            if not originals:
+                continue
+            have = [out[o] for o in originals if o in out]
+            if have:
+                w = min(have)
+            else:
+                wid += 1
+                w = wid
+            for o in originals:
+                out.setdefault(o, w)
+            out[c] = w
     return out
 
 

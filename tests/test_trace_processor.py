@@ -405,21 +405,28 @@ CP_QUERY = ("select s.ts, s.dur, s.name, s.category as cat, th.name as lane, "
             "left join thread th using (utid)")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("where", [
     REPO / "samples" / "pypto" / "tiny_add",       # one slice per task, nothing declared
     # simpler: a task is several slices (an SPMD kernel's blocks on AIV lanes), declared as one
     SAMPLES / "simpler" / "a2a3sim_tmr_sync_start_drain_phases_L4"])
-def test_pftrace_critical_path_copies_share_their_tasks_correlation_id(where, tmp_path):
+def test_pftrace_critical_path_copies_share_their_tasks_correlation_id(where, workers,
+                                                                       tmp_path, monkeypatch):
     """The critical-path lane draws copies of the run's tasks (model.COPIES): each copy has
     the correlation_id of its task, the one of every slice the task is made of (those that
     carry its ``critical_path_step``, among them the slice on the copy's ``lane`` with its
     start and name), so hovering one highlights the other; copies of different tasks have
-    different ids, and the path's "wait schedule" segments and the bubbles have none."""
+    different ids, and the path's "wait schedule" segments and the bubbles have none.  With
+    two processes too (a large run's way: a forked process writes the run's own slices while
+    the analyses draw the copies here)."""
     if not os.access(TP_BIN, os.X_OK):
         pytest.skip(f"trace_processor_shell not found at {TP_BIN}")
+    from tracecvt.writers import perfetto
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)       # fork even a small run
     (src,) = find_runs(where)
     out = tmp_path / "t.pftrace"
-    convert_source(src, "perfetto", out, False, ReadOptions())      # derived tracks on
+    convert_source(src, "perfetto", out, False, ReadOptions(),
+                   workers=workers)                             # derived tracks on
     with trace_processor(out) as tp:
         got = rows(tp, CP_QUERY)
     path = [r for r in got if r["cat"] == "critical path"]

@@ -65,7 +65,7 @@ from typing import IO, Any, Callable
 from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
-from .events import _PART_COUNTS, SequenceWriter, _sequence_ids
+from .events import _PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields
 from .order import time_origin
 from .wire import SEQ_ID
 
@@ -194,9 +194,11 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             news = pickle.loads(r.read())   # from this program, not the input
         if news is None:
             return None                     # the parent writes everything itself
-        for i, (a, sh) in news.items():
+        for i, (a, sh, work) in news.items():
             slices[i].args = a
             slices[i].shared_args = sh
+            if work is not None:            # a task the analyses drew a copy of
+                w.work[i] = work
             w.begin_again(i, places[i])
         return w.part_counts()
 
@@ -217,10 +219,19 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     and all(s.track >= n_tracks for s in added)
                     and [len(c.ts) for c in counter_units] == samples
                     and time_origin(trace) == w.base):
-                changed = {i: (s.args, s.shared_args)
+                changed = {i: (s.args, s.shared_args, None)
                            for i, s in enumerate(slices[:n_slices])
                            if s.args is not before[i][0]
                            or s.shared_args is not before[i][1]}
+                # correlation ids with the copies enrich drew (same_work: the run's own
+                # keep theirs; a task copied gets one, and its args were replaced)
+                work = correlation_fields(trace)
+                moved = [i for i in range(n_slices) if work.get(i) != w.work.get(i)]
+                if all(i in changed and i not in w.work for i in moved):
+                    for i in moved:
+                        changed[i] = (*changed[i][:2], work[i])
+                    w.work = work
+                    news = changed
                 own = {id(c) for c in counter_units}
                 new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
                 new_units: dict[int, list[int]] = {}
@@ -228,7 +239,6 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     new_units.setdefault(slices[i].track, []).append(i)
                 w.seq_ids.update(_sequence_ids(new_units, new_counters,
                                                max(w.seq_ids.values(), default=SEQ_ID) + 1))
-                news = changed
         finally:
             with os.fdopen(news_w, "wb") as f:
                 f.write(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))

@@ -44,6 +44,11 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
                                               first)}
 
 
+def correlation_fields(trace: Trace) -> dict[int, bytes]:
+    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
+    return {i: _TE_CORRELATION + varint(w) for i, w in work_ids(trace).items()}
+
+
 # Below this many slices a track's times are encoded one by one (numpy's cost per call
 # is more than the loop's there).
 _COLUMNS_FROM = 32
@@ -116,7 +121,7 @@ class SequenceWriter:
         # tracks (``same_work.work_ids``: the run's own slices and the analyses' copies of
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
-        self.work = {i: _TE_CORRELATION + varint(w) for i, w in work_ids(trace).items()}
+        self.work = correlation_fields(trace)
         self.by_track = trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
