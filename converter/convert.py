@@ -176,11 +176,17 @@ def _convert(source: Source, writer: str, output: Path, force: bool,
              workers: int = 1) -> Result:
     spec = WRITERS[writer]
     check_output(output, force, source.paths())
-    if options.workers != workers:      # one count for the reader and the writer
-        options = dataclasses.replace(options, workers=workers)
+    options = reading_options(options, workers)
     trace = source.read(options)
     return _write_read(source, trace, writer, output, options, gzip_level,
                        derived and spec.derived, workers)
+
+
+def reading_options(options: ReadOptions, workers: int) -> ReadOptions:
+    """``options`` with ``workers``: one count for the reader and the writer."""
+    if options.workers != workers:
+        options = dataclasses.replace(options, workers=workers)
+    return options
 
 
 def convert_read(source: Source, trace: Trace, writer: str, output: Path, force: bool,

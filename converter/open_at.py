@@ -49,16 +49,11 @@ def summary_for(src, options):
     """(the model, its analysis, its summary data) of the run ``src``, read once: the same
     model is then written as the trace to open (``open_ui.trace_for``; its derived tracks
     are made from this analysis), so the findings' places are those of the trace."""
-    import dataclasses
-
     from .analyses import analyze
-    from .convert import default_workers, gc_paused
+    from .convert import default_workers, gc_paused, reading_options
     from .summary import summary_data
-    workers = default_workers()             # as convert_source reads
-    if options.workers != workers:
-        options = dataclasses.replace(options, workers=workers)
-    with gc_paused():
-        trace = src.read(options)
+    with gc_paused():                       # as convert_source reads
+        trace = src.read(reading_options(options, default_workers()))
         analysis = analyze(trace)
     return trace, analysis, summary_data(trace, analysis)
 

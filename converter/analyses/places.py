@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 PIN_LANES = 4                     # lanes a deep link pins at most
-OPTIONS = 1                       # slices a place keeps to mark (the longest)
 
 
 Selection = tuple[int, int, str, int]     # (ts, dur, name, track), model ns
@@ -50,22 +49,15 @@ Selection = tuple[int, int, str, int]     # (ts, dur, name, track), model ns
 
 @dataclass
 class Place:
-    """An interval [start, end] (model ns), the lanes (track indexes) it is about, most
-    important first, and the slices it may mark, best first: (ts, dur, name, track), a
-    slice of the model or one the derived tracks draw (a critical-path wait, a bubble).
-    ``select`` is the longest of them; ``view`` (the window a link shows) the interval."""
+    """An interval [start, end] (model ns: the window a link shows), the lanes (track
+    indexes) it is about, most important first, and the slice a link marks (its longest):
+    (ts, dur, name, track), a slice of the model or one the derived tracks draw (a
+    critical-path wait, a bubble)."""
 
     start: int
     end: int
     lanes: list[int] = field(default_factory=list)
-    options: list[Selection] = field(default_factory=list)
-    select: Selection | None = field(init=False)
-    view: tuple[int, int] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.options = sorted(self.options, key=lambda o: -o[1])[:OPTIONS]
-        self.select = self.options[0] if self.options else None
-        self.view = (self.start, self.end)
+    select: Selection | None = None
 
     @classmethod
     def of_slices(cls, trace: Trace, ids: list[int]) -> "Place | None":
@@ -77,12 +69,11 @@ class Place:
         time: dict[int, int] = {}
         for i in ids:
             time[slices[i].track] = time.get(slices[i].track, 0) + slices[i].dur
-        best = heapq.nlargest(OPTIONS, ids, key=lambda i: slices[i].dur)
+        i = max(ids, key=lambda i: slices[i].dur)
         return cls(min(slices[i].ts for i in ids),
                    max(slices[i].ts + slices[i].dur for i in ids),
                    sorted(time, key=lambda t: -time[t]),
-                   [(slices[i].ts, slices[i].dur, slices[i].name, slices[i].track)
-                    for i in best])
+                   (slices[i].ts, slices[i].dur, slices[i].name, slices[i].track))
 
 
 def of_segments(trace: Trace, segs: list["Segment"], start: int | None = None,
@@ -97,12 +88,12 @@ def of_segments(trace: Trace, segs: list["Segment"], start: int | None = None,
     for seg in segs:
         t = slices[seg.slice].track
         time[t] = time.get(t, 0) + seg.dur
-    best = heapq.nlargest(OPTIONS, segs, key=lambda seg: seg.dur)
+    best = max(segs, key=lambda seg: seg.dur)
     return Place(min(seg.ts for seg in segs) if start is None else start,
                  max(seg.ts + seg.dur for seg in segs) if end is None else end,
                  sorted(time, key=lambda t: -time[t]),
-                 [(seg.ts, seg.dur, slices[seg.slice].name if seg.kind == "task"
-                   else WAIT_SCHEDULE, slices[seg.slice].track) for seg in best])
+                 (best.ts, best.dur, slices[best.slice].name if best.kind == "task"
+                  else WAIT_SCHEDULE, slices[best.slice].track))
 
 
 def of_label(trace: Trace, cp: "CriticalPath", table: "LabelTable", label: str
@@ -129,11 +120,11 @@ def of_gaps(trace: Trace, tl: "Timeline", gaps: list[tuple], start: int | None =
     for g in gaps:
         t = tl.lanes[g[0]].track
         time[t] = time.get(t, 0) + g[2] - g[1]
-    best = heapq.nlargest(OPTIONS, gaps, key=lambda g: g[2] - g[1])
+    best = max(gaps, key=lambda g: g[2] - g[1])
     return Place(min(g[1] for g in gaps) if start is None else start,
                  max(g[2] for g in gaps) if end is None else end,
                  sorted(time, key=lambda t: -time[t]),
-                 [(g[1], g[2] - g[1], CAUSES[g[3]], tl.lanes[g[0]].track) for g in best])
+                 (best[1], best[2] - best[1], CAUSES[best[3]], tl.lanes[best[0]].track))
 
 
 def largest_bubbles(trace: Trace, tl: "Timeline", gaps: list[tuple], origin: int,
@@ -193,7 +184,7 @@ def view_span(start: int, end: int) -> tuple[int, int]:
 
 def perfetto_params(trace: Trace, place: Place, origin: int) -> dict[str, Any]:
     """The deep-link parameters (typed) for ``place``."""
-    vs, ve = view_span(place.view[0] - origin, place.view[1] - origin)
+    vs, ve = view_span(place.start - origin, place.end - origin)
     out: dict[str, Any] = {"vis_start_ns": vs, "vis_end_ns": ve}
     lanes = place.lanes[:PIN_LANES]
     commands = [{"id": "dev.perfetto.PinTracksByRegex",
