@@ -244,16 +244,9 @@ class _ArgEncoder:
         pair = self.pair
         for name, value in args.items():
             cls = value.__class__
-            if (cls is int or cls is float) and name.__class__ is str:
+            if name.__class__ is str and (cls is float
+                                          or cls is int and 0 <= value < INT64_END):
                 if cls is int:
-                    if not 0 <= value < INT64_END:
-                        hit = pair(name, value)
-                        parts.append(hit[0])
-                        for entry in hit[1]:
-                            if entry not in defined:
-                                defined.add(entry)
-                                pending.append(entry)
-                        continue
                     field = _INT_VALUE + (_LEN[value] if value < 16384 else varint(value))
                 else:
                     field = _DOUBLE_VALUE + _pack_double(value)
@@ -269,12 +262,9 @@ class _ArgEncoder:
                 continue
             hit = cache.get((name, str, value)) if cls is str else None
             if hit is None:
-                hit = pair(name, value)
+                hit = pair(name, value)     # (ints outside [0, 2^63) too)
             parts.append(hit[0])
-            for entry in hit[1]:
-                if entry not in defined:
-                    defined.add(entry)
-                    pending.append(entry)
+            seq.use(hit[1])
         return b"".join(parts)
 
     @staticmethod
