@@ -53,6 +53,8 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "tool_version": meta.tool_version,
         "device": meta.device,
         "clock": _clock(meta.clock),
+        # What the reader says of the clock: where its rate comes from, or that it is assumed.
+        "clock_description": meta.clock.description,
         "tasks": meta.extra.get("tasks", len(trace.slices)),
         "counts": trace.stats(),
         "time_span_ns": list(span) if span else None,
@@ -98,7 +100,8 @@ def render_text(reports: list[dict[str, Any]]) -> str:
             out.append(f"  tool: {r['tool']} {r['tool_version']}".rstrip()
                        + (f"; device: {r['device']}" if r["device"] else ""))
         out.append(f"  clock: {r['clock']['name']} ({r['clock']['unit']}, "
-                   f"{_clock_text(r['clock'])} ns per unit)")
+                   f"{_clock_text(r['clock'])} ns per unit)"
+                   + (f": {r['clock_description']}" if r.get("clock_description") else ""))
         c = r["counts"]
         out.append(f"  tasks: {r['tasks']}; slices {c['slices']}, flows {c['flows']}, "
                    f"instants {c['instants']}, counter tracks {c['counter_tracks']} "
