@@ -15,7 +15,7 @@ _SHIFTS = np.arange(_MAX, dtype=np.uint64) * np.uint64(7)
 _MORE = np.arange(1, _MAX, dtype=np.uint64) * np.uint64(7)
 
 
-def _varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(n × w bytes, n lengths): the unsigned varints of ``values`` (uint64), one per row,
     left-aligned, w the longest; bytes past a row's length are to be dropped."""
     lengths = np.ones(len(values), dtype=np.int64)
@@ -32,6 +32,19 @@ def _varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return groups, lengths
 
 
+def flat_rows(varints: tuple[np.ndarray, np.ndarray], head: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``head`` then each varint of ``varints`` (``varint_matrix``'s result), the rows laid
+    end to end in one uint8 array; and each row's length."""
+    groups, lengths = varints
+    n, width = groups.shape
+    h = len(head)
+    matrix = np.empty((n, h + width), dtype=np.uint8)
+    matrix[:, :h] = np.frombuffer(head, dtype=np.uint8)
+    matrix[:, h:] = groups
+    lengths = lengths + h
+    return matrix[np.arange(h + width) < lengths[:, None]], lengths
+
+
 def _rows(matrix: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     """One ``bytes`` per row of ``matrix`` (n × w uint8): its first ``lengths`` bytes."""
     n, width = matrix.shape
@@ -42,7 +55,7 @@ def _rows(matrix: np.ndarray, lengths: np.ndarray) -> list[bytes]:
 def _framed(values: np.ndarray, head: bytes, tail: bytes, length_byte: bool) -> list[bytes]:
     """Per value: [``_PACKET``, the length of the rest (one byte),] ``head``, its varint,
     ``tail``."""
-    groups, lengths = _varint_matrix(values)
+    groups, lengths = varint_matrix(values)
     n, w = groups.shape
     lead = 2 if length_byte else 0
     at = lead + len(head)

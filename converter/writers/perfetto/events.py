@@ -14,6 +14,7 @@ import collections
 import struct
 import sys
 from array import array
+from itertools import compress
 from typing import IO, Any, Callable
 
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
@@ -136,9 +137,9 @@ class SequenceWriter:
         # Counter samples riding on slice events of the same time (``ride``): the extra
         # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
         # per counter (by id) the times of its samples that ride.
-        self.riders: dict[int, list[bytes]] = {}
-        self.end_riders: dict[int, dict[int, list[bytes]]] = {}
-        self.rides: dict[int, set[int]] = {}
+        self.riders: dict[int, bytes] = {}
+        self.end_riders: dict[int, dict[int, bytes]] = {}
+        self.rides: dict[int, Any] = {}     # id(counter) -> numpy bools: which ride
 
     def report(self) -> None:
         """Tell how many slices are done; the next time, ``chunk_packets`` packets later."""
@@ -279,11 +280,11 @@ class SequenceWriter:
                     if marks and marks[-1][0] == len(stack):     # an END with flows
                         ev = _END + end_flows[marks.pop()[1]]
                         if extra is not None:
-                            ev += b"".join(extra)
+                            ev += extra
                         body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                         append(_PACKET + _len(len(body)) + body)
                         continue
-                    ev = _END + b"".join(extra)
+                    ev = _END + extra
                     body += seqb + _TRACK_EVENT + _len(len(ev)) + ev
                     append(_PACKET + _len(len(body)) + body)
                 if i < 0:
@@ -320,7 +321,7 @@ class SequenceWriter:
                     event += fb
                 fb = riders.get(i)
                 if fb is not None:
-                    event += b"".join(fb)
+                    event += fb
                 fb = work.get(i)
                 if fb is not None:
                     event += fb
@@ -381,7 +382,7 @@ class SequenceWriter:
                 event += enc
                 deps.extend(entries)
         event += (flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
-                  + b"".join(self.riders.get(i, ())) + self.work.get(i, b""))
+                  + self.riders.get(i, b"") + self.work.get(i, b""))
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))
@@ -399,9 +400,10 @@ class SequenceWriter:
             pairs = zip(counter.ts, counter.values)
             rode = rides.get(id(counter))
             if rode is not None:            # those samples are written already (``ride``)
-                pairs = [(ts, v) for ts, v in pairs if ts not in rode]
-                if not pairs:
+                if rode.all():
                     continue
+                keep = (~rode).tolist()
+                pairs = zip(compress(counter.ts, keep), compress(counter.values, keep))
             seq = _Sequence(seq_ids[counter.track])
             append(_sequence_start(seq, counter.track))
             stamp(-1)

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
+
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
+from .columns import flat_rows, varint_matrix
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
 _MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
 
 
 def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
-         riders: dict[int, list[bytes]], end_riders: dict[int, dict[int, list[bytes]]],
-         rides: dict[int, set[int]]) -> None:
+         riders: dict[int, bytes], end_riders: dict[int, dict[int, bytes]],
+         rides: dict[int, np.ndarray]) -> None:
     """Let the samples of ``counters`` ride on the BEGIN or END events of the slices of
     ``units`` (track, slice ids) that have their timestamp, as the event's extra counter
     values (``TrackEvent.extra_counter_values``): Trace Processor stores them as the same
@@ -24,13 +27,120 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     event with more than 8 of them, counts them up to the first 0 and reads extra doubles
     back wrong, so only int64 values other than 0 ride (a negative one as a 10-byte
     varint), 8 at most per event; a sample whose time its counter repeats keeps its packet
-    too (the order of equal times is the file's).
+    too (the order of equal times is the file's).  A sample at a time where slices begin
+    rides on the BEGIN of the first of them (in the order of ``units``), else on the END
+    of the first track where one ends then; an event's values are in the order of
+    ``counters``.
 
-    Fills ``riders`` (slice id -> the extra counter fields of its BEGIN), ``end_riders``
+    Adds to ``riders`` (slice id -> the extra counter fields of its BEGIN), ``end_riders``
     (track -> end time -> those of the first END there) and ``rides`` (id of a counter ->
-    the times of its samples that ride, which then get no packet).  Every process that
+    per sample, whether it rides: then it gets no packet).  Every process that
     writes some of these slices or counters must know the result (``write_perfetto`` rides
-    before it forks, or in the process that writes both)."""
+    before it forks, or in the process that writes both); a slice or counter rides once.
+
+    Done a column at a time with numpy; times outside int64 take ``_ride_each``."""
+    if not units or not counters:
+        return
+    flat = [i for _, ids in units for i in ids]
+    try:
+        begin = np.array([slices[i].ts for i in flat], dtype=np.int64)
+        end = np.array([slices[i].ts + slices[i].dur for i in flat], dtype=np.int64)
+        times = [np.array(c.ts, dtype=np.int64) for c in counters]
+    except OverflowError:
+        _ride_each(slices, units, counters, riders, end_riders, rides)
+        return
+    track = np.repeat(np.array([t for t, _ in units], dtype=np.int64),
+                      [len(ids) for _, ids in units])
+    # The times where slices begin (each with the first slice to begin there) and end
+    # (each with the first track where one ends): the keys samples ride on, numbered
+    # 0.. (begins) and len(begins).. (ends).
+    begins, first = np.unique(begin, return_index=True)
+    begin_slice = np.array(flat, dtype=np.int64)[first]
+    ends, first = np.unique(end, return_index=True)
+    end_track = track[first]
+    held = np.zeros(len(begins) + len(ends), dtype=np.int64)     # values on each key
+    keys, rows, lengths = [], [], []
+    for counter, t in zip(counters, times):
+        key = _keys(t, begins, ends)
+        ok = key >= 0
+        values = _int64_values(counter.values, ok)
+        ok &= values != 0
+        if not ok.any():
+            continue
+        if not (t[1:] > t[:-1]).all() and len(np.unique(t)) != len(t):
+            # a time its counter repeats: no riding
+            _, where, n = np.unique(t, return_inverse=True, return_counts=True)
+            ok &= n[where] == 1
+        at = np.flatnonzero(ok)
+        at = at[held[key[at]] < _MAX_EXTRA]     # keys differ: a counter's times do
+        if not len(at):
+            continue
+        held[key[at]] += 1
+        rode = rides[id(counter)] = np.zeros(len(t), dtype=bool)
+        rode[at] = True
+        head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
+        row, length = flat_rows(varint_matrix(values[at].astype(np.uint64)), head)
+        keys.append(key[at])
+        rows.append(row)
+        lengths.append(length)
+    if not keys:
+        return
+    # Each key's values, in the order of ``counters``: a stable sort of the rows by key.
+    key = np.concatenate(keys)
+    length = np.concatenate(lengths)
+    data = np.concatenate(rows)
+    order = np.argsort(key, kind="stable")
+    start = np.cumsum(length) - length
+    length = length[order]
+    at_out = np.cumsum(length) - length
+    gather = np.repeat(start[order] - at_out, length) + np.arange(int(length.sum()))
+    data = data[gather].tobytes()
+    key = key[order]
+    cut = np.flatnonzero(np.diff(key)) + 1
+    firsts = np.concatenate(([0], cut))
+    bounds = np.append(at_out[firsts], len(data)).tolist()
+    pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    key = key[firsts]
+    n_begins = len(begins)
+    on_begin = int(np.searchsorted(key, n_begins))
+    riders.update(zip(begin_slice[key[:on_begin]].tolist(), pieces))
+    for k, piece in zip((key[on_begin:] - n_begins).tolist(), pieces[on_begin:]):
+        end_riders.setdefault(int(end_track[k]), {})[int(ends[k])] = piece
+
+
+def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per time of ``t``: the key a sample there rides on (the place of its time in
+    ``begins``, else len(begins) + its place in ``ends``), or -1."""
+    key = np.full(len(t), -1, dtype=np.int64)
+    if len(ends):
+        at = np.searchsorted(ends, t)
+        hit = at < len(ends)
+        hit[hit] = ends[at[hit]] == t[hit]
+        key[hit] = len(begins) + at[hit]
+    if len(begins):
+        at = np.searchsorted(begins, t)
+        hit = at < len(begins)
+        hit[hit] = begins[at[hit]] == t[hit]
+        key[hit] = at[hit]
+    return key
+
+
+def _int64_values(values: list, wanted: np.ndarray) -> np.ndarray:
+    """``values`` as int64, 0 for any that cannot ride (not an int, or outside int64);
+    only the places ``wanted`` matter."""
+    if set(map(type, values)) == {int}:
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+    return np.array([v if w and v.__class__ is int and INT64_MIN <= v < INT64_END else 0
+                     for v, w in zip(values, wanted.tolist())], dtype=np.int64)
+
+
+def _ride_each(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
+               riders: dict[int, bytes], end_riders: dict[int, dict[int, bytes]],
+               rides: dict[int, np.ndarray]) -> None:
+    """``ride`` one sample at a time, for times outside int64."""
     # The first slice (in the order of ``units``) to begin at each time, and the first
     # track where one ends: built backwards, so that the first one stays.
     begins: dict[int, int] = {}
@@ -40,35 +150,26 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
             s = slices[i]
             begins[s.ts] = i
             ends[s.ts + s.dur] = track
-    begin_of = begins.get
+    on_begin: dict[int, list[bytes]] = {}
+    on_end: dict[int, dict[int, list[bytes]]] = {}
     for counter in counters:
         times = counter.ts
-        repeated: set[int] = set()
-        if len(set(times)) != len(times):
-            repeated = {t for t, n in collections.Counter(times).items() if n > 1}
+        repeated = {t for t, n in collections.Counter(times).items() if n > 1}
         head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
-        extras: dict[int, bytes] = {}           # int value -> its extra fields
-        rode = set()
-        for ts, value, i in zip(times, counter.values, map(begin_of, times)):
-            if i is None and ts not in ends or value.__class__ is not int:
+        rode = [False] * len(times)
+        for k, (ts, value) in enumerate(zip(times, counter.values)):
+            i = begins.get(ts)
+            if i is None and ts not in ends or value.__class__ is not int \
+                    or not value or not INT64_MIN <= value < INT64_END or ts in repeated:
                 continue
-            extra = extras.get(value)
-            if extra is None:
-                if not value or not INT64_MIN <= value < INT64_END:
-                    continue
-                extra = extras[value] = head + varint(value)
-            if repeated and ts in repeated:
-                continue
-            # On the BEGIN of slice i, else on the first END at ts.
-            at, key = (riders, i) if i is not None else \
-                (end_riders.setdefault(ends[ts], {}), ts)
-            on = at.get(key)
-            if on is None:
-                at[key] = [extra]
-            elif len(on) < _MAX_EXTRA:
-                on.append(extra)
-            else:
-                continue
-            rode.add(ts)
-        if rode:
-            rides[id(counter)] = rode
+            at, key = (on_begin, i) if i is not None else \
+                (on_end.setdefault(ends[ts], {}), ts)
+            on = at.setdefault(key, [])
+            if len(on) < _MAX_EXTRA:
+                on.append(head + varint(value))
+                rode[k] = True
+        if any(rode):
+            rides[id(counter)] = np.array(rode, dtype=bool)
+    riders.update((i, b"".join(v)) for i, v in on_begin.items())
+    for track, at in on_end.items():
+        end_riders.setdefault(track, {}).update((ts, b"".join(v)) for ts, v in at.items())
