@@ -45,8 +45,8 @@ ARG_LINES = "arg_lines"
 # slices with one value of such an arg (own or shared), or joined by a flow of such a
 # name, are one piece of work shown in several places (simpler's task in its Worker, Scheduler
 # and orchestrator views; msprof's host launch and the device task it launched).  Slices
-# with one TASK_ID are one task whatever is declared.  The .pftrace gives each such set on
-# two or more tracks one correlation_id (``same_work.work_ids``).
+# of one task (``SAME_TASK``) are one piece of work whatever is declared.  The .pftrace
+# gives each such set on two or more tracks one correlation_id (``same_work.work_ids``).
 SAME_WORK = "same_work"
 # meta.extra[COPIES]: {copy: [originals]}, slice indexes: a slice an analysis draws again on a
 # derived track (the critical-path lane's tasks, ``analyses.derived``) -> every slice of the
@@ -90,11 +90,15 @@ NO_BUBBLES = "no_bubbles"
 # threads, a scheduler's own loop) are drawn but not analysed.  Absent: every lane is one.
 RESOURCES = "resources"
 # Slice args (own or shared) the analyses read where a reader has them.  TASK_ID: the task a
-# slice runs; slices with equal TASK_ID are one task (a MIX task's AIC and AIV rows, an SPMD
-# kernel's blocks): the task graph, ready times and the critical path join them.  PICKUP: ns
-# from the task's dispatch to this slice's start (dispatched, not yet running); COMPLETION: ns
+# slice runs, where the reader declares it (meta.extra[SAME_TASK] = TASK_ID); slices with
+# equal TASK_ID are one task (a MIX task's AIC and AIV rows, an SPMD kernel's blocks): the
+# task graph, ready times, the critical path and the correlation ids join them.  An arg of
+# that name from a reader that declares nothing is the source's own and joins nothing
+# (msprof's "task_id" is a per-stream counter: every stream has a task 3).  PICKUP: ns from
+# the task's dispatch to this slice's start (dispatched, not yet running); COMPLETION: ns
 # from its end until the dispatcher saw it finish.
 TASK_ID = "task_id"
+SAME_TASK = "same_task"
 PICKUP, COMPLETION = "pickup_ns", "completion_ns"
 # Flow.name UNTRUSTED_FLOW: a dependency the reader keeps as its source drew it but cannot
 # vouch for (bound to the wrong execution by the source's own quirk, or ending after its
@@ -488,3 +492,11 @@ def _reorder_after(trace: Trace, track_id: int, extras: list[int]) -> None:
     siblings[pos:pos] = extras
     for rank, s in enumerate(siblings):
         trace.tracks[s].order = rank
+
+
+def task_arg(trace: Trace) -> str | None:
+    """The arg whose equal values make a run's slices one task (``SAME_TASK``, as its
+    reader declares it), or None: then every slice is a task of its own."""
+    extra = trace.meta.extra
+    name = extra.get(SAME_TASK) if isinstance(extra, dict) else None
+    return name if isinstance(name, str) and name else None

@@ -1,4 +1,4 @@
-"""One piece of work shown in several places (``model.SAME_WORK``, ``model.TASK_ID``,
+"""One piece of work shown in several places (``model.SAME_WORK``, ``model.SAME_TASK``,
 ``model.COPIES``): which slices of a trace are one, for the writers that can say so (the
 Perfetto writer's ``correlation_id``, which the Perfetto UI colours alike)."""
 
@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import COPIES, SAME_WORK, TASK_ID, Trace
+from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
 def work_ids(trace: Trace) -> dict[int, int]:
     """Slice index -> work id (1, 2, ... by first slice) of the slices that are one piece of
-    work on two or more tracks: equal values of ``TASK_ID`` or of an arg the reader declares
+    work on two or more tracks: equal values of the task arg (``model.task_arg``) or of an
+    arg the reader declares
     (``model.SAME_WORK``; own args first, then shared; a list of names is one id under
     several names), or joined by a flow of a declared
     name, taken together (one launch and its device task, one task's rows and its dispatch).
@@ -26,8 +27,9 @@ def work_ids(trace: Trace) -> dict[int, int]:
     keys = [(k,) if isinstance(k, str) else tuple(k) for k in declared.get("args", ())
             if isinstance(k, str) or isinstance(k, (list, tuple)) and k
             and all(isinstance(n, str) for n in k)]
-    if not any(TASK_ID in k for k in keys) and _has_task_ids(trace):
-        keys.insert(0, (TASK_ID,))
+    task = task_arg(trace)
+    if task is not None and not any(task in k for k in keys) and _has_task_ids(trace, task):
+        keys.insert(0, (task,))
     flow_names = {n for n in declared.get("flows", ()) if isinstance(n, str)}
     parent: dict[int, int] = {}
 
@@ -103,14 +105,14 @@ def work_ids(trace: Trace) -> dict[int, int]:
     return out
 
 
-def _has_task_ids(trace: Trace) -> bool:
-    """Whether the first slice of some track of the run's own has a ``TASK_ID`` (readers
+def _has_task_ids(trace: Trace, task: str) -> bool:
+    """Whether the first slice of some track of the run's own has the arg ``task`` (readers
     that set it set it on every slice of a lane; a full scan only then)."""
     seen = {t.index for t in trace.tracks if t.derived}
     for s in trace.slices:
         if s.track in seen:
             continue
         seen.add(s.track)
-        if TASK_ID in (s.args or ()) or TASK_ID in (s.shared_args or ()):
+        if task in (s.args or ()) or task in (s.shared_args or ()):
             return True
     return False

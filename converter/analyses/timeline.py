@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
-                     TASK_ID, UNTRUSTED_FLOW, Trace)
+                     UNTRUSTED_FLOW, Trace, task_arg)
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -174,16 +174,19 @@ class Timeline:
 
 def _tasks(trace: Trace, lanes: list[Lane]
            ) -> tuple[dict[int, object], dict[object, list[int]]] | None:
-    """With TASK_ID on the analysed slices: (slice -> task, task -> its analysed slices);
-    None when no analysed slice has one (PyPTO, msprof, NCU: every slice its own task)."""
+    """With the declared task arg (``model.task_arg``: TASK_ID) on the analysed slices:
+    (slice -> task, task -> its analysed slices); None when the reader declares none or no
+    analysed slice has one (PyPTO, msprof, NCU: every slice its own task)."""
     slices = trace.slices
-    if not any(TASK_ID in slices[lane.slices[0]].all_args for lane in lanes):
+    key_arg = task_arg(trace)
+    if key_arg is None or not any(key_arg in slices[lane.slices[0]].all_args
+                                  for lane in lanes):
         return None
     task_of: dict[int, object] = {}
     members: dict[object, list[int]] = {}
     for lane in lanes:
         for i in lane.slices:
-            key = slices[i].all_args.get(TASK_ID)
+            key = slices[i].all_args.get(key_arg)
             if key is None:
                 continue
             task_of[i] = key
@@ -213,11 +216,12 @@ def _nodes(slices, members: dict[object, list[int]]) -> tuple[dict[int, int], di
 def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object],
                 members: dict[object, list[int]], node_of: dict[int, int],
                 untrusted: set[int]) -> dict[int, list[int]]:
-    """Predecessors per slice when slices of one task share a TASK_ID: a flow into any slice
-    of a task is a dependency of every slice of it, on the predecessor task's node (its
-    last-ending analysed slice; a task without analysed slices, such as a dummy task's
-    marker, is its flow's source slice)."""
+    """Predecessors per slice when slices of one task share the declared task arg
+    (``model.task_arg``): a flow into any slice of a task is a dependency of every slice of
+    it, on the predecessor task's node (its last-ending analysed slice; a task without
+    analysed slices, such as a dummy task's marker, is its flow's source slice)."""
     slices = trace.slices
+    key_arg = task_arg(trace)
     by_task: dict[object, list[int]] = {}      # task -> predecessor nodes, in flow order
     loose: dict[int, list[int]] = {}           # a destination outside the analysed lanes
     seen: set[tuple[object, int]] = set()
@@ -228,13 +232,13 @@ def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object
         src = f.src
         key = task_of.get(src)
         if key is None:
-            key = slices[src].all_args.get(TASK_ID) if src not in lane_of else None
+            key = slices[src].all_args.get(key_arg) if src not in lane_of else None
             if key is not None and key in members:
                 src = members[key][0]
         p = node_of.get(src, src)
         dkey = task_of.get(f.dst)
         if dkey is None:
-            dkey = slices[f.dst].all_args.get(TASK_ID)
+            dkey = slices[f.dst].all_args.get(key_arg)
             if dkey is None or dkey not in members:
                 loose.setdefault(f.dst, []).append(p)
                 continue

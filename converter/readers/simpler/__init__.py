@@ -14,7 +14,8 @@ from typing import Any
 
 from ...errors import InputError
 from ...fileio import find_variant, is_file, listdir, logical_name, read_head
-from ...model import LABEL_ARGS, NO_BUBBLES, RESOURCES, SAME_WORK, TASK_GRAPH, RunMeta, Trace
+from ...model import (LABEL_ARGS, NO_BUBBLES, RESOURCES, SAME_TASK, SAME_WORK, TASK_GRAPH,
+                      TASK_ID, RunMeta, Trace)
 from ..base import ReadOptions, Source
 from .files import (CONVERTER_EXTRA, DEPS, FULL_ANALYSIS, HOST_PHASES, LEGACY_PREFIXES,
                     LEGACY_RECORDS, RECORDS, TOOL_REPORTS)
@@ -77,7 +78,7 @@ class SimplerReader:
         graph = bool(info.get("task_graph")) if isinstance(info, dict) else False
         # "task": the task's token on every view of it (its AICore rows, the scheduler's
         # dispatch -> finish, the orchestrator's submit or alloc, the scheduler's markers).
-        return {TASK_GRAPH: graph, RESOURCES: ["AIC", "AIV"],
+        return {TASK_GRAPH: graph, RESOURCES: ["AIC", "AIV"], SAME_TASK: TASK_ID,
                 LABEL_ARGS: {"function": "function"}, SAME_WORK: {"args": ["task"]}}
 
     # -- detection -----------------------------------------------------------------------
