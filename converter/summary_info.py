@@ -6,6 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from .model import COUNTER, GROUP, LANE, Trace, warning_groups
+from .analyses.timeline import Timeline
 from .readers import Source
 
 
@@ -55,7 +56,9 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "clock": _clock(meta.clock),
         # What the reader says of the clock: where its rate comes from, or that it is assumed.
         "clock_description": meta.clock.description,
-        "tasks": meta.extra.get("tasks", len(trace.slices)),
+        # As the summary counts them: the reader's count, else the tasks on its resources.
+        "tasks": meta.extra["tasks"] if "tasks" in meta.extra else
+        Timeline.build(trace).task_count(trace),
         "counts": trace.stats(),
         "time_span_ns": list(span) if span else None,
         "duration_us": (span[1] - span[0]) / 1000 if span else 0.0,

@@ -83,3 +83,26 @@ def test_simpler_declares_its_task_ids():
     for node in set(tl.node_of.values()):
         members = [i for i, n in tl.node_of.items() if n == node]
         assert len({trace.slices[i].args[TASK_ID] for i in members}) == 1
+
+
+@pytest.mark.parametrize("path", [
+    SHARED / "field-samples/msprof/hansheng1001-ascendccontest-310b",
+    SHARED / "field-samples/msprof/helix-agenticcompiler",
+    RUNS[0][0]], ids=lambda p: p.name)
+def test_info_counts_the_tasks_the_summary_counts(path):
+    """`info` says as many tasks as the summary's configuration: the device tasks on the
+    run's resources (the 310B run's 5 AI Core / AI CPU tasks, not its 64 slices with host
+    calls and msprof's Overlap Analysis intervals)."""
+    from conftest import cli
+    if not path.exists():
+        pytest.skip(f"{path} not here")
+    r = cli("info", path, "--json", "-q")
+    assert r.exit_code == 0, r.output
+    import json
+    for rep in json.loads(r.stdout):
+        trace = find_runs(rep["root"])[0].read(ReadOptions())
+        summary = analyze(trace)
+        tasks = sum(len(lane.slices) for lane in summary.timeline.lanes)
+        assert rep["tasks"] == tasks < rep["counts"]["slices"]
+        if "310b" in str(path):
+            assert tasks == 5

@@ -7,7 +7,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..model import CLOCK_SKEW, INPUTS, INVENTED_TIMES, OUTPUTS, RESOURCES, Trace
+from ..model import CLOCK_SKEW, INPUTS, INVENTED_TIMES, OUTPUTS, Trace
 from .actions import (COMPUTE, DEPENDENCY, DISPATCH, LATENCY, MSPROF_PIPE_LABEL, NCU_BOUND_LABEL,
                       msprof_advice_actions, ncu_check_actions, ncu_rule_actions)
 from .bubbles import Totals, pct, us
@@ -80,7 +80,7 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         "run": meta.name, "format": meta.format, "tool": meta.tool,
         "tool_version": meta.tool_version, "device": meta.device,
         "clock": meta.clock.name, "source_files": list(meta.source_files),
-        "tasks": meta.extra.get("tasks", _tasks(trace, a)),
+        "tasks": meta.extra.get("tasks", a.timeline.task_count(trace)),
         "lanes": [{"kind": k.name, "lanes": k.lanes, "used": k.lanes_used}
                   for k in a.bubbles.kinds],
     }
@@ -97,15 +97,6 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
     if meta.extra.get(CLOCK_SKEW):
         conf["clock_skew"] = [dict(e) for e in meta.extra[CLOCK_SKEW]]
     return conf
-
-
-def _tasks(trace: Trace, a: "Analysis") -> int:
-    """Every slice, or where the reader declares its resources, the tasks on those lanes
-    (slices of one task, TASK_ID, count once)."""
-    if RESOURCES not in trace.meta.extra:
-        return len(trace.slices)
-    tl = a.timeline
-    return len({tl.node(i) for lane in tl.lanes for i in lane.slices})
 
 
 def _shapes(groups, label_arg: str | None, limit: int = 8) -> list[dict[str, Any]]:

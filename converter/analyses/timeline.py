@@ -66,6 +66,13 @@ class Timeline:
     def node(self, i: int) -> int:
         return self.node_of.get(i, i)
 
+    def task_count(self, trace: Trace) -> int:
+        """The run's tasks: every slice, or where the reader declares its resources, the
+        tasks on those lanes (slices of one task count once)."""
+        if RESOURCES not in trace.meta.extra:
+            return len(trace.slices)
+        return len({self.node(i) for lane in self.lanes for i in lane.slices})
+
     def members(self) -> dict[int, list[int]]:
         """node -> every slice of its task (tasks of several slices only)."""
         out: dict[int, list[int]] = {}
