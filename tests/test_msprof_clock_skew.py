@@ -111,3 +111,23 @@ def test_warning_and_summary_name_the_skew_and_perfetto_draws_the_rest(tmp_path)
                          "join slice si on si.id = f.slice_in")
     assert len(flows) == 11 - 5
     assert all(f["a"] <= f["b"] for f in flows)
+
+
+def test_info_groups_the_writers_warnings_under_the_skew():
+    """The .pftrace's and the Chrome JSON's "not drawn" warnings have one cause, the clock
+    skew: `info` says so once, with both under it; a run whose reversed flows are not all
+    explained by its skew keeps its warnings apart."""
+    from conftest import cli
+    r = cli("info", HELIX, "--json", "-q")
+    assert r.exit_code == 0, r.output
+    (rep,) = json.loads(r.stdout)
+    drawn = [i for i, w in enumerate(rep["warnings"]) if "dependencies are not drawn" in w]
+    assert len(drawn) == 2
+    assert rep["causes"] == [{"cause": "host and device clocks differ by at least 12.214 µs on "
+                              "NPU 0 (5 of 11 device tasks start before the host call that "
+                              "launched them)", "warnings": drawn}]
+    (run,) = tracecvt.read(HELIX)
+    skew = run.trace.meta.extra["clock_skew"]
+    skew[0] = {**skew[0], "tasks_before_launch": 4}     # one reversed flow left unexplained
+    from tracecvt.writers.flows import not_drawn_lines
+    assert not_drawn_lines(run.trace, "perfetto", "x")[1] is None

@@ -78,12 +78,18 @@ def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
 def not_drawn_lines(trace: Trace, writer: str, what: str) -> tuple[str | None, str | None]:
     """The warning about the flows ``writer`` leaves out of ``what`` (None when it draws
     them all), and its cause: the untrusted flows' (``RunMeta.causes[UNTRUSTED_FLOW]``)
-    when they are all it leaves out."""
+    when they are all it leaves out; the run's clock skew (``model.CLOCK_SKEW``) when the
+    device tasks that start before their launch are all it leaves out."""
     out, untrusted = not_drawn(trace, writer)
     if not out:
         return None, None
+    skew = trace.meta.extra.get(CLOCK_SKEW)
     # (only a .pftrace leaves them out for being untrusted; a Chrome JSON draws them)
     line = not_drawn_warning(out, len(trace.flows), what,
-                             untrusted if writer == "perfetto" else 0,
-                             skew=trace.meta.extra.get(CLOCK_SKEW))
-    return line, trace.meta.causes.get(UNTRUSTED_FLOW) if untrusted == out else None
+                             untrusted if writer == "perfetto" else 0, skew=skew)
+    if untrusted == out:
+        return line, trace.meta.causes.get(UNTRUSTED_FLOW)
+    if not untrusted and isinstance(skew, list) and skew and \
+            out == sum(e.get("tasks_before_launch", 0) for e in skew):
+        return line, "; ".join(clock_skew_text(e) for e in skew)
+    return line, None
