@@ -63,8 +63,8 @@ def test_310b_run_names_its_metadata_chip_and_clock_not_the_done_markers():
                        ("host/end_info", "end_info"), ("host/sample", "sample.json")):
         assert Path(files[role]).name == name, role
     assert rep["tool"] == "msprof"
-    assert rep["device"] == ("NPU 0: platform_version 7 (CHIP_V1_1_1 (310B)), 1 AI cores + "
-                             "1 vector cores @ 1250 MHz")
+    assert rep["device"] == ("NPU 0: platform_version 7 (CHIP_V1_1_1 (310B)), 1 AI core + "
+                             "1 vector core @ 1250 MHz")
     assert rep["clock"] == {"name": "epoch-us", "unit": "us", "ns_per_unit": 1000,
                             "ns_per_unit_numerator": 1000, "ns_per_unit_denominator": 1}
     assert rep["warnings"] == []

@@ -129,8 +129,9 @@ def _device_info(trace: Trace, source: Source) -> None:
                 pv = str(info.get("platform_version", ""))
                 devices.append(f"NPU {d0.get('id', 0)}: platform_version {pv} "
                                f"({CHIPS.get(pv, 'unknown chip model')}), "
-                               f"{d0.get('ai_core_num')} AI cores + {d0.get('aiv_num')} vector "
-                               f"cores @ {d0.get('aic_frequency')} MHz")
+                               f"{_count(d0.get('ai_core_num'), 'AI core')} + "
+                               f"{_count(d0.get('aiv_num'), 'vector core')} "
+                               f"@ {d0.get('aic_frequency')} MHz")
             infos.setdefault(where or p.name, {}).update(entry)
         elif kind in ("start_info", "end_info", "sample"):
             try:
@@ -160,3 +161,8 @@ def _num(v):
         return float(v)
     except (TypeError, ValueError):
         return None
+
+
+def _count(n, noun: str) -> str:
+    """"1 AI core", "20 AI cores" (info.json gives the numbers as ints or text)."""
+    return f"{n} {noun}" if n in (1, "1") else f"{n} {noun}s"
