@@ -70,12 +70,48 @@ def read(path: str | Path, fmt: str | None = None,
 
 
 def runs_under(path: str | Path, fmt: str | None = None) -> list[Source]:
-    """``find_runs(path, fmt)``; an ``InputError`` when it finds no run."""
-    runs = find_runs(path, fmt)
+    """``find_runs(path, fmt)``; an ``InputError`` when it finds no run, which names the
+    run ``path`` is part of where one of its folders is one (a PROF folder's ``device_0``,
+    a run's ``info.json``)."""
+    try:
+        runs = find_runs(path, fmt)
+    except InputError as e:
+        if e.path != str(path) or not e.message.startswith("unknown format"):
+            raise
+        raise InputError(path, e.message + _part_of(path, fmt)) from None
     if not runs:
         raise InputError(path, "no supported run found (formats: "
-                         + ", ".join(format_names()) + ")")
+                         + ", ".join(format_names()) + ")" + _part_of(path, fmt))
     return runs
+
+
+_UP = 3                 # folders up that may hold the run a path is part of
+_UP_ENTRIES = 5000      # the most files and folders looked through above it
+
+
+def _part_of(path: str | Path, fmt: str | None) -> str:
+    """"; it is part of the msprof run at DIR: give that folder", where a folder up to
+    ``_UP`` levels above ``path`` (on disk, holding at most ``_UP_ENTRIES`` entries) holds
+    a run whose folder holds ``path``; else ""."""
+    p = Path(path).absolute()
+    for up in list(p.parents)[:_UP]:
+        if not up.is_dir():                     # inside an archive: not looked for
+            return ""
+        seen = 0
+        for _, dirs, files in os.walk(up):
+            seen += len(dirs) + len(files)
+            if seen > _UP_ENTRIES:
+                return ""
+        try:
+            runs = find_runs(up, fmt)
+        except Exception:                       # noqa: BLE001 - only a hint
+            continue
+        holding = [s for s in runs if s.root.is_dir() and p.is_relative_to(s.root.absolute())
+                   and p != s.root.absolute()]
+        if holding:
+            src = max(holding, key=lambda s: len(s.root.parts))
+            return f"; it is part of the {src.format} run at {src.root}: give that folder"
+    return ""
 
 
 def default_output(source: Source, writer: str, out: str | Path | None, many: bool) -> Path:

@@ -11,7 +11,7 @@ import pytest
 
 from tracecvt.readers import find_runs
 
-from conftest import (REPO, check_pftrace, checkout_copy, decode_pftrace, pftrace_counts,
+from conftest import (FIELD, REPO, check_pftrace, checkout_copy, decode_pftrace, pftrace_counts,
                       pypto_run_dir)
 from conftest import cli as run
 
@@ -360,3 +360,20 @@ def test_output_ending_in_a_separator_is_a_new_folder(tiny, tmp_path, monkeypatc
     r = run(command, tiny, "-o", str(tmp_path / "file" / "run.x"), "-q")   # no separator:
     assert r.exit_code == 0, r.output                                       # a file name
     assert (tmp_path / "file" / "run.x").is_file()
+
+
+def test_a_path_inside_a_run_names_the_run(tmp_path):
+    """A folder or file of a run given alone (a PROF folder's device_0, its host/info.json)
+    is no run: the one-line error names the run it is part of; elsewhere it adds nothing."""
+    prof = next((FIELD / "msprof" / "hansheng1001-ascendccontest-310b").rglob("PROF_*"))
+    for inside in (prof / "device_0", prof / "host" / "info.json"):
+        r = run("info", inside)
+        assert r.exit_code == 2
+        (line,) = r.output.strip().splitlines()
+        assert line.startswith(f"tracecvt: error: {inside}: ")
+        assert line.endswith(f"; it is part of the msprof run at {prof}: give that folder")
+    alone = tmp_path / "a" / "info.json"
+    alone.parent.mkdir()
+    alone.write_text("{}")
+    r = run("info", alone)
+    assert r.exit_code == 2 and "part of" not in r.output
