@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
@@ -31,22 +33,8 @@ def work_ids(trace: Trace) -> dict[int, int]:
     if task is not None and not any(task in k for k in keys) and _has_task_ids(trace, task):
         keys.insert(0, (task,))
     flow_names = {n for n in declared.get("flows", ()) if isinstance(n, str)}
-    parent: dict[int, int] = {}
-
-    def find(i: int) -> int:
-        root = i
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while i != root:                    # path compression
-            parent[i], i = root, parent[i]
-        return root
-
-    def join(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
     derived = {t.index for t in tracks if t.derived}
+    ends: list[int] = []                    # pairs of slices that are one: a0, b0, a1, b1...
     for names in keys:
         first: dict[Any, int] = {}
         for i, s in enumerate(slices):
@@ -61,24 +49,31 @@ def work_ids(trace: Trace) -> dict[int, int]:
                 continue
             k = first.setdefault((v.__class__, v), i)
             if k != i:
-                join(k, i)
+                ends += (k, i)
     if flow_names:
         for f in trace.flows:
-            if f.name in flow_names and slices[f.src].track not in derived \
+            if f.name in flow_names and f.src != f.dst and slices[f.src].track not in derived \
                     and slices[f.dst].track not in derived:
-                join(f.src, f.dst)
-    groups: dict[int, list[int]] = {}
-    for i in {*parent, *parent.values()}:     # the roots are no keys of ``parent``
-        groups.setdefault(find(i), []).append(i)
+                ends += (f.src, f.dst)
     out: dict[int, int] = {}
     wid = 0
-    for root in sorted(groups):
-        members = groups[root]
-        if len({slices[i].track for i in members}) < 2:
-            continue                        # all on one track: nothing to link
-        wid += 1
-        for i in members:
-            out[i] = wid
+    if ends:
+        members, root = _components(np.array(ends, dtype=np.int64).reshape(-1, 2))
+        # Groups in order of their first slice; one on a single track links nothing.
+        track = np.array([slices[i].track for i in members.tolist()], dtype=np.int64)
+        order = np.lexsort((members, root))
+        members, root, track = members[order], root[order], track[order]
+        cut = np.flatnonzero(np.diff(root)) + 1
+        starts = np.concatenate(([0], cut))
+        lo = np.minimum.reduceat(track, starts)
+        hi = np.maximum.reduceat(track, starts)
+        linked = lo != hi
+        ids = np.zeros(len(starts), dtype=np.int64)
+        ids[linked] = np.arange(1, int(linked.sum()) + 1)
+        per = np.repeat(ids, np.diff(np.append(starts, len(members))))
+        keep = per > 0
+        out = dict(zip(members[keep].tolist(), per[keep].tolist()))
+        wid = int(linked.sum())
     # Copies last, numbered after the run's own work: a copy takes its task's id, or a task
     # that had none gets the next one with its copy.  So the ids of the run's own slices
     # are the same before an analysis adds its copies as after (a trace written while the
@@ -103,6 +98,30 @@ def work_ids(trace: Trace) -> dict[int, int]:
                 out.setdefault(o, w)
             out[c] = w
     return out
+
+
+def _components(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The connected components of the graph whose edges are ``pairs`` (n x 2 slice
+    indexes): (every slice of an edge, the least slice of its component), by label
+    propagation: each slice takes the least label of its edges' ends, then of the slice its
+    label names (pointer jumping), until nothing changes."""
+    members, at = np.unique(pairs, return_inverse=True)
+    a, b = at.reshape(-1, 2).T
+    label = np.arange(len(members))
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]
+        while True:                         # pointer jumping to the least label
+            nxt = new[new]
+            if np.array_equal(nxt, new):
+                break
+            new = nxt
+        if np.array_equal(new, label):
+            return members, members[label]
+        label = new
 
 
 def _has_task_ids(trace: Trace, task: str) -> bool:
