@@ -13,6 +13,7 @@ import io
 import json
 import math
 import sys
+import time
 
 from tracecvt.writers.flows import drawable
 from tracecvt.model import RunMeta, Trace
@@ -509,3 +510,44 @@ def test_processes_carry_their_display_order_as_sort_index():
     assert [by_name[p.process_name].derived for p in procs] == sorted(
         by_name[p.process_name].derived for p in procs)
     assert len(procs) >= 2 and by_name[procs[-1].process_name].derived
+
+
+def test_large_news_do_not_wait_for_the_forked_process(monkeypatch, tmp_path):
+    """News larger than a pipe holds (64 KiB: an enrich that gives 40,000 slices new args)
+    reach the forked process without holding this one: the forked process writes its
+    slices only once this one has gone on to write its own (told by a file), which a news
+    write that waits for the reader never lets happen."""
+    from tracecvt.writers import perfetto
+    from tracecvt.writers.perfetto import events
+    trace = Trace(RunMeta("t", "test"))
+    lanes = [trace.add_track(f"lane {i}", nesting=False) for i in range(4)]
+    for k in range(40_000):
+        trace.add_slice(lanes[k % 4], 10 * k, 5, "s", args={"k": k})
+    went_on = tmp_path / "went_on"
+    real_header, real_slices = events.SequenceWriter.write_header, \
+        events.SequenceWriter.write_slices
+
+    def header(self):
+        went_on.touch()                 # this process is past sending its news
+        return real_header(self)
+
+    def slices(self, units, record=None):
+        if record is not None:          # the forked process's own slices
+            for _ in range(200):
+                if went_on.exists():
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError("the parent never went on")
+        return real_slices(self, units, record)
+
+    def enrich(t):
+        for s in t.slices:
+            s.args = {**s.args, "marked": "yes"}
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(events.SequenceWriter, "write_header", header)
+    monkeypatch.setattr(events.SequenceWriter, "write_slices", slices)
+    buf = io.BytesIO()
+    counts = write_perfetto(trace, buf, None, workers=2, enrich=enrich)
+    assert counts["slices"] == 40_000
+    assert_same_as_model(trace, buf.getvalue())     # every slice with its new args

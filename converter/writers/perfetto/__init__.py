@@ -179,6 +179,10 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
     samples = [len(c.ts) for c in counter_units]
     before = [(s.args, s.shared_args) for s in slices]
+    # The news go through a file (a pipe holds 64 KiB: larger news would block this
+    # process until the forked one has written all its slices and reads them); the pipe
+    # carries their length once they are there.
+    news_file = tempfile.TemporaryFile()
     news_r, news_w = os.pipe()
 
     def own_part() -> dict[str, int] | None:
@@ -191,7 +195,11 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         places: dict[int, tuple] = {}
         w.write_slices(slice_units, places)
         with os.fdopen(news_r, "rb") as r:
-            news = pickle.loads(r.read())   # from this program, not the input
+            told = r.read(8)
+        if len(told) < 8:
+            return None                     # the parent failed before telling
+        size = int.from_bytes(told, "little")
+        news = pickle.loads(os.pread(news_file.fileno(), size, 0))  # ours, not the input's
         if news is None:
             return None                     # the parent writes everything itself
         for i, (a, sh, work) in news.items():
@@ -208,6 +216,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     if helper is None:
         os.close(news_w)
         part_out.close()
+        news_file.close()
         enrich(trace)
         return write_perfetto(trace, out, progress, workers)
     news = None
@@ -240,8 +249,11 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 w.seq_ids.update(_sequence_ids(new_units, new_counters,
                                                max(w.seq_ids.values(), default=SEQ_ID) + 1))
         finally:
+            data = pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
+            news_file.write(data)
+            news_file.flush()
             with os.fdopen(news_w, "wb") as f:
-                f.write(pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL))
+                f.write(len(data).to_bytes(8, "little"))
         if news is None:                    # enrich changed what the part writes
             helper.abandon()
             return write_perfetto(trace, out, progress, workers)
@@ -257,6 +269,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     finally:
         helper.abandon()
         part_out.close()
+        news_file.close()
     return w.counts
 
 
