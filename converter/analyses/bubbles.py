@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..model import MARKER, PICKUP, Trace
 from .timeline import Timeline
 
@@ -342,7 +344,30 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
 def step_series(delta: dict[int, int], t0: int) -> tuple[list[int], list[int]]:
     """Samples of a step function from its changes ``delta`` (ts -> change), starting at
     ``t0`` with 0, as columns (timestamps, values): one sample per timestamp where the value
-    changes."""
+    changes.  With numpy; ints outside int64 one change at a time."""
+    if not delta or set(map(type, delta.values())) != {int}:
+        return _step_series_each(delta, t0)
+    try:
+        times = np.fromiter(delta.keys(), dtype=np.int64, count=len(delta))
+        changes = np.fromiter(delta.values(), dtype=np.int64, count=len(delta))
+        np.int64(t0)
+    except (OverflowError, TypeError):
+        return _step_series_each(delta, t0)
+    if int(changes.min()) * len(changes) <= -(1 << 62) or \
+            int(changes.max()) * len(changes) >= 1 << 62:    # a sum could pass int64
+        return _step_series_each(delta, t0)
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    value = np.cumsum(changes[order])
+    last = np.concatenate(([0], value[:-1]))
+    at_t0 = times == t0
+    keep = ~at_t0 & (value != last)
+    first = int(value[at_t0][0]) if at_t0.any() else 0
+    return [t0, *times[keep].tolist()], [first, *value[keep].tolist()]
+
+
+def _step_series_each(delta: dict[int, int], t0: int) -> tuple[list[int], list[int]]:
+    """``step_series`` one change at a time."""
     times = [t0]
     values = [0]
     value = last = 0
