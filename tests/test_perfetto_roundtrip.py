@@ -551,3 +551,49 @@ def test_large_news_do_not_wait_for_the_forked_process(monkeypatch, tmp_path):
     counts = write_perfetto(trace, buf, None, workers=2, enrich=enrich)
     assert counts["slices"] == 40_000
     assert_same_as_model(trace, buf.getvalue())     # every slice with its new args
+
+
+def test_the_writing_process_takes_own_sequences_where_the_forked_one_has_more(monkeypatch):
+    """An enriched two-process write of a run whose own slices cost more than the analyses
+    (many args, as an msprof database's tasks): this process takes some of the last own
+    sequences (``share``), and the trace still holds every slice, flow and sample once,
+    as a one-process write of the same trace does."""
+    from tracecvt.writers import perfetto
+    from tracecvt.writers.perfetto import share
+    trace = Trace(RunMeta("t", "test"))
+    lanes = [trace.add_track(f"stream {i}", nesting=False) for i in range(6)]
+    for k in range(6000):
+        trace.add_slice(lanes[k % 6], 10 * k, 5, f"task {k % 7}",
+                        args={f"pmu_{j}": k + j for j in range(12)})
+    for k in range(0, 5990, 2):         # from streams 0, 2, 4 to 1, 3, 5
+        trace.add_flow(k, k + 7)
+    c = trace.add_counter("c")
+    for k in range(0, 60_000, 10):      # at every slice's start: most ride on its BEGIN
+        c.add(k, k % 7)
+    took = []
+    real_taken = share.taken
+    monkeypatch.setattr(share, "taken", lambda *a: took.append(real_taken(*a)) or took[-1])
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+
+    def enrich(t):              # a little analysis: one derived lane of a few slices
+        lane = t.add_track("derived", derived=True)
+        for k in range(10):
+            t.add_slice(lane, 1000 * k, 100, "mark")
+    buf = io.BytesIO()
+    counts = write_perfetto(trace, buf, None, workers=2, enrich=enrich)
+    assert took and took[0] > 0
+    one = io.BytesIO()
+    alone = write_perfetto(trace, one, None, workers=1)
+    assert {k: v for k, v in alone.items() if k != "packets"} == {
+        k: v for k, v in counts.items() if k != "packets"}
+    assert_time_order(buf.getvalue())
+    assert_same_as_model(trace, buf.getvalue())
+
+
+def test_share_evens_out_the_estimates():
+    from tracecvt.writers.perfetto.share import contest, taken
+    assert contest([5, 1, 9, 2, 3]) == [1, 3, 4]        # from the back, what fits in 10
+    assert contest([30]) == []
+    assert taken([2, 3], own=20, here=10) == 2           # 15 and 15
+    assert taken([2, 3], own=20, here=16) == 1           # 19 and 17: a 2 more would not help
+    assert taken([4], own=10, here=9) == 0

@@ -66,6 +66,7 @@ from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
 from .events import _PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields
+from . import share
 from .order import time_origin
 from .wire import SEQ_ID
 
@@ -173,12 +174,19 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     its counters, then its slices, held until the news from here arrive (the slices
     whose args ``enrich`` replaced, built again); this process writes the header and the
     slices and counters ``enrich`` added (the counters' samples riding on those slices'
-    events).  Should ``enrich`` change what the forked process writes otherwise, that
-    part is dropped and this process writes everything."""
+    events), and the last of the trace's own slice sequences where the forked process
+    has more to write (``share``: it waits for the news before those).  Should
+    ``enrich`` change what the forked process writes otherwise, that part is dropped and
+    this process writes everything."""
     slices = trace.slices
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
     samples = [len(c.ts) for c in counter_units]
     before = [(s.args, s.shared_args) for s in slices]
+    costs = share.units_cost(slices, slice_units)
+    at = share.contest(costs)
+    contested = [slice_units[k] for k in at]
+    out_of_sure = set(at)
+    sure = [u for k, u in enumerate(slice_units) if k not in out_of_sure]
     # The news go through a file (a pipe holds 64 KiB: larger news would block this
     # process until the forked one has written all its slices and reads them); the pipe
     # carries their length once they are there.
@@ -188,12 +196,12 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     def own_part() -> dict[str, int] | None:
         os.close(news_w)
         w.to_part(part_out)
-        w.flows_of(None)
+        w.flows_of({t for t, _ in sure})
         w.count_names(slice_units, False)
         w.ride(slice_units, counter_units)
         w.write_counters(counter_units)
         places: dict[int, tuple] = {}
-        w.write_slices(slice_units, places)
+        w.write_slices(sure, places)
         with os.fdopen(news_r, "rb") as r:
             told = r.read(8)
         if len(told) < 8:
@@ -202,6 +210,10 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         news = pickle.loads(os.pread(news_file.fileno(), size, 0))  # ours, not the input's
         if news is None:
             return None                     # the parent writes everything itself
+        n_taken, news = news
+        rest = contested[:len(contested) - n_taken]
+        w.flows_of({t for t, _ in rest})
+        w.write_slices(rest, places)
         for i, (a, sh, work) in news.items():
             slices[i].args = a
             slices[i].shared_args = sh
@@ -220,6 +232,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         enrich(trace)
         return write_perfetto(trace, out, progress, workers)
     news = None
+    mine: list = []                 # the contested sequences this process takes
     try:
         try:
             enrich(trace)
@@ -228,24 +241,32 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     and all(s.track >= n_tracks for s in added)
                     and [len(c.ts) for c in counter_units] == samples
                     and time_origin(trace) == w.base):
-                changed = {i: (s.args, s.shared_args, None)
-                           for i, s in enumerate(slices[:n_slices])
-                           if s.args is not before[i][0]
-                           or s.shared_args is not before[i][1]}
-                # correlation ids with the copies enrich drew (same_work: the run's own
-                # keep theirs; a task copied gets one, and its args were replaced)
-                work = correlation_fields(trace)
-                moved = [i for i in range(n_slices) if work.get(i) != w.work.get(i)]
-                if all(i in changed and i not in w.work for i in moved):
-                    for i in moved:
-                        changed[i] = (*changed[i][:2], work[i])
-                    w.work = work
-                    news = changed
                 own = {id(c) for c in counter_units}
                 new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
                 new_units: dict[int, list[int]] = {}
                 for i in range(n_slices, len(slices)):
                     new_units.setdefault(slices[i].track, []).append(i)
+                # The last contested sequences this process takes, to even out the work
+                n_taken = share.taken(
+                    [costs[k] for k in at],
+                    sum(costs) + share.SAMPLE_US * sum(samples),
+                    share.here_cost(n_slices, slices, list(new_units.items()), new_counters))
+                mine = contested[len(contested) - n_taken:] if n_taken else []
+                taken_ids = {i for _, ids in mine for i in ids}
+                changed = {i: (s.args, s.shared_args, None)
+                           for i, s in enumerate(slices[:n_slices])
+                           if (s.args is not before[i][0]
+                               or s.shared_args is not before[i][1]) and i not in taken_ids}
+                # correlation ids with the copies enrich drew (same_work: the run's own
+                # keep theirs; a task copied gets one, and its args were replaced)
+                work = correlation_fields(trace)
+                moved = [i for i in range(n_slices)
+                         if work.get(i) != w.work.get(i) and i not in taken_ids]
+                if all(i in changed and i not in w.work for i in moved):
+                    for i in moved:
+                        changed[i] = (*changed[i][:2], work[i])
+                    w.work = work
+                    news = (n_taken, changed)
                 w.seq_ids.update(_sequence_ids(new_units, new_counters,
                                                max(w.seq_ids.values(), default=SEQ_ID) + 1))
         finally:
@@ -258,11 +279,15 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             helper.abandon()
             return write_perfetto(trace, out, progress, workers)
         units = list(new_units.items())
-        w.count_names(units, True)
+        w.count_names(units + mine, True)
         w.ride(units, new_counters)     # derived counters change where the derived slices
-        w.write_header()                # begin or end
+        if mine:                        # begin or end; the samples riding on the sequences
+            w.ride(slice_units, counter_units)      # taken: as the forked process has them
+            w.flows_of({t for t, _ in mine})
+        w.write_header()
         w.write_instants()
         w.write_slices(units)
+        w.write_slices(mine)
         w.write_counters(new_counters)
         w.counts["slices"] = w.done
         w.write_sorted(_part(w, helper, part_out))
