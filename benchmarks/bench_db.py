@@ -51,7 +51,7 @@ for table in sys.argv[2].split(","):
     n += len(rows)
     held.append(rows)
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+print(dt, peak_rss_kb(), n)
 """
 
 READ = r"""
@@ -62,7 +62,7 @@ t = time.perf_counter()
 (src,) = find_runs(sys.argv[1], "msprof-db")
 trace = src.read()
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(trace.slices))
+print(dt, peak_rss_kb(), len(trace.slices))
 """
 
 CONVERT = r"""
@@ -75,7 +75,7 @@ t = time.perf_counter()
 (src,) = find_runs(sys.argv[1], "msprof-db")
 result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions())
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.size)
+print(dt, peak_rss_kb(), result.size)
 """
 
 

@@ -53,7 +53,7 @@ for r in range(ctx.num_ranges()):
                 m.value()
         n += 1
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+print(dt, peak_rss_kb(), n)
 """
 
 CONVERT = r"""
@@ -66,7 +66,7 @@ t = time.perf_counter()
 (src,) = find_runs(sys.argv[1])
 result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions())
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, result.size)
+print(dt, peak_rss_kb(), result.size)
 """
 
 

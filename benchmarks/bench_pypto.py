@@ -6,7 +6,8 @@ the same run.
 
 RUN_DIR is a PyPTO run (output/output_*/ or a folder holding one) with a merged_swimlane.json;
 make a big one with ../shared/tools/pypto-sample/ (see docs/performance.md).  Every
-measurement runs in a fresh child process, so peak RSS (ru_maxrss) is that job's alone.
+measurement runs in a fresh child process, so peak RSS (its VmHWM, childrun.peak_rss_kb) is
+that job's alone.
 
 Figures (goals from issues 2 and 6):
 * time ratio    = tracecvt to-perfetto wall time / (read + orjson.loads of the same file) <= 1.5
@@ -47,7 +48,7 @@ if sys.argv[1].endswith(".gz"):
     data = gzip.decompress(data)
 doc = orjson.loads(data)
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(dt, peak_rss_kb())
 """
 
 CONVERT = r"""
@@ -64,7 +65,7 @@ result = convert_source(src, sys.argv[6], Path(sys.argv[2]), True, ReadOptions()
 dt = time.perf_counter() - t
 # The writer may fork a second process: count its peak too (the sum is an upper bound, as
 # the two share the model's pages copy-on-write).
-rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+rss = (peak_rss_kb()
        + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 print(dt, rss, result.size)
 """
@@ -85,7 +86,7 @@ with gc_paused():
     read = time.perf_counter() - t
     add_derived(trace)
     dt = time.perf_counter() - t
-print(read, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, dt)
+print(read, peak_rss_kb(), dt)
 """
 
 PLAIN = r"""
@@ -94,7 +95,7 @@ sys.path.insert(0, sys.argv[3])
 from plain_converter import convert
 t = time.perf_counter()
 convert(sys.argv[1], sys.argv[2])
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(time.perf_counter() - t, peak_rss_kb())
 """
 
 

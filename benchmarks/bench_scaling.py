@@ -13,7 +13,7 @@ PyPTO: the real runs given with ``--pypto`` (e.g. the samples' ffn_medium, ffn_l
 
 Each conversion (``to-perfetto`` with derived tracks, ``--workers`` processes) runs in a
 fresh child process.  Events = slices + instants + counter samples + flows of the written
-trace (the writer's counts).  Peak memory = the converting process's ru_maxrss plus its
+trace (the writer's counts).  Peak memory = the converting process's peak RSS (VmHWM) plus its
 forked writer's (an upper bound: pages they share are counted twice).
 
 Net figures leave out the process's fixed part, which no run's size changes: the modules a
@@ -59,7 +59,7 @@ dt = time.perf_counter() - t
 c = r.counts
 events = c.get("slices", 0) + c.get("instants", 0) + c.get("counter_samples", 0) \
     + c.get("flows", 0) - c.get("flows_not_drawn", 0)
-own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+own = peak_rss_kb()
 child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(dt, events, own, child, r.size, imports, base)
 """

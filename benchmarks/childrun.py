@@ -1,5 +1,11 @@
-"""Shared by the benchmarks: run a measurement in a fresh interpreter, so its peak RSS
-(ru_maxrss) and its imports are that job's alone."""
+"""Shared by the benchmarks: run a measurement in a fresh interpreter, so its peak RSS and
+its imports are that job's alone.
+
+Peak RSS is ``peak_rss_kb()`` (defined in every child, ``PRELUDE``): the process's own high
+water mark (VmHWM).  Not ``ru_maxrss``: Linux carries it across exec from the process that
+started the child, so a child of a benchmark that holds 400 MB (a scaled run it made)
+reported at least 400 MB whatever it used (measured: 513 MB from a 500 MB parent, against a
+VmHWM of 13.6 MB)."""
 
 from __future__ import annotations
 
@@ -20,9 +26,24 @@ def compile_tracecvt(repo: Path) -> None:
               "measured processes compile what they import", file=sys.stderr)
 
 
+PRELUDE = r"""
+def peak_rss_kb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
+
 def run_child(code: str, *args: str) -> list[float]:
-    """Run ``python -c code args...``; its stdout is whitespace-separated numbers."""
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True,
+    """Run ``python -c code args...`` (with ``PRELUDE``); its stdout is whitespace-separated
+    numbers."""
+    out = subprocess.run([sys.executable, "-c", PRELUDE + code, *args], check=True,
                          capture_output=True, text=True).stdout.split()
     return [float(x) for x in out]
 
