@@ -314,10 +314,16 @@ def test_host_orchestration_lands_where_the_runtime_puts_it():
 
 
 def test_declarations_for_model_files_written_before_them():
-    from tracecvt.model import LABEL_ARGS, RESOURCES, SAME_WORK, TASK_GRAPH, RunMeta
+    from tracecvt.model import (LABEL_ARGS, RESOURCES, SAME_TASK, SAME_WORK, TASK_GRAPH,
+                                TASK_ID, RunMeta)
     from tracecvt.readers.simpler import READER
     with_graph = RunMeta("r", "simpler", extra={"simpler": {"task_graph": True}})
     assert READER.declarations(with_graph) == {
         TASK_GRAPH: True, RESOURCES: ["AIC", "AIV"], LABEL_ARGS: {"function": "function"},
-        SAME_WORK: {"args": ["task"]}}
+        SAME_WORK: {"args": ["task"]}, SAME_TASK: TASK_ID}
     assert READER.declarations(RunMeta("r", "simpler"))[TASK_GRAPH] is False
+    # a model file written before the task declaration: its tasks are joined as before
+    from tracecvt.readers.base import apply_declarations
+    old = RunMeta("r", "simpler", extra={"simpler": {}, TASK_GRAPH: False})
+    apply_declarations(READER, old)
+    assert old.extra[SAME_TASK] == TASK_ID and old.extra[TASK_GRAPH] is False
