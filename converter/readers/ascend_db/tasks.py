@@ -64,6 +64,8 @@ def _pmu(db: Database) -> dict[int, dict[str, Any]]:
     if "TASK_PMU_INFO" not in db.tables:
         return out
     names: dict[int, str] = {}
+    last: Any = object()                # a task's rows come together: its dict at hand
+    held: dict[str, Any] = {}
     for gid, sid, value in db.conn.execute(
             "SELECT globalTaskId, name, value FROM TASK_PMU_INFO"):
         n = names.get(sid)
@@ -73,7 +75,12 @@ def _pmu(db: Database) -> dict[int, dict[str, Any]]:
                 continue
             n = names[sid] = PMU_NAMES.get(raw) or (raw + "_us" if raw.endswith("_time")
                                                     else raw)
-        out.setdefault(gid, {})[n] = plain(value)
+        if gid != last or gid.__class__ is not last.__class__:
+            held = out.get(gid)
+            if held is None:
+                held = out[gid] = {}
+            last = gid
+        held[n] = value.hex() if value.__class__ is bytes else value
     return out
 
 
@@ -140,7 +147,11 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             lane = lanes[key] = _task_lane(layout, dev, stream)
         i = trace.add_slice(lane, start, end - start, name, cat, args)
         if conn is not None:
-            index.setdefault(conn, []).append(i)
+            at = index.get(conn)
+            if at is None:
+                index[conn] = [i]
+            else:
+                at.append(i)
         made += 1
         return i
 
