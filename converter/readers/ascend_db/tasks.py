@@ -84,10 +84,11 @@ def _pmu(db: Database) -> dict[int, dict[str, Any]]:
     return out
 
 
-def _side(db: Database, table: str, spec) -> dict[int, dict[str, Any]]:
-    """Per-globalTaskId args from COMPUTE_TASK_INFO / COMMUNICATION_TASK_INFO (string and
-    enum ids looked up once each)."""
-    out: dict[int, dict[str, Any]] = {}
+def _side(db: Database, table: str, spec) -> dict[int, tuple[Any, Any, dict[str, Any]]]:
+    """Per globalTaskId, from COMPUTE_TASK_INFO / COMMUNICATION_TASK_INFO (string and enum
+    ids looked up once each; a task's first row): its op name, its task type and its other
+    args."""
+    out: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
     if table not in db.tables:
         return out
     want = ["globalTaskId", "name", "taskType"] + [c for c, _, _ in spec]
@@ -107,10 +108,10 @@ def _side(db: Database, table: str, spec) -> dict[int, dict[str, Any]]:
             return _value(db, kind, v)
 
     for row in cur:
-        a: dict[str, Any] = {"op_name": value("name", row[1]), "_type": value("name", row[2])}
+        a: dict[str, Any] = {}
         for i, arg, kind in fields:
             a[arg] = value(kind, row[i]) if kind != "n" else _id(plain(row[i]))
-        out.setdefault(row[0], a)
+        out.setdefault(row[0], (value("name", row[1]), value("name", row[2]), a))
     return out
 
 
@@ -176,10 +177,11 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                                 "stream_id": stream, "task_id": task, "context_id": _id(ctx),
                                 "connection_id": conn, "device_id": dev}
         if c is not None:
-            name = c["op_name"] or tname or "task"
-            cat = norm(c["_type"]) or norm(tname) or KERNEL
-            args.update((k, v) for k, v in c.items() if k not in ("_type", "op_name"))
-            args["op_name"] = c["op_name"]
+            op_name, op_type, more = c
+            name = op_name or tname or "task"
+            cat = norm(op_type) or norm(tname) or KERNEL
+            args.update(more)
+            args["op_name"] = op_name
             extra = pmu.get(gid)
             if extra:
                 args.update(extra)
@@ -189,10 +191,12 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
         elif h is not None:
             # communication subtasks sit on their hardware stream, named by the task type
             # (as the text timeline draws them); the op they belong to is an arg
-            name = tname or h["op_name"] or "task"
-            htype = cell_value(h["_type"] or "")
+            op_name, op_type, more = h
+            name = tname or op_name or "task"
+            htype = cell_value(op_type or "")
             cat = normalize_task_type(htype) or "hccl"
-            args.update((k, v) for k, v in h.items() if k != "_type")
+            args["op_name"] = op_name
+            args.update(more)
             if htype is not None:
                 args["hccl_task_type"] = htype
         else:
