@@ -46,9 +46,12 @@ Layout of the written trace:
   until then (about twice the trace's size in memory) and written in chunks; each sequence
   keeps its own order, so its interned entries are defined before they are used;
 * on a large trace a forked process may build some of the sequences (``write_perfetto``);
-  its packets are merged with this process's by time.
+  its packets are merged with this process's by time.  Which process writes which is
+  decided from estimates of their cost, never from clocks (``share``): a run always gives the
+  same file.
 
-Modules: this one decides which process writes which sequences; ``events`` builds the packets
+Modules: this one decides which process writes which sequences (``share`` the estimates
+behind it); ``events`` builds the packets
 (``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
 track descriptors and sequence starts, ``interning`` the interned strings and args,
 ``order`` the time origin and the packets' order, ``attributes`` the run's facts, ``wire``
