@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from .model import COUNTER, GROUP, LANE, Trace, warning_groups
-from .analyses.timeline import Timeline
+from .analyses.timeline import task_count
 from .readers import Source
 
 
@@ -57,8 +57,7 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         # What the reader says of the clock: where its rate comes from, or that it is assumed.
         "clock_description": meta.clock.description,
         # As the summary counts them: the reader's count, else the tasks on its resources.
-        "tasks": meta.extra["tasks"] if "tasks" in meta.extra else
-        Timeline.build(trace).task_count(trace),
+        "tasks": meta.extra["tasks"] if "tasks" in meta.extra else task_count(trace),
         "counts": trace.stats(),
         "time_span_ns": list(span) if span else None,
         "duration_us": (span[1] - span[0]) / 1000 if span else 0.0,

@@ -13,7 +13,7 @@ from .actions import (COMPUTE, DEPENDENCY, DISPATCH, LATENCY, MSPROF_PIPE_LABEL,
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
 from .places import Place, of_gaps, of_label, of_segments
-from .timeline import source_lanes
+from .timeline import source_lanes, task_count
 
 if TYPE_CHECKING:
     from .full import Analysis
@@ -80,7 +80,7 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         "run": meta.name, "format": meta.format, "tool": meta.tool,
         "tool_version": meta.tool_version, "device": meta.device,
         "clock": meta.clock.name, "source_files": list(meta.source_files),
-        "tasks": meta.extra.get("tasks", a.timeline.task_count(trace)),
+        "tasks": meta.extra.get("tasks", task_count(trace, a.timeline)),
         "lanes": [{"kind": k.name, "lanes": k.lanes, "used": k.lanes_used}
                   for k in a.bubbles.kinds],
     }

@@ -66,13 +66,6 @@ class Timeline:
     def node(self, i: int) -> int:
         return self.node_of.get(i, i)
 
-    def task_count(self, trace: Trace) -> int:
-        """The run's tasks: every slice, or where the reader declares its resources, the
-        tasks on those lanes (slices of one task count once)."""
-        if RESOURCES not in trace.meta.extra:
-            return len(trace.slices)
-        return len({self.node(i) for lane in self.lanes for i in lane.slices})
-
     def members(self) -> dict[int, list[int]]:
         """node -> every slice of its task (tasks of several slices only)."""
         out: dict[int, list[int]] = {}
@@ -177,6 +170,15 @@ class Timeline:
         return cls(ordered, start, end, has_graph, preds, skipped, lane_of, lane_counts,
                    node_of=node_of, node_first=node_first, has_pickup=has_pickup,
                    untrusted=untrusted, fake_in_graph=len(fakes))
+
+
+def task_count(trace: Trace, timeline: Timeline | None = None) -> int:
+    """The run's tasks: every slice, or where the reader declares its resources, the tasks
+    on those lanes (slices of one task count once; ``timeline``: the run's, if built)."""
+    if RESOURCES not in trace.meta.extra:
+        return len(trace.slices)
+    tl = timeline or Timeline.build(trace)
+    return len({tl.node(i) for lane in tl.lanes for i in lane.slices})
 
 
 def _tasks(trace: Trace, lanes: list[Lane]
