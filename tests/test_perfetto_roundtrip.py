@@ -513,7 +513,7 @@ def test_processes_carry_their_display_order_as_sort_index():
 
 
 def test_large_news_do_not_wait_for_the_forked_process(monkeypatch, tmp_path):
-    """News larger than a pipe holds (64 KiB: an enrich that gives 40,000 slices new args)
+    """News larger than a pipe holds (64 KiB: an enrich that gives 12,000 slices new args)
     reach the forked process without holding this one: the forked process writes its
     slices only once this one has gone on to write its own (told by a file), which a news
     write that waits for the reader never lets happen."""
@@ -521,7 +521,7 @@ def test_large_news_do_not_wait_for_the_forked_process(monkeypatch, tmp_path):
     from tracecvt.writers.perfetto import events
     trace = Trace(RunMeta("t", "test"))
     lanes = [trace.add_track(f"lane {i}", nesting=False) for i in range(4)]
-    for k in range(40_000):
+    for k in range(12_000):
         trace.add_slice(lanes[k % 4], 10 * k, 5, "s", args={"k": k})
     went_on = tmp_path / "went_on"
     real_header, real_slices = events.SequenceWriter.write_header, \
@@ -549,7 +549,7 @@ def test_large_news_do_not_wait_for_the_forked_process(monkeypatch, tmp_path):
     monkeypatch.setattr(events.SequenceWriter, "write_slices", slices)
     buf = io.BytesIO()
     counts = write_perfetto(trace, buf, None, workers=2, enrich=enrich)
-    assert counts["slices"] == 40_000
+    assert counts["slices"] == 12_000
     assert_same_as_model(trace, buf.getvalue())     # every slice with its new args
 
 
