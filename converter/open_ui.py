@@ -369,7 +369,7 @@ def open_command(path, ui, port, no_browser, no_cache, timeout, max_ui_size, tp,
         # was made with: with --from or --clock-mhz the run is converted again, to a
         # temporary file, so that the trace is read as asked (and agrees with the findings).
         cache = not no_cache and fmt is None and clock_mhz is None
-        if not no_cache and not cache:
+        if not no_cache and not cache and not (fmt is None and _is_trace(path)):
             _note("--from / --clock-mhz: converting again (a cached conversion may have been "
                   "made with other options)")
         trace, temporary = trace_for(path, fmt, options, cache, quiet,

@@ -53,11 +53,10 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "tool": meta.tool,
         "tool_version": meta.tool_version,
         "device": meta.device,
-        "clock": _clock(meta.clock),
+        "clock": meta.clock.typed(),
         # What the reader says of the clock: where its rate comes from, or that it is assumed.
         "clock_description": meta.clock.description,
-        # As the summary counts them: the reader's count, else the tasks on its resources.
-        "tasks": meta.extra["tasks"] if "tasks" in meta.extra else task_count(trace),
+        "tasks": task_count(trace),         # as the summary counts them
         "counts": trace.stats(),
         "time_span_ns": list(span) if span else None,
         "duration_us": (span[1] - span[0]) / 1000 if span else 0.0,
@@ -68,11 +67,6 @@ def describe(source: Source, trace: Trace) -> dict[str, Any]:
         "causes": [{"cause": key, "warnings": [warnings.index(w) for w in group]}
                    for key, group in warning_groups(warnings, causes) if len(group) > 1],
     }
-
-
-def _clock(clock: Any) -> dict[str, Any]:
-    """The run's clock, typed (``Clock.typed``)."""
-    return clock.typed()
 
 
 def _clock_text(clock: dict[str, Any]) -> str:

@@ -80,7 +80,7 @@ def configuration(trace: Trace, a: "Analysis", groups=()) -> dict[str, Any]:
         "run": meta.name, "format": meta.format, "tool": meta.tool,
         "tool_version": meta.tool_version, "device": meta.device,
         "clock": meta.clock.name, "source_files": list(meta.source_files),
-        "tasks": meta.extra.get("tasks", task_count(trace, a.timeline)),
+        "tasks": task_count(trace, a.timeline),
         "lanes": [{"kind": k.name, "lanes": k.lanes, "used": k.lanes_used}
                   for k in a.bubbles.kinds],
     }

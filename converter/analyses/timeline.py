@@ -173,9 +173,13 @@ class Timeline:
 
 
 def task_count(trace: Trace, timeline: Timeline | None = None) -> int:
-    """The run's tasks: every slice, or where the reader declares its resources, the tasks
-    on those lanes (slices of one task count once; ``timeline``: the run's, if built)."""
-    if RESOURCES not in trace.meta.extra:
+    """The run's tasks: the reader's count (``meta.extra["tasks"]``), else every slice, or
+    where the reader declares its resources, the tasks on those lanes (slices of one task
+    count once; ``timeline``: the run's, if built)."""
+    extra = trace.meta.extra
+    if "tasks" in extra:
+        return extra["tasks"]
+    if RESOURCES not in extra:
         return len(trace.slices)
     tl = timeline or Timeline.build(trace)
     return len({tl.node(i) for lane in tl.lanes for i in lane.slices})

@@ -49,7 +49,8 @@ def _findings(d: dict[str, Any], open_link) -> str:
                      esc(f"{sl['name']} on {sl['lane']}") if sl else "—",
                      _open(at, open_link)])
     how = ("Each link opens the run's trace in the Perfetto UI with the finding's interval in "
-           "view, its lanes pinned and a note at the start of its slice." if open_link is not None else
+           "view, its lanes pinned and a note at the start of its slice."
+           if open_link is not None else
            f"To open a finding in the Perfetto UI: <code>tracecvt open RUN --at N</code> "
            f"(RUN: this run, {esc(d.get('run'))}), or <code>tracecvt open RUN --report</code> "
            "for this report with one-click links (a trace must be served over http for the "

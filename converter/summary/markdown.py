@@ -51,8 +51,8 @@ def findings_section(d: dict[str, Any]) -> list[str]:
            "Trace time: µs from the trace's time 0 (its first event, as the .pftrace and "
            "Chrome JSON count); source clock: the source's own time, in ns. "
            "`tracecvt open RUN --at N` opens finding N in the Perfetto UI (interval in view, "
-           "lanes pinned, a note at its slice); `tracecvt open RUN --report` serves the HTML report "
-           "with a link per finding.", ""]
+           "lanes pinned, a note at its slice); `tracecvt open RUN --report` serves the HTML "
+           "report with a link per finding.", ""]
     rows = []
     for what, at in found[:FINDINGS_SHOWN]:
         sl = at.get("slice")
