@@ -4,14 +4,27 @@ Perfetto writer's ``correlation_id``, which the Perfetto UI colours alike)."""
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import chain
+from operator import attrgetter, is_
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
-def work_ids(trace: Trace) -> dict[int, int]:
+class OwnWork(NamedTuple):
+    """The run's own part of ``work_ids`` (``own_work``), and what it was made from: the
+    declared arg names, and the flows that joined slices with the name each had."""
+
+    ids: dict[int, int]
+    count: int
+    keys: list[tuple[str, ...]]
+    flows: list[Any]
+    flow_names: list[str]
+
+
+def work_ids(trace: Trace, own: OwnWork | None = None) -> dict[int, int]:
     """Slice index -> work id (1, 2, ... by first slice) of the slices that are one piece of
     work on two or more tracks: equal values of the task arg (``model.task_arg``) or of an
     arg the reader declares
@@ -20,7 +33,51 @@ def work_ids(trace: Trace) -> dict[int, int]:
     name, taken together (one launch and its device task, one task's rows and its dispatch).
     Slices on derived tracks are left out of those: they are the analyses', not the run's;
     a slice an analysis drew as a copy of the run's own (``model.COPIES``: a critical-path
-    task) joins the slices it copies."""
+    task) joins the slices it copies.  ``own``: ``own_work(trace)`` when known (``still``
+    says whether it still holds after the analyses); the dict returned may be its ``ids``:
+    do not change it."""
+    if own is None:
+        own = own_work(trace)
+    added = copies_work(trace, own)
+    return {**own.ids, **added} if added else own.ids
+
+
+def copies_work(trace: Trace, own: OwnWork) -> dict[int, int]:
+    """What the analyses' copies (``model.COPIES``) add to ``own``'s ids: each copy's id,
+    and its originals' where they had none.  Copies are numbered after the run's own
+    work: a copy takes its task's id, or a task that had none gets the next one with its
+    copy.  So the ids of the run's own slices are the same before an analysis adds its
+    copies as after (a trace written while the analyses run: writers.perfetto)."""
+    extra = trace.meta.extra if isinstance(trace.meta.extra, dict) else {}
+    copies = extra.get(COPIES)
+    added: dict[int, int] = {}
+    if not isinstance(copies, dict):
+        return added
+    ids = own.ids
+    wid = own.count
+    n = len(trace.slices)
+    for c in sorted(k for k in copies if k.__class__ is int and 0 <= k < n):
+        originals = copies[c]
+        if not isinstance(originals, list):
+            continue
+        originals = [o for o in originals if o.__class__ is int and 0 <= o < n and o != c]
+        if not originals:
+            continue
+        have = [w for w in (added.get(o, ids.get(o)) for o in originals) if w is not None]
+        if have:
+            w = min(have)
+        else:
+            wid += 1
+            w = wid
+        for o in originals:
+            if o not in added and o not in ids:
+                added[o] = w
+        added[c] = w
+    return added
+
+
+def own_work(trace: Trace) -> OwnWork:
+    """``work_ids`` of the run's own slices, without the analyses' copies."""
     extra = trace.meta.extra if isinstance(trace.meta.extra, dict) else {}
     declared = extra.get(SAME_WORK)
     declared = declared if isinstance(declared, dict) else {}
@@ -50,17 +107,20 @@ def work_ids(trace: Trace) -> dict[int, int]:
             k = first.setdefault((v.__class__, v), i)
             if k != i:
                 ends += (k, i)
+    joined = []
     if flow_names:
-        for f in trace.flows:
-            if f.name in flow_names and f.src != f.dst and slices[f.src].track not in derived \
-                    and slices[f.dst].track not in derived:
-                ends += (f.src, f.dst)
+        joined = [f for f in trace.flows if f.name in flow_names and f.src != f.dst]
+        if derived:
+            joined = [f for f in joined if slices[f.src].track not in derived
+                      and slices[f.dst].track not in derived]
+        ends.extend(chain.from_iterable(map(attrgetter("src", "dst"), joined)))
     out: dict[int, int] = {}
     wid = 0
     if ends:
         members, root = _components(np.array(ends, dtype=np.int64).reshape(-1, 2))
         # Groups in order of their first slice; one on a single track links nothing.
-        track = np.array([slices[i].track for i in members.tolist()], dtype=np.int64)
+        track = np.fromiter(map(attrgetter("track"), map(slices.__getitem__, members.tolist())),
+                            dtype=np.int64, count=len(members))
         order = np.lexsort((members, root))
         members, root, track = members[order], root[order], track[order]
         cut = np.flatnonzero(np.diff(root)) + 1
@@ -74,30 +134,34 @@ def work_ids(trace: Trace) -> dict[int, int]:
         keep = per > 0
         out = dict(zip(members[keep].tolist(), per[keep].tolist()))
         wid = int(linked.sum())
-    # Copies last, numbered after the run's own work: a copy takes its task's id, or a task
-    # that had none gets the next one with its copy.  So the ids of the run's own slices
-    # are the same before an analysis adds its copies as after (a trace written while the
-    # analyses run: writers.perfetto).
-    copies = extra.get(COPIES)
-    if isinstance(copies, dict):
-        n = len(slices)
-        for c in sorted(k for k in copies if k.__class__ is int and 0 <= k < n):
-            originals = copies[c]
-            if not isinstance(originals, list):
-                continue
-            originals = [o for o in originals if o.__class__ is int and 0 <= o < n and o != c]
-            if not originals:
-                continue
-            have = [out[o] for o in originals if o in out]
-            if have:
-                w = min(have)
-            else:
-                wid += 1
-                w = wid
-            for o in originals:
-                out.setdefault(o, w)
-            out[c] = w
-    return out
+    return OwnWork(out, wid, keys, joined, [f.name for f in joined])
+
+
+def still(trace: Trace, own: OwnWork, replaced: dict[int, tuple[Any, Any]]) -> bool:
+    """Whether ``own`` (``own_work`` of ``trace`` before an analysis ran) still holds: the
+    slices whose args the analysis replaced (``replaced``: index -> their args and shared
+    args before) have the same declared values, and every flow that joined two slices
+    still has its name."""
+    slices = trace.slices
+    for i, (args, shared) in replaced.items():
+        s = slices[i]
+        for names in own.keys:
+            now, was = _value(s.args, s.shared_args, names), _value(args, shared, names)
+            if (now.__class__, now) != (was.__class__, was):
+                return False
+    return all(map(is_, map(attrgetter("name"), own.flows), own.flow_names))
+
+
+def _value(args: dict | None, shared: dict | None, names: tuple[str, ...]) -> Any:
+    """A slice's value of the first of ``names`` it has (own args first, then shared: as
+    ``own_work`` reads them)."""
+    for key in names:
+        v = args.get(key) if args else None
+        if v is None and shared:
+            v = shared.get(key)
+        if v is not None:
+            return v
+    return None
 
 
 def _components(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

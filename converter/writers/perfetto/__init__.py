@@ -63,11 +63,15 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+from itertools import compress, count
+from operator import attrgetter, is_not
 from typing import IO, Any, Callable
 
 from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
+from ... import same_work
+from ...same_work import copies_work
 from .events import _PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields
 from . import share
 from .order import time_origin
@@ -184,7 +188,10 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     slices = trace.slices
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
     samples = [len(c.ts) for c in counter_units]
-    before = [(s.args, s.shared_args) for s in slices]
+    # each slice's args before enrich (references: none is freed, so none is mistaken for
+    # the new args of the same slice)
+    args_before = list(map(_ARGS, slices))
+    shared_before = list(map(_SHARED, slices))
     costs = share.units_cost(slices, slice_units)
     at = share.contest(costs)
     contested = [slice_units[k] for k in at]
@@ -256,15 +263,24 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     share.here_cost(n_slices, slices, list(new_units.items()), new_counters))
                 mine = contested[len(contested) - n_taken:] if n_taken else []
                 taken_ids = {i for _, ids in mine for i in ids}
-                changed = {i: (s.args, s.shared_args, None)
-                           for i, s in enumerate(slices[:n_slices])
-                           if (s.args is not before[i][0]
-                               or s.shared_args is not before[i][1]) and i not in taken_ids}
+                replaced = sorted({*compress(count(), map(is_not, map(_ARGS, slices),
+                                                           args_before)),
+                                   *compress(count(), map(is_not, map(_SHARED, slices),
+                                                           shared_before))})
+                changed = {i: (slices[i].args, slices[i].shared_args, None)
+                           for i in replaced if i not in taken_ids}
                 # correlation ids with the copies enrich drew (same_work: the run's own
-                # keep theirs; a task copied gets one, and its args were replaced)
-                work = correlation_fields(trace)
-                moved = [i for i in range(n_slices)
-                         if work.get(i) != w.work.get(i) and i not in taken_ids]
+                # keep theirs, unless enrich changed what joins them; a task copied gets
+                # one, and its args were replaced)
+                if same_work.still(trace, w.own_work, {i: (args_before[i], shared_before[i]) for i in replaced}):
+                    work = correlation_fields(trace, w.own_work, w.own_fields)
+                    maybe = [i for i in dict.fromkeys((*w.copied_at_start,
+                                                        *copies_work(trace, w.own_work)))
+                             if i < n_slices]
+                else:
+                    work = correlation_fields(trace)
+                    maybe = range(n_slices)
+                moved = [i for i in maybe if work.get(i) != w.work.get(i) and i not in taken_ids]
                 if all(i in changed and i not in w.work for i in moved):
                     for i in moved:
                         changed[i] = (*changed[i][:2], work[i])
@@ -301,6 +317,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     return w.counts
 
 
+_ARGS, _SHARED = attrgetter("args"), attrgetter("shared_args")
 _SLICE_COST = 4                  # a slice's two packets cost about four counter samples
 
 

@@ -20,7 +20,7 @@ from typing import IO, Any, Callable
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
-from ...same_work import work_ids
+from ...same_work import OwnWork, copies_work, own_work
 from . import columns
 from .attributes import attributes_packet
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
@@ -45,9 +45,24 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
                                               first)}
 
 
-def correlation_fields(trace: Trace) -> dict[int, bytes]:
-    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
-    return {i: _TE_CORRELATION + varint(w) for i, w in work_ids(trace).items()}
+def correlation_fields(trace: Trace, own: OwnWork | None = None,
+                       own_fields: dict[int, bytes] | None = None) -> dict[int, bytes]:
+    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``).
+    ``own``, ``own_fields``: the run's own part (``same_work.own_work``) and its fields,
+    when known: only the copies' are made (the dict returned may be ``own_fields``)."""
+    if own is None:
+        own = own_work(trace)
+    if own_fields is None:
+        own_fields = id_fields(own.ids)
+    added = copies_work(trace, own)
+    return {**own_fields, **id_fields(added)} if added else own_fields
+
+
+def id_fields(ids: dict[int, int]) -> dict[int, bytes]:
+    """Slice index -> the ``correlation_id`` field of its work id in ``ids``."""
+    # one field per id (ids are small, most shared by two or more slices)
+    fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
+    return dict(zip(ids, map(fields.__getitem__, ids.values())))
 
 
 # Below this many slices a track's times are encoded one by one (numpy's cost per call
@@ -122,7 +137,10 @@ class SequenceWriter:
         # tracks (``same_work.work_ids``: the run's own slices and the analyses' copies of
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
-        self.work = correlation_fields(trace)
+        self.own_work = own_work(trace)
+        self.own_fields = id_fields(self.own_work.ids)
+        self.copied_at_start = list(copies_work(trace, self.own_work))
+        self.work = correlation_fields(trace, self.own_work, self.own_fields)
         self.by_track = trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
