@@ -27,6 +27,8 @@ one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,7 @@ WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
 WAIT_START = "wait start"       # dispatched, not yet started (PICKUP)
 CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE, WAIT_START)   # by a gap's cause code 0..3
+_TS, _DUR = attrgetter("ts"), attrgetter("dur")
 
 
 def us(ns: int | float | None) -> float | None:
@@ -227,6 +230,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     lane_prev = result.lane_prev
     busy_delta: dict[tuple, dict[int, int]] = {}   # (kind, group) -> ts -> change of busy lanes
     ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
+    busy_blocks: dict[tuple, list] = {}            # (kind, group) -> busy blocks (_idle_lane)
     ignored_total = 0
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
     pickup = tl.has_pickup
@@ -237,6 +241,17 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         graph = lane.graph
         bd = busy_delta.setdefault((lane.kind, lane.group), {})
         bget = bd.get
+        if not graph and not pickup:
+            got = _idle_lane(slices, ids, t0, li, gaps,
+                             busy_blocks.setdefault((lane.kind, lane.group), []))
+            if got is not None:             # (None: times past int64, one at a time below)
+                busy, idle, ngaps, cur = got
+                result.lanes.append(LaneFigures(
+                    lane.name, lane.path, lane.kind, len(ids), slices[ids[0]].ts, cur,
+                    busy=busy, wait=idle, wait_schedule=0, wait_predecessor=0, idle=idle,
+                    wait_start=0, gaps=ngaps, ignored_dependencies=0, makespan=makespan,
+                    virtual=lane.virtual, pickup=pickup))
+                continue
         rd = ready_delta.setdefault(lane.kind, {}) if graph else {}
         rget = rd.get
         cur = t0                  # end of the busy union so far
@@ -334,36 +349,94 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     result.kinds = list(kinds.values())
     result.run = run
     for key, delta in busy_delta.items():
-        result.busy_by_group[key] = step_series(delta, t0)
+        result.busy_by_group[key] = step_series(delta, t0, busy_blocks.get(key))
     for kind, delta in ready_delta.items():
         if delta:
             result.ready_series[kind] = step_series(delta, t0)
     return result
 
 
-def step_series(delta: dict[int, int], t0: int) -> tuple[list[int], list[int]]:
-    """Samples of a step function from its changes ``delta`` (ts -> change), starting at
-    ``t0`` with 0, as columns (timestamps, values): one sample per timestamp where the value
+def _idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
+               blocks: list) -> tuple[int, int, int, int] | None:
+    """``compute_bubbles``' loop for a lane without a task graph or dispatch times, a
+    column at a time (numpy): every gap in the union of its slices (in ``ids``' order)
+    from ``t0`` is idle.  Adds the gaps to ``gaps`` and the busy blocks (starts, ends) to
+    ``blocks``;
+    returns (busy, idle, gaps, last end), or None where a time or an end is outside
+    int64."""
+    at = slices.__getitem__
+    n = len(ids)
+    try:
+        ts = np.fromiter(map(_TS, map(at, ids)), dtype=np.int64, count=n)
+        dur = np.fromiter(map(_DUR, map(at, ids)), dtype=np.int64, count=n)
+        np.int64(t0)
+    except (OverflowError, TypeError):
+        return None
+    if int(ts.max()) + int(dur.max()) >= 1 << 63 or int(dur.min()) < 0:
+        return None
+    end = ts + dur
+    # the end of the union so far, before each slice (from t0)
+    before = np.maximum.accumulate(np.concatenate(([t0], end[:-1])))
+    last = max(int(before[-1]), int(end[-1]))
+    at_gap = np.flatnonzero(ts > before)
+    a, b = before[at_gap], ts[at_gap]
+    busy = int(np.maximum(end - np.maximum(ts, before), 0).sum())
+    idle = int((b - a).sum())
+    a, b, k = a.tolist(), b.tolist(), at_gap.tolist()
+    gaps.extend(zip(repeat(li), a, b, repeat(2), map(ids.__getitem__, k), repeat(-1)))
+    # busy blocks: from the first start and from each gap's end, to the next gap's start
+    # or the last end
+    later = 1 if len(at_gap) and at_gap[0] == 0 else 0
+    starts = np.concatenate((ts[:1], ts[at_gap[later:]]))
+    stops = np.concatenate((before[at_gap[later:]], [last]))
+    blocks.append((starts, stops))
+    return busy, idle, len(k), last
+
+
+def step_series(delta: dict[int, int], t0: int,
+                blocks: list | None = None) -> tuple[list[int], list[int]]:
+    """Samples of a step function from its changes ``delta`` (ts -> change; and +1 at each
+    start, -1 at each end of ``blocks``, (starts, ends) int64 arrays), starting at ``t0``
+    with 0, as columns (timestamps, values): one sample per timestamp where the value
     changes.  With numpy; ints outside int64 one change at a time."""
-    if not delta or set(map(type, delta.values())) != {int}:
-        return _step_series_each(delta, t0)
+    if delta and set(map(type, delta.values())) != {int}:
+        return _step_series_each(_add_blocks(delta, blocks), t0)
     try:
         times = np.fromiter(delta.keys(), dtype=np.int64, count=len(delta))
         changes = np.fromiter(delta.values(), dtype=np.int64, count=len(delta))
         np.int64(t0)
     except (OverflowError, TypeError):
-        return _step_series_each(delta, t0)
+        return _step_series_each(_add_blocks(delta, blocks), t0)
+    if blocks:
+        times = np.concatenate([times, *(x for pair in blocks for x in pair)])
+        changes = np.concatenate([changes, *(np.full(len(x), 1 - 2 * k, dtype=np.int64)
+                                             for pair in blocks for k, x in enumerate(pair))])
+    if not len(times):
+        return [t0], [0]
     if int(changes.min()) * len(changes) <= -(1 << 62) or \
             int(changes.max()) * len(changes) >= 1 << 62:    # a sum could pass int64
-        return _step_series_each(delta, t0)
+        return _step_series_each(_add_blocks(delta, blocks), t0)
     order = np.argsort(times, kind="stable")
     times = times[order]
     value = np.cumsum(changes[order])
+    if blocks:                      # one change per time: the last of equal times
+        last_of = np.append(times[1:] != times[:-1], True)
+        times, value = times[last_of], value[last_of]
     last = np.concatenate(([0], value[:-1]))
     at_t0 = times == t0
     keep = ~at_t0 & (value != last)
     first = int(value[at_t0][0]) if at_t0.any() else 0
     return [t0, *times[keep].tolist()], [first, *value[keep].tolist()]
+
+
+def _add_blocks(delta: dict[int, int], blocks: list | None) -> dict[int, int]:
+    """``delta`` with +1 at each start and -1 at each end of ``blocks`` (in place)."""
+    get = delta.get
+    for starts, ends in blocks or ():
+        for start, stop in zip(starts.tolist(), ends.tolist()):
+            delta[start] = get(start, 0) + 1
+            delta[stop] = get(stop, 0) - 1
+    return delta
 
 
 def _step_series_each(delta: dict[int, int], t0: int) -> tuple[list[int], list[int]]:
