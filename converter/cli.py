@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, archive
+from . import __version__, archive, entry
 from .convert import convert_source, default_output, default_workers, output_path, runs_under
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REGRESSION, clock_mhz as clock_mhz_,
                       fail as _fail, size, warn, warn_run)
@@ -136,7 +136,7 @@ def _convert(writer: str, path: Path, output: str | None, force: bool, fmt: str 
         reporter.restart()
         try:
             result = convert_source(src, writer, target, force, options, derived=derived,
-                                    workers=jobs)
+                                    workers=jobs, keep=entry.keep)
         except Exception as e:  # TracecvtError, or a bug or an unforeseen input
             reporter.close()
             _fail(error_message(src.root, e))
@@ -407,4 +407,4 @@ def compare(baseline, current, out_format, output, force, fmt, clock_mhz, fail_o
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry.run()

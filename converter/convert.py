@@ -164,16 +164,20 @@ def gc_paused():
 
 def convert_source(source: Source, writer: str, output: Path, force: bool,
                    options: ReadOptions, gzip_level: int | None = None,
-                   derived: bool = True, workers: int | None = None) -> Result:
+                   derived: bool = True, workers: int | None = None,
+                   keep: list | None = None) -> Result:
     """Read ``source``, add the derived tracks (unless ``derived`` is False, or the writer
     is "model", which keeps the source data only) and write it.
 
     ``workers``: processes the writer may use (None: 2 on a machine with 2 or more CPUs;
-    batch conversion, which runs several conversions at once, passes 1)."""
+    batch conversion, which runs several conversions at once, passes 1).  ``keep``: a list
+    the model is put into (in place of what it held), so that it outlives the call (the
+    command ends its process without freeing it: ``entry``)."""
     if workers is None:
         workers = default_workers()
     with gc_paused():
-        return _convert(source, writer, output, force, options, gzip_level, derived, workers)
+        return _convert(source, writer, output, force, options, gzip_level, derived, workers,
+                        keep)
 
 
 def add_derived_tracks(trace: Trace) -> dict[str, int]:
@@ -209,11 +213,15 @@ def write_output(trace: Trace, writer: str, output: Path, gzip_level: int | None
 
 def _convert(source: Source, writer: str, output: Path, force: bool,
              options: ReadOptions, gzip_level: int | None, derived: bool = True,
-             workers: int = 1) -> Result:
+             workers: int = 1, keep: list | None = None) -> Result:
     spec = WRITERS[writer]
     check_output(output, force, source.paths())
     options = reading_options(options, workers)
+    if keep:
+        keep.clear()                # the previous run's model goes before this one is read
     trace = source.read(options)
+    if keep is not None:
+        keep.append(trace)
     return _write_read(source, trace, writer, output, options, gzip_level,
                        derived and spec.derived, workers)
 
