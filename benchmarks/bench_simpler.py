@@ -75,8 +75,9 @@ print(time.perf_counter() - t, len(trace.slices))
 CLI = r"""
 import sys
 sys.path.insert(0, sys.argv[1] + "/benchmarks"); import checkout; checkout.use(sys.argv[1])
-from tracecvt.cli import main
-main(sys.argv[2:])
+from tracecvt.entry import run      # what the installed tracecvt command runs
+sys.argv = ["tracecvt", *sys.argv[2:]]
+run()
 """
 
 
