@@ -70,8 +70,7 @@ from typing import IO, Any, Callable
 from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
-from ... import same_work
-from ...same_work import copies_work
+from ...same_work import copies_work, still
 from .events import _PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields
 from . import share
 from .order import time_origin
@@ -272,7 +271,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 # correlation ids with the copies enrich drew (same_work: the run's own
                 # keep theirs, unless enrich changed what joins them; a task copied gets
                 # one, and its args were replaced)
-                if same_work.still(trace, w.own_work, {i: (args_before[i], shared_before[i]) for i in replaced}):
+                before = {i: (args_before[i], shared_before[i]) for i in replaced}
+                if still(trace, w.own_work, before):
                     work = correlation_fields(trace, w.own_work, w.own_fields)
                     maybe = [i for i in dict.fromkeys((*w.copied_at_start,
                                                         *copies_work(trace, w.own_work)))
@@ -280,7 +280,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 else:
                     work = correlation_fields(trace)
                     maybe = range(n_slices)
-                moved = [i for i in maybe if work.get(i) != w.work.get(i) and i not in taken_ids]
+                moved = [i for i in maybe
+                         if work.get(i) != w.work.get(i) and i not in taken_ids]
                 if all(i in changed and i not in w.work for i in moved):
                     for i in moved:
                         changed[i] = (*changed[i][:2], work[i])
