@@ -27,13 +27,12 @@ one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from ..model import MARKER, PICKUP, Trace
+from . import lane_columns
 from .timeline import Timeline
 
 WAIT_PREDECESSOR = "wait predecessor"
@@ -41,7 +40,6 @@ WAIT_SCHEDULE = "wait schedule"
 IDLE = "idle"
 WAIT_START = "wait start"       # dispatched, not yet started (PICKUP)
 CAUSES = (WAIT_PREDECESSOR, WAIT_SCHEDULE, IDLE, WAIT_START)   # by a gap's cause code 0..3
-_TS, _DUR = attrgetter("ts"), attrgetter("dur")
 
 
 def us(ns: int | float | None) -> float | None:
@@ -234,6 +232,13 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     ignored_total = 0
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
     pickup = tl.has_pickup
+    ready_blocks: dict[str, list] = {}             # kind -> ready changes (graph_lane)
+    end_column = None                              # every slice's end, for graph_lane
+    if ends is not None and not pickup:
+        try:
+            end_column = np.array(ends, dtype=np.int64)
+        except OverflowError:
+            pass
     multi = tl.node_of                      # slices of tasks of several slices
     firsts = set(tl.node_first.values())
     for li, lane in enumerate(tl.lanes):
@@ -241,18 +246,32 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         graph = lane.graph
         bd = busy_delta.setdefault((lane.kind, lane.group), {})
         bget = bd.get
-        if not graph and not pickup:
-            got = _idle_lane(slices, ids, t0, li, gaps,
-                             busy_blocks.setdefault((lane.kind, lane.group), []))
-            if got is not None:             # (None: times past int64, one at a time below)
-                busy, idle, ngaps, cur = got
-                result.lanes.append(LaneFigures(
-                    lane.name, lane.path, lane.kind, len(ids), slices[ids[0]].ts, cur,
-                    busy=busy, wait=idle, wait_schedule=0, wait_predecessor=0, idle=idle,
-                    wait_start=0, gaps=ngaps, ignored_dependencies=0, makespan=makespan,
-                    virtual=lane.virtual, pickup=pickup))
-                continue
         rd = ready_delta.setdefault(lane.kind, {}) if graph else {}
+        # a column at a time where there are no dispatch times (None: times past int64,
+        # one at a time below)
+        got = None
+        blocks = busy_blocks.setdefault((lane.kind, lane.group), [])
+        if not graph and not pickup:
+            got = lane_columns.idle_lane(slices, ids, t0, li, gaps, blocks)
+            if got is not None:
+                busy, idle, ngaps, cur = got
+                got = (busy, idle, 0, 0, idle, ngaps, 0, cur)
+        elif graph and end_column is not None:
+            got = lane_columns.graph_lane(slices, ids, t0, li, gaps, blocks,
+                                          ready_blocks.setdefault(lane.kind, []), end_column,
+                                          tl, lane_prev)
+            if got is not None:
+                busy, wait, ws, wp, ngaps, ignored, cur = got
+                got = (busy, wait, ws, wp, 0, ngaps, ignored, cur)
+        if got is not None:
+            busy, wait, ws, wp, idle, ngaps, ignored, cur = got
+            result.lanes.append(LaneFigures(
+                lane.name, lane.path, lane.kind, len(ids), slices[ids[0]].ts, cur,
+                busy=busy, wait=wait, wait_schedule=ws, wait_predecessor=wp, idle=idle,
+                wait_start=0, gaps=ngaps, ignored_dependencies=ignored, makespan=makespan,
+                virtual=lane.virtual, pickup=pickup))
+            ignored_total += ignored
+            continue
         rget = rd.get
         cur = t0                  # end of the busy union so far
         cur_slice = -1            # the slice that ends there
@@ -351,46 +370,10 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     for key, delta in busy_delta.items():
         result.busy_by_group[key] = step_series(delta, t0, busy_blocks.get(key))
     for kind, delta in ready_delta.items():
-        if delta:
-            result.ready_series[kind] = step_series(delta, t0)
+        changes = ready_blocks.get(kind)
+        if delta or changes and any(len(starts) for starts, _ in changes):
+            result.ready_series[kind] = step_series(delta, t0, changes)
     return result
-
-
-def _idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
-               blocks: list) -> tuple[int, int, int, int] | None:
-    """``compute_bubbles``' loop for a lane without a task graph or dispatch times, a
-    column at a time (numpy): every gap in the union of its slices (in ``ids``' order)
-    from ``t0`` is idle.  Adds the gaps to ``gaps`` and the busy blocks (starts, ends) to
-    ``blocks``;
-    returns (busy, idle, gaps, last end), or None where a time or an end is outside
-    int64."""
-    at = slices.__getitem__
-    n = len(ids)
-    try:
-        ts = np.fromiter(map(_TS, map(at, ids)), dtype=np.int64, count=n)
-        dur = np.fromiter(map(_DUR, map(at, ids)), dtype=np.int64, count=n)
-        np.int64(t0)
-    except (OverflowError, TypeError):
-        return None
-    if int(ts.max()) + int(dur.max()) >= 1 << 63 or int(dur.min()) < 0:
-        return None
-    end = ts + dur
-    # the end of the union so far, before each slice (from t0)
-    before = np.maximum.accumulate(np.concatenate(([t0], end[:-1])))
-    last = max(int(before[-1]), int(end[-1]))
-    at_gap = np.flatnonzero(ts > before)
-    a, b = before[at_gap], ts[at_gap]
-    busy = int(np.maximum(end - np.maximum(ts, before), 0).sum())
-    idle = int((b - a).sum())
-    a, b, k = a.tolist(), b.tolist(), at_gap.tolist()
-    gaps.extend(zip(repeat(li), a, b, repeat(2), map(ids.__getitem__, k), repeat(-1)))
-    # busy blocks: from the first start and from each gap's end, to the next gap's start
-    # or the last end
-    later = 1 if len(at_gap) and at_gap[0] == 0 else 0
-    starts = np.concatenate((ts[:1], ts[at_gap[later:]]))
-    stops = np.concatenate((before[at_gap[later:]], [last]))
-    blocks.append((starts, stops))
-    return busy, idle, len(k), last
 
 
 def step_series(delta: dict[int, int], t0: int,
