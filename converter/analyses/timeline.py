@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import chain, compress, count, repeat
+from operator import attrgetter, eq
 
 from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
                      UNTRUSTED_FLOW, Trace, task_arg)
+
+_CAT, _ENDS = attrgetter("cat"), attrgetter("src", "dst")
+
+
+def _end(s) -> int:
+    return s.ts + s.dur
+
 
 _KIND_RE = re.compile(r"^(.*?)[ _\-#:]*(\d+)$")
 
@@ -127,11 +136,10 @@ class Timeline:
             else:                 # back-to-back work: no two slices start together
                 lane.slices.sort(key=lambda i: slices[i].ts)
             first = slices[lane.slices[0]].ts
-            last = max(slices[i].ts + slices[i].dur for i in lane.slices)
+            last = max(map(_end, map(slices.__getitem__, lane.slices)))
             start = first if start is None or first < start else start
             end = last if end is None or last > end else end
-            for i in lane.slices:
-                lane_of[i] = k
+            lane_of.update(dict.fromkeys(lane.slices, k))
         preds: dict[int, list[int]] = {}
         tasks = _tasks(trace, ordered)
         # A graph of tasks with ids (TASK_ID) holds every task, with or without edges (a
@@ -165,8 +173,11 @@ class Timeline:
                     ordered[a].graph = True
                 if b is not None:
                     ordered[b].graph = True
-            fakes = {i for f in trace.flows for i in (f.src, f.dst)
-                     if slices[i].cat == INVENTED_TIMES} if fake else ()
+            if fake:                    # the slices with invented times a flow touches
+                invented = set(compress(count(), map(eq, map(_CAT, slices),
+                                                     repeat(INVENTED_TIMES))))
+                fakes = invented.intersection(chain.from_iterable(
+                    map(_ENDS, trace.flows)))
         return cls(ordered, start, end, has_graph, preds, skipped, lane_of, lane_counts,
                    node_of=node_of, node_first=node_first, has_pickup=has_pickup,
                    untrusted=untrusted, fake_in_graph=len(fakes))
