@@ -315,7 +315,8 @@ def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=str(REPO), check=True).stdout
     assert out.split() == ["tracecvt.analyses"] + [
-        f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived", "timeline")]
+        f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived",
+                                          "lane_columns", "timeline")]
     assert (tmp_path / "t.pftrace").stat().st_size > 0
 
 
