@@ -228,7 +228,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     lane_prev = result.lane_prev
     busy_delta: dict[tuple, dict[int, int]] = {}   # (kind, group) -> ts -> change of busy lanes
     ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
-    busy_blocks: dict[tuple, list] = {}            # (kind, group) -> busy blocks (_idle_lane)
+    busy_blocks: dict[tuple, list] = {}            # (kind, group) -> busy blocks (lane_columns)
     ignored_total = 0
     ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
     pickup = tl.has_pickup
@@ -253,16 +253,10 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         blocks = busy_blocks.setdefault((lane.kind, lane.group), [])
         if not graph and not pickup:
             got = lane_columns.idle_lane(slices, ids, t0, li, gaps, blocks)
-            if got is not None:
-                busy, idle, ngaps, cur = got
-                got = (busy, idle, 0, 0, idle, ngaps, 0, cur)
         elif graph and end_column is not None:
             got = lane_columns.graph_lane(slices, ids, t0, li, gaps, blocks,
                                           ready_blocks.setdefault(lane.kind, []), end_column,
                                           tl, lane_prev)
-            if got is not None:
-                busy, wait, ws, wp, ngaps, ignored, cur = got
-                got = (busy, wait, ws, wp, 0, ngaps, ignored, cur)
         if got is not None:
             busy, wait, ws, wp, idle, ngaps, ignored, cur = got
             result.lanes.append(LaneFigures(

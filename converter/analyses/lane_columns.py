@@ -18,9 +18,10 @@ from ..model import MARKER
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
 
 
-def _times(slices: list, ids: list[int], t0: int) -> tuple[Any, Any, Any, int] | None:
-    """(starts, ends, the union's end before each slice from ``t0``, the lane's last end)
-    of ``ids`` in order, or None where a time or an end is outside int64."""
+def _union(slices: list, ids: list[int], t0: int) -> tuple | None:
+    """Of ``ids`` in order: (starts, ends, the union's end before each slice from ``t0``,
+    the lane's last end, the places of the slices that start after that end (a gap before
+    them), the lane's busy time), or None where a time or an end is outside int64."""
     at = slices.__getitem__
     n = len(ids)
     try:
@@ -33,7 +34,9 @@ def _times(slices: list, ids: list[int], t0: int) -> tuple[Any, Any, Any, int] |
         return None
     end = ts + dur
     before = np.maximum.accumulate(np.concatenate(([t0], end[:-1])))
-    return ts, end, before, max(int(before[-1]), int(end[-1]))
+    busy = int(np.maximum(end - np.maximum(ts, before), 0).sum())
+    return (ts, end, before, max(int(before[-1]), int(end[-1])), np.flatnonzero(ts > before),
+            busy)
 
 
 def _busy_blocks(ts, before, at_gap, last: int) -> tuple[Any, Any]:
@@ -45,41 +48,38 @@ def _busy_blocks(ts, before, at_gap, last: int) -> tuple[Any, Any]:
 
 
 def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
-               blocks: list) -> tuple[int, int, int, int] | None:
+              blocks: list) -> tuple[int, ...] | None:
     """``bubbles.compute_bubbles``' loop for a lane without a task graph or dispatch times, a
     column at a time (numpy): every gap in the union of its slices (in ``ids``' order)
     from ``t0`` is idle.  Adds the gaps to ``gaps`` and the busy blocks (starts, ends) to
-    ``blocks``;
-    returns (busy, idle, gaps, last end), or None where a time or an end is outside
-    int64."""
-    got = _times(slices, ids, t0)
+    ``blocks``; returns the lane's figures as ``graph_lane`` does, or None where a time or
+    an end is outside int64."""
+    got = _union(slices, ids, t0)
     if got is None:
         return None
-    ts, end, before, last = got
-    at_gap = np.flatnonzero(ts > before)
+    ts, end, before, last, at_gap, busy = got
     a, b = before[at_gap], ts[at_gap]
-    busy = int(np.maximum(end - np.maximum(ts, before), 0).sum())
     idle = int((b - a).sum())
-    a, b, k = a.tolist(), b.tolist(), at_gap.tolist()
-    gaps.extend(zip(repeat(li), a, b, repeat(2), map(ids.__getitem__, k), repeat(-1)))
+    gaps.extend(zip(repeat(li), a.tolist(), b.tolist(), repeat(2),
+                    map(ids.__getitem__, at_gap.tolist()), repeat(-1)))
     blocks.append(_busy_blocks(ts, before, at_gap, last))
-    return busy, idle, len(k), last
+    return busy, idle, 0, 0, idle, len(at_gap), 0, last
 
 
 def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, blocks: list,
                ready_blocks: list, ends: Any, tl: Any, lane_prev: dict[int, int]
-               ) -> tuple[int, int, int, int, int, int, int] | None:
+               ) -> tuple[int, ...] | None:
     """The loop's work for a lane of a task graph without dispatch times: a gap before a
     task splits at its ready time (the latest end of its predecessors that end by its start;
     ``ends``: every slice's end, an int64 array) into wait predecessor and wait schedule.
     Adds the gaps, the busy blocks, the ready-task changes (+1 at a task's ready time, -1
     at its start: ``ready_blocks``) and each task's previous task on the lane
-    (``lane_prev``); returns (busy, wait, wait schedule, wait predecessor, gaps, ignored
-    dependencies, last end), or None where a time is outside int64."""
-    got = _times(slices, ids, t0)
+    (``lane_prev``); returns (busy, wait, wait schedule, wait predecessor, idle, gaps,
+    ignored dependencies, last end), or None where a time is outside int64."""
+    got = _union(slices, ids, t0)
     if got is None:
         return None
-    ts, end, before, last = got
+    ts, end, before, last, at_gap, busy = got
     n = len(ids)
     pos = np.arange(n)
     who = np.array(ids, dtype=np.int64)
@@ -116,7 +116,6 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
                              count=n)
     ready_blocks.append((ready[waits], ts[waits]))
     # gaps: [end so far, ready) wait predecessor, [ready, start) wait schedule
-    at_gap = np.flatnonzero(ts > before)
     a, b = before[at_gap], ts[at_gap]
     r = np.maximum(ready[at_gap], a)
     pred, sched = r > a, b > r
@@ -127,6 +126,5 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
                     np.tile([0, 1], m)[keep].tolist(), np.repeat(who[at_gap], 2)[keep].tolist(),
                     np.stack((by[at_gap], np.full(m, -1)), axis=1).ravel()[keep].tolist()))
     blocks.append(_busy_blocks(ts, before, at_gap, last))
-    busy = int(np.maximum(end - np.maximum(ts, before), 0).sum())
-    return (busy, int((b - a).sum()), int((b - r)[sched].sum()), int((r - a)[pred].sum()),
+    return (busy, int((b - a).sum()), int((b - r)[sched].sum()), int((r - a)[pred].sum()), 0,
             m, int(ignored.sum()), last)

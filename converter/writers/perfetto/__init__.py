@@ -71,10 +71,13 @@ from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
 from ...same_work import copies_work, still
-from .events import _PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields
+from .events import (_PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields,
+                     with_copies)
 from . import share
 from .order import time_origin
 from .wire import SEQ_ID
+
+_ARGS, _SHARED = attrgetter("args"), attrgetter("shared_args")
 
 __all__ = ["time_origin", "write_perfetto"]
 
@@ -273,10 +276,9 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 # one, and its args were replaced)
                 before = {i: (args_before[i], shared_before[i]) for i in replaced}
                 if still(trace, w.own_work, before):
-                    work = correlation_fields(trace, w.own_work, w.own_fields)
-                    maybe = [i for i in dict.fromkeys((*w.copied_at_start,
-                                                        *copies_work(trace, w.own_work)))
-                             if i < n_slices]
+                    added = copies_work(trace, w.own_work)
+                    work = with_copies(w.own_fields, added)
+                    maybe = [i for i in {**w.copied, **added} if i < n_slices]
                 else:
                     work = correlation_fields(trace)
                     maybe = range(n_slices)
@@ -318,7 +320,6 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     return w.counts
 
 
-_ARGS, _SHARED = attrgetter("args"), attrgetter("shared_args")
 _SLICE_COST = 4                  # a slice's two packets cost about four counter samples
 
 

@@ -20,7 +20,7 @@ from typing import IO, Any, Callable
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
-from ...same_work import OwnWork, copies_work, own_work
+from ...same_work import copies_work, own_work
 from . import columns
 from .attributes import attributes_packet
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
@@ -45,16 +45,16 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
                                               first)}
 
 
-def correlation_fields(trace: Trace, own: OwnWork | None = None,
-                       own_fields: dict[int, bytes] | None = None) -> dict[int, bytes]:
-    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``).
-    ``own``, ``own_fields``: the run's own part (``same_work.own_work``) and its fields,
-    when known: only the copies' are made (the dict returned may be ``own_fields``)."""
-    if own is None:
-        own = own_work(trace)
-    if own_fields is None:
-        own_fields = id_fields(own.ids)
-    added = copies_work(trace, own)
+def correlation_fields(trace: Trace) -> dict[int, bytes]:
+    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
+    own = own_work(trace)
+    return with_copies(id_fields(own.ids), copies_work(trace, own))
+
+
+def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int, bytes]:
+    """The fields of the run's own work ids (``id_fields`` of ``same_work.own_work``), with
+    those of the ids the analyses' copies add (``same_work.copies_work``): ``own_fields``
+    itself where they add none."""
     return {**own_fields, **id_fields(added)} if added else own_fields
 
 
@@ -139,8 +139,8 @@ class SequenceWriter:
         # them.
         self.own_work = own_work(trace)
         self.own_fields = id_fields(self.own_work.ids)
-        self.copied_at_start = list(copies_work(trace, self.own_work))
-        self.work = correlation_fields(trace, self.own_work, self.own_fields)
+        self.copied = copies_work(trace, self.own_work)
+        self.work = with_copies(self.own_fields, self.copied)
         self.by_track = trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
