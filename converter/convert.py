@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import entry
 from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
 from .model import UNTRUSTED_FLOW, Trace
@@ -152,13 +153,22 @@ def default_workers() -> int:
 @contextmanager
 def gc_paused():
     """Pause the cyclic garbage collector: readers build millions of acyclic objects, and
-    every collection would walk all of them (15-30% of a large conversion)."""
+    every collection would walk all of them (15-30% of a large conversion).
+
+    Where the process ends without freeing them (the ``tracecvt`` command: ``entry.keep``),
+    what was made meanwhile is moved out of the collector's reach (``gc.freeze``) before it
+    runs again: the first collection after the pause would otherwise walk every object
+    made during it, once, for nothing (80 ms of a 30,000-task simpler run's 2.4 s).  From
+    Python (the API, tests, batch workers) nothing is frozen: cyclic garbage made during
+    the pause is collected as usual."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if entry.keep is not None:
+                gc.freeze()
             gc.enable()
 
 

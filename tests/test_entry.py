@@ -62,3 +62,38 @@ def test_keep_holds_one_model_at_a_time(tmp_path):
         convert_source(src, "perfetto", tmp_path / f"{k}.pftrace", False, ReadOptions(),
                        keep=keep)
         assert len(keep) == 1 and keep[0].meta.name == src.read().meta.name
+
+
+FREEZE = """
+import gc, sys
+from pathlib import Path
+from tracecvt import entry
+from tracecvt.convert import convert_source
+from tracecvt.readers import ReadOptions, find_runs
+if sys.argv[1] == "command":
+    entry.keep = []
+(src,) = find_runs(sys.argv[2])
+convert_source(src, "perfetto", Path(sys.argv[3]), False, ReadOptions(), keep=entry.keep)
+print(gc.isenabled(), gc.get_freeze_count(), len(gc.get_objects()))
+"""
+
+
+def test_the_command_leaves_the_pause_without_a_collection_over_the_model(tmp_path):
+    # After the pause, the first collection would walk every object made during it; the
+    # command (which ends without freeing them) freezes them instead.  From Python nothing
+    # is frozen: the collector still tracks the model's objects.
+    def after(mode: str) -> tuple[str, int, int]:
+        done = subprocess.run([sys.executable, "-c", FREEZE, mode, str(TINY),
+                               str(tmp_path / f"{mode}.pftrace")],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        enabled, frozen, tracked = done.stdout.split()
+        return enabled, int(frozen), int(tracked)
+
+    (src,) = runs_under(TINY)
+    model_objects = 2 * len(src.read().slices)      # a slice and its args, at least
+    enabled, frozen, tracked = after("command")
+    assert enabled == "True" and frozen > model_objects
+    enabled, frozen, tracked_api = after("api")
+    assert enabled == "True" and frozen == 0 and tracked_api - tracked > model_objects
+
