@@ -48,11 +48,13 @@ class ForkedPass:
         with os.fdopen(self.pipe, "rb") as r:
             self.pipe = -1
             data = r.read()
-        status = reap(self.pid)
-        self.pid = 0
+        # A child that told its result is ending (a large process takes a while to be torn
+        # down): ``abandon`` reaps it once the caller has used the result.
         try:
             ok, value = pickle.loads(data)
         except Exception:                       # noqa: BLE001 - died before reporting
+            status = reap(self.pid)
+            self.pid = 0
             ok, value = False, f"it ended without a result ({how_it_ended(status)})"
         if not ok:
             self.error = str(value)
@@ -60,7 +62,8 @@ class ForkedPass:
         return value
 
     def abandon(self) -> None:
-        """Stop the process if it still runs and release the pipe (idempotent)."""
+        """Stop the process if it still runs, reap it and release the pipe (idempotent;
+        call it once done with the result too)."""
         if self.pid:
             reap(self.pid, kill=True)
             self.pid = 0
@@ -79,6 +82,7 @@ def fork_pass(fn: Callable[[], Any]) -> ForkedPass | None:
         view = memoryview(data)
         while view:
             view = view[os.write(w, view):]
+        os.close(w)         # the parent reads the end now, not after this process is gone
     forked = fork_child(child)
     return ForkedPass(*forked) if forked else None
 

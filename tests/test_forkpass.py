@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 
 from tracecvt.forkpass import fork_child, fork_pass, reap
 
@@ -39,3 +40,21 @@ def test_fork_child_leaves_with_the_code_of_its_body():
     status = reap(pid)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1
     assert reap(pid) is None                    # already reaped
+
+
+def test_the_result_comes_once_told_and_abandon_reaps_the_child():
+    # A large child takes a while to be torn down once it has told its result: the parent
+    # does not wait for that (here the child lingers 5 s before it ends), and ``abandon``
+    # ends and reaps it.
+    def told_then_lingers():
+        real_exit = os._exit
+        os._exit = lambda code: (time.sleep(5), real_exit(code))
+        return "told"
+
+    helper = fork_pass(told_then_lingers)
+    assert helper.result() == "told" and helper.error == ""
+    pid = helper.pid
+    assert os.waitpid(pid, os.WNOHANG) == (0, 0)        # still there
+    helper.abandon()
+    assert helper.pid == 0
+    assert reap(pid) is None                            # reaped
