@@ -451,11 +451,17 @@ def split_overlaps(trace: Trace) -> int:
     right after it, so nothing is dropped.  Returns the number of slices moved.
     """
     by_track = trace.slices_by_track()
+    slices = trace.slices
     moved = 0
     for track_id, ids in by_track.items():
         track = trace.tracks[track_id]
         if track.kind != LANE:
             continue
+        lane = list(map(slices.__getitem__, ids))
+        starts = [s.ts for s in lane]
+        if all(map(int.__lt__, starts, starts[1:])) and \
+                all(map(int.__le__, [s.ts + s.dur for s in lane], starts[1:])):
+            continue        # one after the other (the usual lane): nothing overlaps
         ids.sort(key=lambda i: (trace.slices[i].ts, -trace.slices[i].dur))
         lanes: list[tuple[int, list[int]]] = [(track_id, [])]   # (track, open-end stack)
         extra = 0
