@@ -36,3 +36,10 @@ def test_times_before_the_origin_or_past_int64_are_left_to_the_scalar_path():
     assert columns.timestamps([1 << 63], 0) is None       # not an int64
     assert columns.end_packets([2, 1 << 64], 0, b"") is None
     assert columns.timestamps([], 0) == [] and columns.end_packets([], 0, b"") == []
+
+
+def test_the_writers_begin_times_take_the_column_path_where_it_gives_the_same_bytes():
+    from tracecvt.writers.perfetto.events import _COLUMNS_FROM, _timestamps
+    long = [1 << 62] + [(1 << 28) + k for k in range(_COLUMNS_FROM)]     # five bytes and more
+    for times in (long, long[:3], [*long, 1 << 64], []):   # (past int64: one by one)
+        assert _timestamps(times, 0) == [_ts_field(t) for t in times]

@@ -91,6 +91,16 @@ def _ts_field(d: int) -> bytes:
     return _TS + varint(d)
 
 
+def _timestamps(times: list[int], base: int) -> list[bytes]:
+    """The timestamp fields of ``times`` (``_ts_field`` of each time - ``base``), a column
+    at a time where there are enough of them."""
+    if len(times) >= _COLUMNS_FROM:
+        made = columns.timestamps(times, base)
+        if made is not None:
+            return made
+    return [_ts_field(t - base) for t in times]
+
+
 def _end_packets(slices: list, ids: list[int], base: int, end_tail: bytes) -> list[bytes]:
     """Per slice of ``ids`` (in order): its END packet as written when it carries nothing
     else (``end_tail``: the sequence id and the END event)."""
@@ -250,10 +260,10 @@ class SequenceWriter:
         base = self.base
         done = self.done
         limit = self.next_report if record is None else sys.maxsize   # recording: silent
-        # The packets of plain ENDs are made per track, a column at a time (``_end_packets``);
-        # the timestamp step of a BEGIN (and of an END that carries more) is written inline,
-        # on purpose: it runs once per packet, where a call costs more than the step itself
-        # (and numpy's per-value cost of cutting one ``bytes`` per value is no less).
+        # The packets of plain ENDs and the timestamp fields of BEGINs are made per track, a
+        # column at a time (``_end_packets``, ``_timestamps``: on long runs most times take
+        # five bytes, past the inline steps); the timestamp of an END that carries more is
+        # written inline, on purpose: a call would cost more than the step itself.
         for track_id, ids in units:
             starts = [slices[i].ts for i in ids]
             if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
@@ -271,6 +281,7 @@ class SequenceWriter:
             # The whole packet of every plain END (no flows, no riding samples), a column at
             # a time (``columns``).
             end_pk = _end_packets(slices, ids, base, end_tail)
+            begin_ts = _timestamps(starts, base)
             # One last step (id -1) at a time past every end: the END step closes what is open.
             starts.append(UINT64_END)
             stack: list[int] = []   # open slice ends, innermost last
@@ -344,14 +355,7 @@ class SequenceWriter:
                 if fb is not None:
                     event += fb
                 d = ts - base
-                if d < 16384:
-                    tsb = dts[d]
-                elif d < 2097152:
-                    tsb = ts_lo[d & 127] + ts_hi[d >> 7]
-                elif d < 268435456:     # four bytes: runs past 2.1 ms
-                    tsb = ts_lo[d & 127] + ts_mid[(d >> 7) & 127] + ts_hi[d >> 14]
-                else:                   # runs past 268 ms
-                    tsb = _ts_field(d)
+                tsb = begin_ts[k]
                 if pending:
                     flushed = tuple(pending)
                     pending.clear()
