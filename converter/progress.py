@@ -1,11 +1,19 @@
-"""A progress bar that only appears for work longer than about a second."""
+"""A progress bar that only appears for work longer than about a second, on a terminal."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 DELAY_S = 1.0
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):        # replaced by an object without one, or closed
+        return False
 
 
 class Reporter:
@@ -23,6 +31,11 @@ class Reporter:
             return
         if self.progress is None:
             if time.monotonic() - self.started < DELAY_S:
+                return
+            if self.console is None and not _is_terminal(sys.stderr):
+                # A bar is for eyes: piped to a file or a program, stderr gets none (rich
+                # would leave a blank line there, and cost its import and refresh thread).
+                self.enabled = False
                 return
             # rich is imported only now: most conversions end before a bar is worth showing
             # (its import is about 20 ms of every command's start-up otherwise)

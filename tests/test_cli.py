@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -343,6 +345,28 @@ def test_progress_bar_shows_after_the_delay_only(monkeypatch):
     quiet = progress.Reporter(False)
     quiet("reading", 1, 2)
     assert quiet.progress is None and quiet.console is None
+
+
+PIPED = """
+import sys
+from tracecvt import progress
+progress.DELAY_S = 0.0
+from tracecvt.cli import main
+try:
+    main(["to-perfetto", sys.argv[1], "-o", sys.argv[2]])
+except SystemExit as e:
+    assert e.code in (0, None), e.code
+assert not any(m == "rich" or m.startswith("rich.") for m in sys.modules)
+"""
+
+
+def test_no_progress_bar_where_stderr_is_not_a_terminal(tmp_path):
+    # A conversion longer than the delay, its stderr piped: nothing there, rich not imported
+    done = subprocess.run([sys.executable, "-c", PIPED, str(REPO / "samples" / "pypto" /
+                                                         "tiny_add"), str(tmp_path / "t.pftrace")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout.startswith("wrote ")
 
 
 @pytest.mark.parametrize("command,suffix", [("to-perfetto", ".pftrace"),
