@@ -3,6 +3,8 @@ lane, which it passes over without sorting) and on those just short of it."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tracecvt.model import GROUP, RunMeta, Trace, split_overlaps
@@ -44,3 +46,31 @@ def test_slices_at_one_time_are_not_one_after_the_other():
     assert split_overlaps(tr) == 1 and tr.slices[0].track != core
     tr, core = lane([(0, 0), (0, 5), (7, 1)], True)
     assert split_overlaps(tr) == 0
+
+
+def test_numpy_says_a_lane_needs_no_walk_exactly_when_the_walk_moves_nothing():
+    # ``overlaps.moves_none`` against the walk itself, on random lanes of ties, touching,
+    # nested, crossing, empty and negative slices
+    from tracecvt.overlaps import moves_none
+    rng = random.Random(7)
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        span = rng.choice([4, 20, 100])
+        times = [(rng.randint(0, span), rng.choice([0, -1, rng.randint(1, span // 2),
+                                                     rng.randint(1, span)]))
+                 for _ in range(rng.randint(2, 12))]
+        nesting = rng.random() < 0.5
+        tr, _ = lane(times, nesting)
+        none = moves_none([t for t, _ in times], [d for _, d in times], nesting)
+        assert none == (split_overlaps(tr) == 0), (times, nesting)
+        seen[none] += 1
+    assert min(seen.values()) > 500
+    assert moves_none([0, 1 << 62], [1 << 62, 1], True) is None      # past int64 / 2: walked
+
+
+def test_a_long_lane_of_nested_calls_is_checked_by_numpy_and_kept():
+    calls = [(k * 10, 10) for k in range(40)] + [(k * 10 + 2, 5) for k in range(40)]
+    tr, core = lane(calls, True)
+    assert split_overlaps(tr) == 0
+    tr, core = lane([*calls, (395, 10)], True)                # crosses the last call
+    assert split_overlaps(tr) == 1 and tr.slices[-1].track != core
