@@ -597,3 +597,28 @@ def test_share_evens_out_the_estimates():
     assert taken([2, 3], own=20, here=10) == 2           # 15 and 15
     assert taken([2, 3], own=20, here=16) == 1           # 19 and 17: a 2 more would not help
     assert taken([4], own=10, here=9) == 0
+
+
+def test_share_estimates_weigh_what_an_arg_costs_to_write():
+    from tracecvt.writers.perfetto.share import start_cost, taken, units_cost
+    assert taken([2, 3], own=20, here=10, start=4) == 1  # the first moves 3 and costs 4 more
+    assert start_cost(1000, 500) > start_cost(1000, 0) > 0
+    trace = Trace(RunMeta("t", "test"))
+    values = [None, 7, "same", f"new", [1, 2]]
+    lanes = {}
+    for v in values:
+        lane = trace.add_track(repr(v), nesting=False)
+        lanes[repr(v)] = lane
+        for k in range(100):
+            trace.add_slice(lane, k, 1, "s",
+                            args={"a": f"new {k}" if v == "new" else v})
+    calls = trace.add_track("calls", nesting=True)
+    for k in range(100):
+        trace.add_slice(calls, k, 1, "s", args={"a": 7})
+    units = list(trace.slices_by_track().items())
+    cost = dict(zip((t for t, _ in units),
+                    units_cost(trace.slices, units, lambda t: trace.tracks[t].nesting)))
+    by = {name: cost[lane] for name, lane in lanes.items()}
+    # nothing < a cached string < a number < a new string < a nested value (made text)
+    assert by["None"] < by["'same'"] < by["7"] < by["'new'"] < by["[1, 2]"]
+    assert cost[calls] > by["7"]                           # a lane of calls, the same args

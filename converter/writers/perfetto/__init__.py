@@ -194,7 +194,10 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     # the new args of the same slice)
     args_before = list(map(_ARGS, slices))
     shared_before = list(map(_SHARED, slices))
-    costs = share.units_cost(slices, slice_units)
+    def nesting(track: int) -> bool:
+        return trace.tracks[track].nesting
+
+    costs = share.units_cost(slices, slice_units, nesting)
     at = share.contest(costs)
     contested = [slice_units[k] for k in at]
     out_of_sure = set(at)
@@ -260,9 +263,10 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     new_units.setdefault(slices[i].track, []).append(i)
                 # The last contested sequences this process takes, to even out the work
                 n_taken = share.taken(
-                    [costs[k] for k in at],
-                    sum(costs) + share.SAMPLE_US * sum(samples),
-                    share.here_cost(n_slices, slices, list(new_units.items()), new_counters))
+                    [costs[k] for k in at], share.own_cost(costs, n_slices, sum(samples)),
+                    share.here_cost(n_slices, slices, list(new_units.items()), new_counters,
+                                    nesting),
+                    share.start_cost(n_slices, sum(samples)))
                 mine = contested[len(contested) - n_taken:] if n_taken else []
                 taken_ids = {i for _, ids in mine for i in ids}
                 replaced = sorted({*compress(count(), map(is_not, map(_ARGS, slices),

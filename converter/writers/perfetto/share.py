@@ -11,30 +11,60 @@ processes' estimated work.  Estimates, not clocks, decide: the same run always g
 same file.
 
 The estimates are in µs on the machines measured (docs/performance.md): a slice's two
-packets, each of its args, a counter sample, and the analyses per slice of the run.
+packets, its args by kind (fitted to the write time of every sequence of the three large
+runs: an msprof database, simpler and PyPTO; a number, a string new or found, a value left
+out, a nested value, shared args), a counter sample, the analyses per slice of the run, and
+what each process does besides writing: the forked one's flows and riders before it writes,
+this one's riders again once it takes a sequence.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-SLICE_US = 6.5          # a slice's BEGIN and END
-DERIVED_SLICE_US = 4.0  # a derived slice's (a bubble: few args, its END often plain)
-ARG_US = 0.17           # each of its args (own and shared)
+SLICE_US = 1.9          # a slice's BEGIN and END, before its args
+NESTING_US = 0.75       # more on a lane of calls (nested ENDs, riding samples)
+ARG_US = 0.5            # each of its own args: a number
+STR_US = 0.2            # a string found in the cache
+STR_NEW_US = 1.7        # one of a few uses (the first written inline, the next interned)
+NONE_US = 0.05          # one without a value (skipped)
+NESTED_US = 3.0         # a list or dict (made one line of text each time)
+SHARED_US = 1.4         # shared args (encoded once, then found by identity)
 SAMPLE_US = 0.7         # a counter sample
-ANALYSIS_US = 2.0       # the analyses, per slice of the run's own
+ANALYSIS_US = 1.5       # the analyses, per slice of the run's own
+SETUP_US = 0.8          # the forked process's flows, names and riders, per slice of its own
+TAKE_US = 0.3           # this process's riders and flows of the run's own, per slice
+TAKE_SAMPLE_US = 0.35   # and per counter sample of the run's own
+RIDE_US = 0.4           # a sample of a counter the analyses added, found riding or not
 _ARGS_SEEN = 64         # slices of a sequence whose args are counted (the rest alike)
+_NESTED = (list, dict, tuple)
 
 
 def units_cost(slices: list, units: list[tuple[int, list[int]]],
-               per_slice: float = SLICE_US) -> list[float]:
-    """The estimated cost of writing each slice sequence of ``units`` (track, ids)."""
+               nesting: Callable[[int], bool]) -> list[float]:
+    """The estimated cost of writing each slice sequence of ``units`` (track, ids);
+    ``nesting(track)``: whether it is a lane of calls."""
     out = []
-    for _, ids in units:
+    for track, ids in units:
+        per_slice = SLICE_US + NESTING_US * nesting(track)
         seen = ids[:_ARGS_SEEN]
-        args = sum(len(slices[i].args or ()) + len(slices[i].shared_args or ())
-                   for i in seen) / max(len(seen), 1)
-        out.append(len(ids) * (per_slice + ARG_US * args))
+        cost = 0.0
+        strings: dict[tuple[str, str], int] = {}
+        for i in seen:
+            s = slices[i]
+            if s.args:
+                for name, v in s.args.items():
+                    c = v.__class__
+                    if c is str:
+                        strings[name, v] = strings.get((name, v), 0) + 1
+                    else:
+                        cost += (NONE_US if v is None else NESTED_US if c in _NESTED
+                                 else ARG_US)
+            if s.shared_args:
+                cost += SHARED_US
+        # a string seen once here is most likely new (built, then interned), the rest found
+        cost += sum(STR_NEW_US if k == 1 else STR_US * k for k in strings.values())
+        out.append(len(ids) * (per_slice + cost / max(len(seen), 1)))
     return out
 
 
@@ -52,23 +82,38 @@ def contest(costs: list[float]) -> list[int]:
     return out[::-1]
 
 
-def taken(contested: list[float], own: float, here: float) -> int:
+def taken(contested: list[float], own: float, here: float, start: float = 0.0) -> int:
     """How many of the last ``contested`` sequences the writing process takes: the
     forked process's work is ``own`` (every own sequence and counter), this process's
-    ``here`` (the analyses and what they added); each sequence taken moves its cost."""
+    ``here`` (the analyses and what they added); each sequence taken moves its cost, and
+    taking any costs ``start`` here (``start_cost``)."""
     k = 0
     while k < len(contested):
-        c = contested[-1 - k]
+        c = contested[-1 - k] + (start if k == 0 else 0.0)
         if here + c / 2 > own - c / 2:          # taking it would not even them out more
             break
         here += c
-        own -= c
+        own -= contested[-1 - k]
         k += 1
     return k
 
 
-def here_cost(n_own: int, slices: list, new_units: list, new_counters: list[Any]) -> float:
+def start_cost(n_own: int, samples: int) -> float:
+    """What taking any sequence costs the writing process: the samples riding on the
+    run's own slices (``n_own`` of them; the counters' ``samples``) found again, as the
+    forked process has them, and the flows of what it takes."""
+    return TAKE_US * n_own + TAKE_SAMPLE_US * samples
+
+
+def own_cost(costs: list[float], n_own: int, samples: int) -> float:
+    """The forked process's estimated work: its set-up over the ``n_own`` slices of the
+    run's own, the sequences of estimated ``costs``, and the counters' ``samples``."""
+    return SETUP_US * n_own + sum(costs) + SAMPLE_US * samples
+
+
+def here_cost(n_own: int, slices: list, new_units: list, new_counters: list[Any],
+              nesting: Callable[[int], bool]) -> float:
     """The writing process's estimated work: the analyses over ``n_own`` slices and
     writing what they added."""
-    return (ANALYSIS_US * n_own + sum(units_cost(slices, new_units, DERIVED_SLICE_US))
-            + SAMPLE_US * sum(len(c.ts) for c in new_counters))
+    return (ANALYSIS_US * n_own + sum(units_cost(slices, new_units, nesting))
+            + (SAMPLE_US + RIDE_US) * sum(len(c.ts) for c in new_counters))
