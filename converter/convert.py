@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import entry
 from .errors import InputError, OutputError
 from .fileio import atomic_output, check_output
 from .model import UNTRUSTED_FLOW, Trace
@@ -151,23 +150,24 @@ def default_workers() -> int:
 
 
 @contextmanager
-def gc_paused():
+def gc_paused(freeze: bool = False):
     """Pause the cyclic garbage collector: readers build millions of acyclic objects, and
     every collection would walk all of them (15-30% of a large conversion).
 
-    Where the process ends without freeing them (the ``tracecvt`` command: ``entry.keep``),
-    what was made meanwhile is moved out of the collector's reach (``gc.freeze``) before it
-    runs again: the first collection after the pause would otherwise walk every object
-    made during it, once, for nothing (80 ms of a 30,000-task simpler run's 2.4 s).  From
-    Python (the API, tests, batch workers) nothing is frozen: cyclic garbage made during
-    the pause is collected as usual."""
+    ``freeze``: what was made meanwhile and is still alive is moved out of the collector's
+    reach (``gc.freeze``) before it runs again, where the caller keeps the model until the
+    process ends without freeing it (the ``tracecvt`` command: ``entry.keep``); the first
+    collection after the pause would otherwise walk every object of the model, once, for
+    nothing (80 ms of a 30,000-task simpler run's 2.4 s).  Elsewhere (the API, tests,
+    batch jobs, whose models are gone by then) nothing is frozen: cyclic garbage made
+    during the pause is collected as usual."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
-            if entry.keep is not None:
+            if freeze:
                 gc.freeze()
             gc.enable()
 
@@ -185,7 +185,7 @@ def convert_source(source: Source, writer: str, output: Path, force: bool,
     command ends its process without freeing it: ``entry``)."""
     if workers is None:
         workers = default_workers()
-    with gc_paused():
+    with gc_paused(freeze=keep is not None):
         return _convert(source, writer, output, force, options, gzip_level, derived, workers,
                         keep)
 
