@@ -454,6 +454,28 @@ def test_repeated_counter_values_keep_their_type_and_sign():
     assert got == [1, 1.0, 1, 0, 0.0, 0, 0.0, 1.0, 1, 16383, 16384, 16383]
 
 
+def test_repeated_small_int_args_keep_their_type_on_every_sequence():
+    """Small int args are built once per name and value and reused, on any sequence: an
+    equal float or a bool is still written as what it is, and each sequence defines the
+    arg name it uses."""
+    trace = Trace(RunMeta("t", "test"))
+    values = [1, 1.0, True, 0, -0.0, 16383, 16384, 1, 0]
+    lanes = [trace.add_track(f"lane {k}") for k in range(2)]
+    for lane in lanes:
+        for i, v in enumerate(values):
+            trace.add_slice(lane, i * 10, 5, "s", "", {"n": v, "m": i})
+    data = _write(trace)
+    assert_same_as_model(trace, data)
+    slices = read_back(data)[0]
+    for lane in lanes:
+        got = [s[4]["n"] for s in slices[lane + 1]]
+        assert got == [1, 1.0, 1, 0, 0.0, 16383, 16384, 1, 0]
+        assert [(type(v), math.copysign(1, v)) for v in got] == [
+            (int, 1), (float, 1), (bool, 1), (int, 1), (float, -1), (int, 1), (int, 1),
+            (int, 1), (int, 1)]
+        assert [s[4]["m"] for s in slices[lane + 1]] == list(range(len(values)))
+
+
 def test_two_process_write_into_a_gzip_stream(monkeypatch):
     """The other process's part is appended through the output stream, so a .pftrace.gz
     holds the whole trace."""

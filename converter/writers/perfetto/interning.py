@@ -139,6 +139,9 @@ class _ArgEncoder:
         self.keep: list[Any] = []   # keeps id()-cached objects alive
         self.names: dict[str, tuple[bytes, bytes]] = {}   # arg name: name part, its entry
         self.once: set[tuple] = set()                     # string args seen once
+        # arg name -> (its entry, {int below 16384: the whole annotation}): small ints
+        # repeat (counts, indexes, zeros), and one lookup costs less than building them
+        self.small: dict[str, tuple[bytes, dict[int, bytes]]] = {}
 
     def _name_part(self, name: str) -> tuple[bytes, bytes]:
         """(``name_iid`` field, its InternedData entry) of an arg name."""
@@ -237,17 +240,30 @@ class _ArgEncoder:
     def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
         """A slice's own args, defining on ``seq`` the entries they use.  Ints and floats
         (per-slice ids, times, PMU figures: mostly all different) are built here, without
-        the cache; the rest comes from ``pair``."""
+        the cache, but for ints below 16384 (``small``); the rest comes from ``pair``."""
         defined, pending = seq.defined, seq.pending
-        names, cache = self.names, self.cache
+        names, cache, small = self.names, self.cache, self.small
         parts = []
         pair = self.pair
         for name, value in args.items():
             cls = value.__class__
+            if cls is int and 0 <= value < 16384 and name.__class__ is str:
+                hit = small.get(name)
+                if hit is None:
+                    hit = small[name] = ((names.get(name) or self._name_part(name))[1], {})
+                made = hit[1].get(value)
+                if made is None:
+                    body = names[name][0] + _INT_VALUE + _LEN[value]
+                    made = hit[1][value] = _TE_DEBUG + _LEN[len(body)] + body
+                parts.append(made)
+                if hit[0] not in defined:
+                    defined.add(hit[0])
+                    pending.append(hit[0])
+                continue
             if name.__class__ is str and (cls is float
                                           or cls is int and 0 <= value < INT64_END):
                 if cls is int:
-                    field = _INT_VALUE + (_LEN[value] if value < 16384 else varint(value))
+                    field = _INT_VALUE + varint(value)
                 else:
                     field = _DOUBLE_VALUE + _pack_double(value)
                 head = names.get(name) or self._name_part(name)
