@@ -33,7 +33,15 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
     """Write ``packets`` (their times in ``stamps``) and those of a forked ``part`` (its
     packets' bytes, their stamps and lengths, from ``send_part``) in time order, ``step``
     packets a write; packets of one time keep their order, this process's first.  Empties
-    ``packets`` and ``stamps``."""
+    ``packets`` and ``stamps``.
+
+    Where the part holds a third of the packets or more, every packet is laid end to end
+    in one buffer and cut out of it in order by numpy (``_cut_in_order``); otherwise the
+    part's packets become ``bytes`` of their own and are joined with these (measured on
+    the large runs: the first costs per byte, the second per packet of the part)."""
+    if part is not None and 2 * len(part[2]) >= len(packets):
+        _cut_in_order(write, packets, stamps, part, step)
+        return
     if part is not None:
         data, part_stamps, lengths = part
         ends = list(accumulate(lengths))
@@ -47,6 +55,34 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
         write(b"".join(map(get, order[k:k + step])))
     packets.clear()
     del stamps[:]
+
+
+def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: array,
+                  part: tuple[bytes, Any, Any], step: int) -> None:
+    """``write_sorted`` with the packets laid end to end, this process's then the part's,
+    and each write's cut out of that buffer by one numpy gather."""
+    part_data, part_stamps, part_lengths = part
+    lengths = np.concatenate((np.fromiter(map(len, packets), dtype=np.int64,
+                                          count=len(packets)),
+                              np.frombuffer(part_lengths, dtype=np.int64)))
+    times = np.concatenate((np.array(stamps, dtype=np.int64),
+                            np.frombuffer(part_stamps, dtype=np.int64)))
+    packets.append(part_data)
+    data = b"".join(packets)                            # (one copy of each)
+    packets.clear()
+    del stamps[:]
+    order = np.argsort(times, kind="stable")           # this process's first at one time
+    kind = np.int32 if len(data) < 1 << 31 else np.int64
+    lengths = lengths.astype(kind)
+    starts = np.cumsum(lengths, dtype=kind) - lengths
+    source = np.frombuffer(data, dtype=np.uint8)
+    for k in range(0, len(order), step):
+        at = order[k:k + step]
+        size = lengths[at]
+        placed = np.cumsum(size, dtype=kind) - size    # where each lands in this write
+        index = np.repeat(starts[at] - placed, size)
+        index += np.arange(len(index), dtype=kind)
+        write(source[index].tobytes())
 
 
 def send_part(out: IO[bytes], packets: list[bytes], stamps: array,
