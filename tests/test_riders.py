@@ -70,6 +70,23 @@ def test_columns_and_one_at_a_time_ride_alike(seed):
                 assert c.ts.count(ts) == 1
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_few_samples_ride_on_the_same_slices_as_one_at_a_time(seed):
+    # fewer samples than a quarter of the slices: ``ride`` keeps only the slices at their
+    # times (an msprof database's own counters), with the same result
+    from tracecvt.writers.perfetto.riders import _FEW
+    rng = random.Random(seed)
+    slices, units, _ = _pathological_run(seed)
+    counters = []
+    for k in range(3):
+        c = Counter(10 + k)
+        for ts in sorted(rng.sample(range(0, 240), rng.randrange(1, len(slices) // 15 + 2))):
+            c.add(ts, rng.choice([1, 2, 0, 5]))
+        counters.append(c)
+    assert _FEW * sum(len(c.ts) for c in counters) < len(slices)
+    assert _ride(ride, slices, units, counters) == _ride(_ride_each, slices, units, counters)
+
+
 def test_times_outside_int64_ride_one_at_a_time():
     """A slice ending past int64 sends the whole ride to ``_ride_each``: same result."""
     slices = [Slice(0, 5, 10, "a"), Slice(0, 20, (1 << 63), "b")]

@@ -5,6 +5,7 @@ written as one of that BEGIN's or END's extra counter values instead of a packet
 from __future__ import annotations
 
 import collections
+from itertools import chain
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from .columns import flat_rows, varint_matrix
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
 _MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
+_FEW = 4                        # samples fewer than the slices / _FEW: those at their times
 
 
 def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
@@ -41,6 +43,15 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     Done a column at a time with numpy; times outside int64 take ``_ride_each``."""
     if not units or not counters:
         return
+    if _FEW * sum(len(c.ts) for c in counters) < sum(len(ids) for _, ids in units):
+        # Few samples for the slices (the run's own counters of an msprof database): only
+        # the slices that begin or end at a sample's time can carry one, in the same order.
+        times = set(chain.from_iterable(c.ts for c in counters))
+        units = [(t, kept) for t, ids in units
+                 if (kept := [i for i in ids if slices[i].ts in times
+                              or slices[i].ts + slices[i].dur in times])]
+        if not units:
+            return
     flat = [i for _, ids in units for i in ids]
     try:
         begin = np.array([slices[i].ts for i in flat], dtype=np.int64)
