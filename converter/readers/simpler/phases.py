@@ -6,6 +6,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any, Callable
 
+import numpy as np
+
 from ...model import GROUP, INT64_END, INT64_MIN, LANE, TASK_ID, Slice, Trace
 from .deps import Deps
 from .lanes import Built
@@ -110,20 +112,38 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
 def _queue_counters(trace: Trace, group: int, samples: list[tuple[int, int, list[int]]]) -> None:
     """One counter per queue, a sample where its depth changes (a value holds until the next
     sample; of records ending at the same ns, the last one's depth, by thread)."""
-    samples.sort(key=lambda x: (x[0], x[1]))
-    for k, q in enumerate(_QUEUES):
-        c = trace.add_counter(f"ready queue {q}", group, "tasks", 100 + k,
-                              f"global ready-queue depth of {q} tasks: shared_at_end of every "
-                              "complete/dispatch record, sampled where it changes")
-        ts_list, values = c.ts, c.values
-        for ts, _, vals in samples:
-            v = vals[k]
-            if ts_list and ts_list[-1] == ts:
-                ts_list.pop()
-                values.pop()
-            if not values or values[-1] != v:
-                ts_list.append(ts)
-                values.append(v)
+    counters = [trace.add_counter(f"ready queue {q}", group, "tasks", 100 + k,
+                                  f"global ready-queue depth of {q} tasks: shared_at_end of "
+                                  "every complete/dispatch record, sampled where it changes")
+                for k, q in enumerate(_QUEUES)]
+    try:
+        times = np.array([x[0] for x in samples], dtype=np.int64)
+    except OverflowError:
+        times = None
+    if times is None:
+        samples.sort(key=lambda x: (x[0], x[1]))
+        for k, c in enumerate(counters):
+            ts_list, values = c.ts, c.values
+            for ts, _, vals in samples:
+                v = vals[k]
+                if ts_list and ts_list[-1] == ts:
+                    ts_list.pop()
+                    values.pop()
+                if not values or values[-1] != v:
+                    ts_list.append(ts)
+                    values.append(v)
+        return
+    # By time, then thread (stably); the last sample of each time; where the depth changes.
+    order = np.lexsort((np.array([x[1] for x in samples], dtype=np.int64), times))
+    times = times[order]
+    depths = np.array([x[2] for x in samples], dtype=np.int64)[order]
+    last = np.append(times[1:] != times[:-1], True)
+    times, depths = times[last], depths[last]
+    for k, c in enumerate(counters):
+        v = depths[:, k]
+        change = np.append(True, v[1:] != v[:-1])
+        c.ts.extend(times[change].tolist())
+        c.values.extend(v[change].tolist())
 
 
 def add_device_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
