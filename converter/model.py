@@ -466,10 +466,10 @@ def split_overlaps(trace: Trace) -> int:
                 all(map(int.__le__, [s.ts + s.dur for s in lane], starts[1:])):
             continue        # one after the other (the usual lane): nothing overlaps
         if len(ids) >= _CHECKED_FROM:
-            from .overlaps import moves_none
+            from .overlaps import moves_none        # (numpy, only where a lane needs it)
             if moves_none(starts, [s.dur for s in lane], track.nesting):
                 continue    # calls properly nested (or a lane walked below)
-        ids.sort(key=lambda i: (trace.slices[i].ts, -trace.slices[i].dur))
+        ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
         lanes: list[tuple[int, list[int]]] = [(track_id, [])]   # (track, open-end stack)
         extra = 0
         for i in ids:

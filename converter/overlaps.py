@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import INT64_END, INT64_MIN
+_HALF = 1 << 62         # times and durations within ±2^62: a start plus a duration fits int64
 
 
 def moves_none(starts: list[int], durs: list[int], nesting: bool) -> bool | None:
     """Whether ``split_overlaps`` would leave every slice of a lane (``starts``, ``durs``)
-    where it is; None where the times do not fit int64 (the caller walks the lane).
+    where it is; None where the times are past ±2^62 (the caller walks the lane).
 
     In the walk's order (start, the longer first, then as given):
     * without nesting, a slice moves when one before it ends after it starts;
@@ -32,8 +32,8 @@ def moves_none(starts: list[int], durs: list[int], nesting: bool) -> bool | None
         dur = np.array(durs, dtype=np.int64)
     except OverflowError:
         return None
-    if int(ts.min()) < INT64_MIN // 2 or int(ts.max()) >= INT64_END // 2 or \
-            int(dur.min()) < INT64_MIN // 2 or int(dur.max()) >= INT64_END // 2:
+    if not (-_HALF <= int(ts.min()) and int(ts.max()) < _HALF
+            and -_HALF <= int(dur.min()) and int(dur.max()) < _HALF):
         return None
     order = np.lexsort((-dur, ts))
     ts, dur = ts[order], dur[order]
