@@ -639,7 +639,7 @@ def test_share_estimates_weigh_what_an_arg_costs_to_write():
         trace.add_slice(calls, k, 1, "s", args={"a": 7})
     units = list(trace.slices_by_track().items())
     cost = dict(zip((t for t, _ in units),
-                    units_cost(trace.slices, units, lambda t: trace.tracks[t].nesting)))
+                    units_cost(trace.slices, trace.tracks, units)))
     by = {name: cost[lane] for name, lane in lanes.items()}
     # nothing < a cached string < a number < a new string < a nested value (made text)
     assert by["None"] < by["'same'"] < by["7"] < by["'new'"] < by["[1, 2]"]

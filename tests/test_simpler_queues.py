@@ -1,6 +1,6 @@
 """simpler's ready-queue counters (``phases._queue_counters``), made a column at a time: per
 queue, the last depth of each time (records ending at one ns: the last by thread), a sample
-only where it changes; times past int64 one at a time, with the same result."""
+only where it changes; times past int64 by their ranks, with the same result."""
 
 from __future__ import annotations
 

@@ -116,23 +116,14 @@ def _queue_counters(trace: Trace, group: int, samples: list[tuple[int, int, list
                                   f"global ready-queue depth of {q} tasks: shared_at_end of "
                                   "every complete/dispatch record, sampled where it changes")
                 for k, q in enumerate(_QUEUES)]
+    stamps = [x[0] for x in samples]
     try:
-        times = np.array([x[0] for x in samples], dtype=np.int64)
-    except OverflowError:
-        times = None
-    if times is None:
-        samples.sort(key=lambda x: (x[0], x[1]))
-        for k, c in enumerate(counters):
-            ts_list, values = c.ts, c.values
-            for ts, _, vals in samples:
-                v = vals[k]
-                if ts_list and ts_list[-1] == ts:
-                    ts_list.pop()
-                    values.pop()
-                if not values or values[-1] != v:
-                    ts_list.append(ts)
-                    values.append(v)
-        return
+        times = np.array(stamps, dtype=np.int64)
+        at_time = None
+    except OverflowError:                       # past int64: their ranks, in the same order
+        at_time = sorted(set(stamps))
+        rank = {t: k for k, t in enumerate(at_time)}
+        times = np.array([rank[t] for t in stamps], dtype=np.int64)
     # By time, then thread (stably); the last sample of each time; where the depth changes.
     order = np.lexsort((np.array([x[1] for x in samples], dtype=np.int64), times))
     times = times[order]
@@ -142,7 +133,8 @@ def _queue_counters(trace: Trace, group: int, samples: list[tuple[int, int, list
     for k, c in enumerate(counters):
         v = depths[:, k]
         change = np.append(True, v[1:] != v[:-1])
-        c.ts.extend(times[change].tolist())
+        kept = times[change].tolist()
+        c.ts.extend(kept if at_time is None else map(at_time.__getitem__, kept))
         c.values.extend(v[change].tolist())
 
 

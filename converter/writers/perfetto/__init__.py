@@ -194,10 +194,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     # the new args of the same slice)
     args_before = list(map(_ARGS, slices))
     shared_before = list(map(_SHARED, slices))
-    def nesting(track: int) -> bool:
-        return trace.tracks[track].nesting
-
-    costs = share.units_cost(slices, slice_units, nesting)
+    costs = share.units_cost(slices, trace.tracks, slice_units)
     at = share.contest(costs)
     contested = [slice_units[k] for k in at]
     out_of_sure = set(at)
@@ -264,8 +261,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 # The last contested sequences this process takes, to even out the work
                 n_taken = share.taken(
                     [costs[k] for k in at], share.own_cost(costs, n_slices, sum(samples)),
-                    share.here_cost(n_slices, slices, list(new_units.items()), new_counters,
-                                    nesting),
+                    share.here_cost(n_slices, slices, trace.tracks, list(new_units.items()),
+                                    new_counters),
                     share.start_cost(n_slices, sum(samples)))
                 mine = contested[len(contested) - n_taken:] if n_taken else []
                 taken_ids = {i for _, ids in mine for i in ids}

@@ -250,7 +250,7 @@ class _ArgEncoder:
             if cls is int and 0 <= value < 16384 and name.__class__ is str:
                 hit = small.get(name)
                 if hit is None:
-                    hit = small[name] = ((names.get(name) or self._name_part(name))[1], {})
+                    hit = small[name] = (self._name_part(name)[1], {})
                 made = hit[1].get(value)
                 if made is None:
                     body = names[name][0] + _INT_VALUE + _LEN[value]

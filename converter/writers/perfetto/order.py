@@ -19,6 +19,7 @@ from typing import IO, Any, Callable
 import numpy as np
 
 from ...model import Trace
+from .columns import gather
 
 
 def time_origin(trace: Trace) -> int:
@@ -72,17 +73,10 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     packets.clear()
     del stamps[:]
     order = np.argsort(times, kind="stable")           # this process's first at one time
-    kind = np.int32 if len(data) < 1 << 31 else np.int64
-    lengths = lengths.astype(kind)
-    starts = np.cumsum(lengths, dtype=kind) - lengths
+    starts = np.cumsum(lengths) - lengths
     source = np.frombuffer(data, dtype=np.uint8)
     for k in range(0, len(order), step):
-        at = order[k:k + step]
-        size = lengths[at]
-        placed = np.cumsum(size, dtype=kind) - size    # where each lands in this write
-        index = np.repeat(starts[at] - placed, size)
-        index += np.arange(len(index), dtype=kind)
-        write(source[index].tobytes())
+        write(gather(source, starts, lengths, order[k:k + step]))
 
 
 def send_part(out: IO[bytes], packets: list[bytes], stamps: array,

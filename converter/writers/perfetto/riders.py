@@ -11,7 +11,7 @@ import numpy as np
 
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
-from .columns import flat_rows, varint_matrix
+from .columns import flat_rows, gather, varint_matrix
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
 _MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
@@ -101,11 +101,9 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     length = np.concatenate(lengths)
     data = np.concatenate(rows)
     order = np.argsort(key, kind="stable")
-    start = np.cumsum(length) - length
+    data = gather(data, np.cumsum(length) - length, length, order)
     length = length[order]
     at_out = np.cumsum(length) - length
-    gather = np.repeat(start[order] - at_out, length) + np.arange(int(length.sum()))
-    data = data[gather].tobytes()
     key = key[order]
     cut = np.flatnonzero(np.diff(key)) + 1
     firsts = np.concatenate(([0], cut))

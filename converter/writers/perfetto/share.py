@@ -20,7 +20,7 @@ this one's riders again once it takes a sequence.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 SLICE_US = 1.9          # a slice's BEGIN and END, before its args
 NESTING_US = 0.75       # more on a lane of calls (nested ENDs, riding samples)
@@ -40,13 +40,11 @@ _ARGS_SEEN = 64         # slices of a sequence whose args are counted (the rest 
 _NESTED = (list, dict, tuple)
 
 
-def units_cost(slices: list, units: list[tuple[int, list[int]]],
-               nesting: Callable[[int], bool]) -> list[float]:
-    """The estimated cost of writing each slice sequence of ``units`` (track, ids);
-    ``nesting(track)``: whether it is a lane of calls."""
+def units_cost(slices: list, tracks: list, units: list[tuple[int, list[int]]]) -> list[float]:
+    """The estimated cost of writing each slice sequence of ``units`` (track, ids)."""
     out = []
     for track, ids in units:
-        per_slice = SLICE_US + NESTING_US * nesting(track)
+        per_slice = SLICE_US + NESTING_US * tracks[track].nesting
         seen = ids[:_ARGS_SEEN]
         cost = 0.0
         strings: dict[tuple[str, str], int] = {}
@@ -111,9 +109,9 @@ def own_cost(costs: list[float], n_own: int, samples: int) -> float:
     return SETUP_US * n_own + sum(costs) + SAMPLE_US * samples
 
 
-def here_cost(n_own: int, slices: list, new_units: list, new_counters: list[Any],
-              nesting: Callable[[int], bool]) -> float:
+def here_cost(n_own: int, slices: list, tracks: list, new_units: list,
+              new_counters: list[Any]) -> float:
     """The writing process's estimated work: the analyses over ``n_own`` slices and
     writing what they added."""
-    return (ANALYSIS_US * n_own + sum(units_cost(slices, new_units, nesting))
+    return (ANALYSIS_US * n_own + sum(units_cost(slices, tracks, new_units))
             + (SAMPLE_US + RIDE_US) * sum(len(c.ts) for c in new_counters))
