@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from bench_simpler import scaled_run
-from childrun import compile_tracecvt, run_child
+from childrun import compile_tracecvt, first_touch_cost, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 SIMPLER = REPO.parent / "shared" / "samples" / "simpler" / "a2a3sim_tmr_benchmark_bgemm_Case0_L4"
@@ -44,13 +44,21 @@ sys.path.insert(0, sys.argv[3] + "/benchmarks"); import checkout; checkout.use(s
 from pathlib import Path
 from tracecvt.convert import convert_source
 from tracecvt.readers import ReadOptions, find_runs
-# The modules a conversion loads on first use, imported before the clock: a fixed cost,
-# timed on its own; the RSS after them is the process's fixed memory.
+# The modules a conversion loads on first use (every reader's, analysis's and writer's,
+# with what they import: numpy, msgspec), imported before the clock: a fixed cost, timed
+# on its own; the RSS after them is the process's fixed memory.
 t = time.perf_counter()
-import tracecvt.analyses, tracecvt.writers.perfetto, tracecvt.writers.perfetto.events
+import importlib, pkgutil, tracecvt.analyses, tracecvt.readers, tracecvt.writers
+for pkg in (tracecvt.readers, tracecvt.analyses, tracecvt.writers):
+    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        try:
+            importlib.import_module(m.name)
+        except ImportError:             # an optional extra's module
+            pass
 imports = time.perf_counter() - t
 with open("/proc/self/statm") as f:
     base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+ru = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1])
 r = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions(), derived=True,
@@ -60,8 +68,11 @@ c = r.counts
 events = c.get("slices", 0) + c.get("instants", 0) + c.get("counter_samples", 0) \
     + c.get("flows", 0) - c.get("flows_not_drawn", 0)
 own = peak_rss_kb()
-child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(dt, events, own, child, r.size, imports, base)
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)     # the forked writer, reaped
+me = resource.getrusage(resource.RUSAGE_SELF)
+user = me.ru_utime - ru.ru_utime + kids.ru_utime
+system = me.ru_stime - ru.ru_stime + kids.ru_stime
+print(dt, events, own, kids.ru_maxrss, r.size, imports, base, user, system)
 """
 
 
@@ -72,7 +83,7 @@ def _records_dir(run: Path) -> Path:
 
 def measure(run: Path, out: Path, workers: int) -> dict:
     t0 = time.perf_counter()
-    dt, events, own, child, size, imports, base = run_child(
+    dt, events, own, child, size, imports, base, user, system = run_child(
         CONVERT, str(run), str(out), str(REPO), str(workers))
     peak = (own + child) * 1024
     # Net of the fixed part: the time without the imports; the memory above the RSS the
@@ -86,7 +97,10 @@ def measure(run: Path, out: Path, workers: int) -> dict:
             "us_per_event": round((dt + imports) / events * 1e6, 3),
             "bytes_per_event": round(peak / events, 1),
             "net_us_per_event": round(dt / events * 1e6, 3),
-            "net_bytes_per_event": round(net_peak / events, 1)}
+            "net_bytes_per_event": round(net_peak / events, 1),
+            "user_cpu_s": round(user, 3), "system_cpu_s": round(system, 3),
+            "user_us_per_event": round(user / events * 1e6, 3),
+            "system_us_per_event": round(system / events * 1e6, 3)}
 
 
 def flatness(rows: list[dict], key: str, floor_events: int = 10_000) -> float | None:
@@ -98,25 +112,30 @@ def flatness(rows: list[dict], key: str, floor_events: int = 10_000) -> float | 
 def report(family: str, rows: list[dict]) -> dict:
     print(f"\n{family}")
     print("| run | events | convert | µs / event | peak RSS | bytes / event "
-          "| net: µs / event | net: bytes / event |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| net: µs / event | net: bytes / event | CPU µs / event: user; system |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {Path(r['run']).name} | {r['events']:,} | {r['convert_s']:.2f} s | "
               f"{r['us_per_event']:.3f} | {r['peak_rss_bytes'] / 2**30:.2f} GiB | "
               f"{r['bytes_per_event']:.0f} | {r['net_us_per_event']:.3f} | "
-              f"{r['net_bytes_per_event']:.0f} |")
+              f"{r['net_bytes_per_event']:.0f} | {r['user_us_per_event']:.3f}; "
+              f"{r['system_us_per_event']:.3f} |")
     fig = {"family": family, "runs": rows,
            "time_per_event_max_over_min": flatness(rows, "us_per_event"),
            "memory_per_event_max_over_min": flatness(rows, "bytes_per_event"),
            "net_time_per_event_max_over_min": flatness(rows, "net_us_per_event"),
-           "net_memory_per_event_max_over_min": flatness(rows, "net_bytes_per_event")}
+           "net_memory_per_event_max_over_min": flatness(rows, "net_bytes_per_event"),
+           "user_cpu_per_event_max_over_min": flatness(rows, "user_us_per_event"),
+           "system_cpu_per_event_max_over_min": flatness(rows, "system_us_per_event")}
     print(f"per event, runs of 10k events and more, max / min (goal <= 1.25): time "
           f"{fig['time_per_event_max_over_min']}, memory "
           f"{fig['memory_per_event_max_over_min']}; net of the fixed part (imports "
           f"{min(r['imports_s'] for r in rows):.2f} s, "
           f"{min(r['fixed_rss_bytes'] for r in rows) / 2**20:.0f} MiB): time "
           f"{fig['net_time_per_event_max_over_min']}, memory "
-          f"{fig['net_memory_per_event_max_over_min']}")
+          f"{fig['net_memory_per_event_max_over_min']}; CPU of the conversion's processes: "
+          f"user {fig['user_cpu_per_event_max_over_min']}, system (the kernel: page faults) "
+          f"{fig['system_cpu_per_event_max_over_min']}")
     return fig
 
 
@@ -131,6 +150,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     compile_tracecvt(REPO)
+    touch = [first_touch_cost()]
+    print(f"first touch of new memory here: {touch[0]['s_per_gib']} s / GiB "
+          f"({touch[0]['system_s_per_gib']} s / GiB in the kernel), after "
+          f"{touch[0]['idle_s']:.0f} s idle")
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
@@ -149,9 +172,13 @@ def main() -> None:
         if a.pypto:
             rows = [measure(p.resolve(), out, a.workers) for p in a.pypto]
             figures.append(report("PyPTO 0.2 (real runs)", rows))
-    print(f"\npython {sys.version.split()[0]}; {a.workers} process(es) per conversion")
+    touch.append(first_touch_cost())
+    print(f"\nfirst touch of new memory, again: {touch[1]['s_per_gib']} s / GiB "
+          f"({touch[1]['system_s_per_gib']} s / GiB in the kernel)")
+    print(f"python {sys.version.split()[0]}; {a.workers} process(es) per conversion")
     if a.json:
-        a.json.write_text(json.dumps({"families": figures}, indent=2) + "\n")
+        a.json.write_text(json.dumps({"families": figures, "first_touch": touch}, indent=2)
+                          + "\n")
 
 
 if __name__ == "__main__":
