@@ -166,6 +166,32 @@ def test_database_args_match_op_summary(prof, tmp_path):
     assert compared
 
 
+def test_compute_rows_that_differ_in_one_cell_keep_their_own_args(tmp_path):
+    """The reader holds one entry for COMPUTE_TASK_INFO rows that differ only in their task
+    id (the 900 rows of this run are one op run again and again); a row that differs in one
+    cell, by value or by type (a BLOB where the others have an int), keeps its own."""
+    prof = tmp_path / PROFS[0].name
+    prof.mkdir()
+    db = prof / next(PROFS[0].glob("msprof_*.db")).name
+    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    with sqlite3.connect(db) as c:
+        ids = [r[0] for r in c.execute("SELECT globalTaskId FROM COMPUTE_TASK_INFO "
+                                       "ORDER BY globalTaskId")]
+        (block,) = c.execute("SELECT blockNum FROM COMPUTE_TASK_INFO WHERE globalTaskId = ?",
+                             (ids[0],)).fetchone()
+        c.execute("UPDATE COMPUTE_TASK_INFO SET blockNum = ? WHERE globalTaskId = ?",
+                  (block + 7, ids[1]))
+        c.execute("UPDATE COMPUTE_TASK_INFO SET blockNum = ? WHERE globalTaskId = ?",
+                  (bytes([block]), ids[2]))
+    c.close()
+    got = {s.args["global_task_id"]: s.args["block_dim"] for s in find_runs(prof)[0].read().slices
+           if s.args and s.args.get("global_task_id") in ids}
+    assert len(got) == len(ids)
+    assert got[ids[1]] == block + 7
+    assert got[ids[2]] == bytes([block]).hex()
+    assert all(got[i] == block for i in ids if i not in ids[1:3])
+
+
 def test_both_exports_one_run_text_by_default_database_with_from():
     prof = PROFS[0]
     (src,) = find_runs(prof)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import Trace
+from ...model import MAX_NS, Slice, Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import _int
@@ -38,31 +38,36 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
         return
     lanes: dict = {}
     names: dict[Any, tuple] = {}
-    made = bad = 0
+    slices = trace.slices
+    first = len(slices)
+    bad = 0
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
+    # (the per-row steps of span, plain, _tid, _thread_lane and Trace.add_slice, inline:
+    # a database has millions of these rows)
     for start, end, typ, gtid, conn, sid in cur:
-        if span(start, end) is None:
+        if start.__class__ is not int or end.__class__ is not int or start < 0 \
+                or end < start or end > MAX_NS:
             bad += 1
             continue
-        conn = plain(conn)
-        key = (typ, sid)
-        got = names.get(key)
+        if conn.__class__ is bytes:
+            conn = conn.hex()
+        got = names.get((typ, sid))
         if got is None:
             level = db.enum("ENUM_API_TYPE", typ)
             api = db.string(sid) or f"string {sid}"
             prefix = API_PREFIX.get(level or "", (level or "api").capitalize())
-            got = names[key] = (level, api, f"{prefix}@{api}")
-        level, api, name = got
-        tid = _tid(gtid)
-        i = trace.add_slice(_thread_lane(layout, "CANN", CANN_ORDER, tid, lanes), start,
-                            end - start, name, "cann",
-                            {"Thread Id": tid, "level": level, "id": api,
-                             "connection_id": conn})
+            got = names[(typ, sid)] = (level, api, f"{prefix}@{api}")
+        tid = gtid & 0xFFFFFFFF if gtid.__class__ is int else _tid(gtid)
+        lane = lanes.get(("CANN", tid))
+        if lane is None:
+            lane = _thread_lane(layout, "CANN", CANN_ORDER, tid, lanes)
         if conn is not None:
-            cann.setdefault(conn, i)
-        made += 1
-    report_rows(trace, db, stats, "CANN_API", made, bad)
+            cann.setdefault(conn, len(slices))
+        slices.append(Slice(lane, start, end - start, got[2], "cann",
+                            {"Thread Id": tid, "level": got[0], "id": got[1],
+                             "connection_id": conn}))
+    report_rows(trace, db, stats, "CANN_API", len(slices) - first, bad)
 
 
 def _stacks(db: Database) -> dict[int, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import KERNEL, Trace
+from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
 from ..msprof.jsontrace import _describe_lane, _describe_process
 from ..msprof.layout import Layout
@@ -107,11 +107,18 @@ def _side(db: Database, table: str, spec) -> dict[int, tuple[Any, Any, dict[str,
         except TypeError:
             return _value(db, kind, v)
 
+    # Rows that differ only in their task id (one op run again and again) give one entry,
+    # held once: the cells with their types are the key (1 and 1.0 are equal keys).
+    made: dict[tuple, tuple[Any, Any, dict[str, Any]]] = {}
     for row in cur:
-        a: dict[str, Any] = {}
-        for i, arg, kind in fields:
-            a[arg] = value(kind, row[i]) if kind != "n" else _id(plain(row[i]))
-        out.setdefault(row[0], (value("name", row[1]), value("name", row[2]), a))
+        key = (row[1:], tuple(map(type, row)))
+        hit = made.get(key)
+        if hit is None:
+            a: dict[str, Any] = {}
+            for i, arg, kind in fields:
+                a[arg] = value(kind, row[i]) if kind != "n" else _id(plain(row[i]))
+            hit = made[key] = (value("name", row[1]), value("name", row[2]), a)
+        out.setdefault(row[0], hit)
     return out
 
 
@@ -129,7 +136,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     cols, cur = db.rows("TASK", list(_TASK))
     made = bad = 0
     containers: dict[tuple, list] = {}
-    pipe_names: dict[str, tuple[str, str] | None] = {}
+    plans: dict[tuple, list] = {}
     norms: dict[Any, str | None] = {}
 
     def norm(v):
@@ -140,13 +147,16 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             return out
     subtasks: dict[tuple, int] = {}
 
+    slices = trace.slices
+
     def draw(dev, stream, start, end, name, cat, args, conn) -> int:
         nonlocal made
         key = (dev, stream)
         lane = lanes.get(key)
         if lane is None:
             lane = lanes[key] = _task_lane(layout, dev, stream)
-        i = trace.add_slice(lane, start, end - start, name, cat, args)
+        i = len(slices)
+        slices.append(Slice(lane, start, end - start, name, cat, args))
         if conn is not None:
             at = index.get(conn)
             if at is None:
@@ -157,11 +167,10 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
         return i
 
     for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
-        sp = span(start, end)
-        if sp is None:
+        if start.__class__ is not int or end.__class__ is not int or start < 0 \
+                or end < start or end > MAX_NS:         # (``span``, inline)
             bad += 1
-            sp = span(start, start)     # a usable start: drawn zero-length
-            if sp is None:
+            if span(start, start) is None:  # a usable start: drawn zero-length
                 continue
             end = start
         if bytes in map(type, (dev, conn, gid, ctx, stream, task, model)):
@@ -185,7 +194,10 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             extra = pmu.get(gid)
             if extra:
                 args.update(extra)
-                pipes = _pipes(extra, pipe_names)
+                plan = plans.get(tuple(extra))
+                if plan is None:
+                    plan = plans[tuple(extra)] = _pipe_plan(extra)
+                pipes = _pipes(extra, plan)
                 if pipes:
                     args["pipe_ratio"] = pipes
         elif h is not None:
@@ -210,7 +222,18 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
             containers.setdefault(whole, []).append((start, end, name, cat, args))
             continue
-        i = draw(dev, stream, start, end, name, cat, args, conn)
+        lane = lanes.get((dev, stream))                  # (``draw``, inline)
+        if lane is None:
+            lane = lanes[(dev, stream)] = _task_lane(layout, dev, stream)
+        i = len(slices)
+        slices.append(Slice(lane, start, end - start, name, cat, args))
+        if conn is not None:
+            at = index.get(conn)
+            if at is None:
+                index[conn] = [i]
+            else:
+                at.append(i)
+        made += 1
         if c is not None and args["context_id"] is not None:
             subtasks.setdefault(whole, i)
     merged = 0
@@ -236,17 +259,29 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                    "(drawn as zero-length where the start is known, else not converted)")
 
 
-def _pipes(pmu: dict[str, Any], names: dict[str, tuple[str, str] | None]) -> dict:
-    """msprof.tasks.pipe_ratios of ``pmu``, with each metric's (side, pipe) found once."""
+def _pipe_plan(pmu: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(metric, side, pipe) of the metrics of ``pmu`` that are pipe ratios
+    (``msprof.tasks.pipe_ratios``), in its order: the same for every task with these
+    metrics."""
+    plan = []
+    for k in pmu:
+        got = pipe_ratios({k: 0.0})
+        where = next(((side, pipe) for side, d in got.items() for pipe in d), None)
+        if where is not None:
+            plan.append((k, *where))
+    return plan
+
+
+def _pipes(pmu: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict:
+    """msprof.tasks.pipe_ratios of ``pmu``, by its metrics' ``_pipe_plan``."""
     out: dict[str, dict[str, float]] = {}
-    for k, v in pmu.items():
-        where = names.get(k, False)
-        if where is False:
-            got = pipe_ratios({k: 0.0})
-            where = names[k] = next(((side, pipe) for side, d in got.items() for pipe in d),
-                                    None)
-        if where is not None and type(v) in (int, float):
-            out.setdefault(where[0], {})[where[1]] = float(v)
+    for k, side, pipe in plan:
+        v = pmu[k]
+        if v.__class__ is float or v.__class__ is int:
+            d = out.get(side)
+            if d is None:
+                d = out[side] = {}
+            d[pipe] = float(v)
     return out
 
 
