@@ -16,6 +16,11 @@ from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, 
                    _INTERNED, _LEN, _STRING_IID, _STRING_VALUE, _TE_DEBUG)
 
 
+# json.dumps with these options, without making an encoder per call (0.6 us of 3.5)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def compact_text(name: Any, value: Any) -> str:
     """A nested arg value as one line of text: an operand list (``model.INPUTS`` /
     ``OUTPUTS``: dicts with "dtype" and "shape") as ``FP16[512,1024] tensor=22 bytes=1048576;
@@ -23,7 +28,7 @@ def compact_text(name: Any, value: Any) -> str:
     if name in (INPUTS, OUTPUTS) and value.__class__ is list and all(
             v.__class__ is dict and "dtype" in v and "shape" in v for v in value):
         return "; ".join(_operand_text(v) for v in value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT(value)
 
 
 def _operand_text(op: dict[str, Any]) -> str:
@@ -36,7 +41,7 @@ def _operand_text(op: dict[str, Any]) -> str:
 
 def _nested_text(value: Any) -> str:
     """An operand's nested value, as JSON."""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _JSON(value)
 
 
 def arg_lines(extra: Any) -> dict[str, tuple[str, tuple[str, ...]]]:
