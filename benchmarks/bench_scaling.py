@@ -14,7 +14,11 @@ PyPTO: the real runs given with ``--pypto`` (e.g. the samples' ffn_medium, ffn_l
 Each conversion (``to-perfetto`` with derived tracks, ``--workers`` processes) runs in a
 fresh child process.  Events = slices + instants + counter samples + flows of the written
 trace (the writer's counts).  Peak memory = the converting process's peak RSS (VmHWM) plus its
-forked writer's (an upper bound: pages they share are counted twice).
+forked writer's (an upper bound: pages they share are counted twice).  Machine memory = the
+converting process's peak RSS plus what its forked helper adds: the helper's own pages (not
+those it still shares), read as its work ends.  CPU = user and system seconds of the
+conversion's processes; on a VM the system part includes the host's backing of memory
+touched for the first time, measured on its own before and after (``first_touch_cost``).
 
 Net figures leave out the process's fixed part, which no run's size changes: the modules a
 conversion loads are imported before its clock (their time is added back in the raw
@@ -58,6 +62,24 @@ for pkg in (tracecvt.readers, tracecvt.analyses, tracecvt.writers):
 imports = time.perf_counter() - t
 with open("/proc/self/statm") as f:
     base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+# What a forked helper (the writer's second half; the PyPTO reader's pass) adds to the
+# machine's memory: its own pages, not those it still shares with this process, read as its
+# work ends; the largest of them (the helpers run one after another).
+import tracecvt.forkpass as fp
+def counted(fn):
+    def work():
+        out = fn()
+        with open("/proc/self/smaps_rollup") as f:
+            kb = sum(int(x.split()[1]) for x in f
+                     if x.startswith(("Private_Clean", "Private_Dirty")))
+        with open(sys.argv[5], "a") as f:
+            f.write(f"{kb}\n")
+        return out
+    return work
+_fork_pass = fp.fork_pass
+for m in list(sys.modules.values()):
+    if getattr(m, "fork_pass", None) is _fork_pass:
+        m.fork_pass = lambda fn: _fork_pass(counted(fn))
 ru = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1])
@@ -72,7 +94,12 @@ kids = resource.getrusage(resource.RUSAGE_CHILDREN)     # the forked writer, rea
 me = resource.getrusage(resource.RUSAGE_SELF)
 user = me.ru_utime - ru.ru_utime + kids.ru_utime
 system = me.ru_stime - ru.ru_stime + kids.ru_stime
-print(dt, events, own, kids.ru_maxrss, r.size, imports, base, user, system)
+try:
+    with open(sys.argv[5]) as f:
+        private = max(map(int, f.read().split()), default=0)
+except OSError:
+    private = 0
+print(dt, events, own, kids.ru_maxrss, r.size, imports, base, user, system, private)
 """
 
 
@@ -83,8 +110,10 @@ def _records_dir(run: Path) -> Path:
 
 def measure(run: Path, out: Path, workers: int) -> dict:
     t0 = time.perf_counter()
-    dt, events, own, child, size, imports, base, user, system = run_child(
-        CONVERT, str(run), str(out), str(REPO), str(workers))
+    helper = out.with_name("helper_private_kb")
+    helper.unlink(missing_ok=True)
+    dt, events, own, child, size, imports, base, user, system, private = run_child(
+        CONVERT, str(run), str(out), str(REPO), str(workers), str(helper))
     peak = (own + child) * 1024
     # Net of the fixed part: the time without the imports; the memory above the RSS the
     # process had before converting (for the forked writer too: it starts with those pages).
@@ -98,6 +127,10 @@ def measure(run: Path, out: Path, workers: int) -> dict:
             "bytes_per_event": round(peak / events, 1),
             "net_us_per_event": round(dt / events * 1e6, 3),
             "net_bytes_per_event": round(net_peak / events, 1),
+            "helper_private_bytes": int(private * 1024),
+            "machine_peak_bytes_per_event": round((own + private) * 1024 / events, 1),
+            "net_machine_peak_bytes_per_event": round((own - base + private) * 1024 / events,
+                                                      1),
             "user_cpu_s": round(user, 3), "system_cpu_s": round(system, 3),
             "user_us_per_event": round(user / events * 1e6, 3),
             "system_us_per_event": round(system / events * 1e6, 3)}
@@ -112,19 +145,23 @@ def flatness(rows: list[dict], key: str, floor_events: int = 10_000) -> float | 
 def report(family: str, rows: list[dict]) -> dict:
     print(f"\n{family}")
     print("| run | events | convert | µs / event | peak RSS | bytes / event "
-          "| net: µs / event | net: bytes / event | CPU µs / event: user; system |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| net: µs / event | net: bytes / event | net: machine bytes / event "
+          "| CPU µs / event: user; system |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {Path(r['run']).name} | {r['events']:,} | {r['convert_s']:.2f} s | "
               f"{r['us_per_event']:.3f} | {r['peak_rss_bytes'] / 2**30:.2f} GiB | "
               f"{r['bytes_per_event']:.0f} | {r['net_us_per_event']:.3f} | "
-              f"{r['net_bytes_per_event']:.0f} | {r['user_us_per_event']:.3f}; "
+              f"{r['net_bytes_per_event']:.0f} | {r['net_machine_peak_bytes_per_event']:.0f} | "
+              f"{r['user_us_per_event']:.3f}; "
               f"{r['system_us_per_event']:.3f} |")
     fig = {"family": family, "runs": rows,
            "time_per_event_max_over_min": flatness(rows, "us_per_event"),
            "memory_per_event_max_over_min": flatness(rows, "bytes_per_event"),
            "net_time_per_event_max_over_min": flatness(rows, "net_us_per_event"),
            "net_memory_per_event_max_over_min": flatness(rows, "net_bytes_per_event"),
+           "net_machine_memory_per_event_max_over_min": flatness(
+               rows, "net_machine_peak_bytes_per_event"),
            "user_cpu_per_event_max_over_min": flatness(rows, "user_us_per_event"),
            "system_cpu_per_event_max_over_min": flatness(rows, "system_us_per_event")}
     print(f"per event, runs of 10k events and more, max / min (goal <= 1.25): time "
@@ -133,7 +170,9 @@ def report(family: str, rows: list[dict]) -> dict:
           f"{min(r['imports_s'] for r in rows):.2f} s, "
           f"{min(r['fixed_rss_bytes'] for r in rows) / 2**20:.0f} MiB): time "
           f"{fig['net_time_per_event_max_over_min']}, memory "
-          f"{fig['net_memory_per_event_max_over_min']}; CPU of the conversion's processes: "
+          f"{fig['net_memory_per_event_max_over_min']} (machine memory "
+          f"{fig['net_machine_memory_per_event_max_over_min']}); CPU of the conversion's "
+          "processes: "
           f"user {fig['user_cpu_per_event_max_over_min']}, system (the kernel: page faults) "
           f"{fig['system_cpu_per_event_max_over_min']}")
     return fig
