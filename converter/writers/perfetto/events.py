@@ -101,11 +101,10 @@ def _timestamps(times: list[int], base: int) -> list[bytes]:
     return [_ts_field(t - base) for t in times]
 
 
-def _end_packets(slices: list, ids: list[int], base: int, end_tail: bytes) -> list[bytes]:
-    """Per slice of ``ids`` (in order): its END packet as written when it carries nothing
-    else (``end_tail``: the sequence id and the END event)."""
-    ends = [slices[i].ts + slices[i].dur for i in ids]
-    if len(ids) >= _COLUMNS_FROM:
+def _end_packets(ends: list[int], base: int, end_tail: bytes) -> list[bytes]:
+    """Per end time of ``ends``: the END packet as written when it carries nothing else
+    (``end_tail``: the sequence id and the END event)."""
+    if len(ends) >= _COLUMNS_FROM:
         made = columns.end_packets(ends, base, end_tail)
         if made is not None:
             return made
@@ -280,8 +279,12 @@ class SequenceWriter:
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
             # The whole packet of every plain END (no flows, no riding samples), a column at
             # a time (``columns``).
-            end_pk = _end_packets(slices, ids, base, end_tail)
+            ends = [slices[i].ts + slices[i].dur for i in ids]
+            end_pk = _end_packets(ends, base, end_tail)
             begin_ts = _timestamps(starts, base)
+            # A lane whose slices each end before the next begins: every END right after
+            # its BEGIN (those that carry more through the stack below, as on other lanes).
+            flat = all(map(int.__le__, ends, starts[1:]))
             # One last step (id -1) at a time past every end: the END step closes what is open.
             starts.append(UINT64_END)
             stack: list[int] = []   # open slice ends, innermost last
@@ -369,10 +372,14 @@ class SequenceWriter:
                     record[i] = (len(chunk), tsb, head, flushed)
                 append(_PACKET + _len(len(body)) + body)
                 stamp(d)
-                stack.append(ts + s.dur)
-                kstack.append(k)
-                if end_flows and i in end_flows:
-                    marks.append((len(stack) - 1, i))
+                if flat and i not in end_flows and (at_end is None or ends[k] not in at_end):
+                    append(end_pk[k])
+                    stamp(ends[k] - base)
+                else:
+                    stack.append(ends[k])
+                    kstack.append(k)
+                    if end_flows and i in end_flows:
+                        marks.append((len(stack) - 1, i))
                 done += 1
                 if len(chunk) >= limit:
                     self.done = done
