@@ -146,7 +146,6 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             out = norms[v] = normalize_task_type(v)
             return out
     subtasks: dict[tuple, int] = {}
-
     slices = trace.slices
 
     def draw(dev, stream, start, end, name, cat, args, conn) -> int:
@@ -222,18 +221,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
             containers.setdefault(whole, []).append((start, end, name, cat, args))
             continue
-        lane = lanes.get((dev, stream))                  # (``draw``, inline)
-        if lane is None:
-            lane = lanes[(dev, stream)] = _task_lane(layout, dev, stream)
-        i = len(slices)
-        slices.append(Slice(lane, start, end - start, name, cat, args))
-        if conn is not None:
-            at = index.get(conn)
-            if at is None:
-                index[conn] = [i]
-            else:
-                at.append(i)
-        made += 1
+        i = draw(dev, stream, start, end, name, cat, args, conn)
         if c is not None and args["context_id"] is not None:
             subtasks.setdefault(whole, i)
     merged = 0
