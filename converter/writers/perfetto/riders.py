@@ -113,8 +113,13 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     n_begins = len(begins)
     on_begin = int(np.searchsorted(key, n_begins))
     riders.update(zip(begin_slice[key[:on_begin]].tolist(), pieces))
-    for k, piece in zip((key[on_begin:] - n_begins).tolist(), pieces[on_begin:]):
-        end_riders.setdefault(int(end_track[k]), {})[int(ends[k])] = piece
+    on_end = key[on_begin:] - n_begins
+    for track, end, piece in zip(end_track[on_end].tolist(), ends[on_end].tolist(),
+                                 pieces[on_begin:]):
+        at = end_riders.get(track)
+        if at is None:
+            at = end_riders[track] = {}
+        at[end] = piece
 
 
 def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
