@@ -247,7 +247,7 @@ class _ArgEncoder:
         (per-slice ids, times, PMU figures: mostly all different) are built here, without
         the cache, but for ints below 16384 (``small``); the rest comes from ``pair``."""
         defined, pending = seq.defined, seq.pending
-        names, cache, small = self.names, self.cache, self.small
+        names, cache, small, once = self.names, self.cache, self.small, self.once
         parts = []
         pair = self.pair
         for name, value in args.items():
@@ -281,11 +281,23 @@ class _ArgEncoder:
                 continue
             if value is None:
                 continue
-            hit = cache.get((name, str, value)) if cls is str else None
-            if hit is None:
+            if cls is str and name.__class__ is str:
+                # ``pair``'s string rule, with one key and the entries defined here
+                key = (name, str, value)
+                hit = cache.get(key)
+                if hit is None:
+                    if key not in once:             # a first use: inline
+                        once.add(key)
+                        hit = self._str_pair(name, value, False)
+                    else:
+                        hit = cache[key] = self._str_pair(name, value, True)
+            else:
                 hit = pair(name, value)     # (ints outside [0, 2^63) too)
             parts.append(hit[0])
-            seq.use(hit[1])
+            for entry in hit[1]:
+                if entry not in defined:
+                    defined.add(entry)
+                    pending.append(entry)
         return b"".join(parts)
 
     @staticmethod
