@@ -101,6 +101,11 @@ def _timestamps(times: list[int], base: int) -> list[bytes]:
     return [_ts_field(t - base) for t in times]
 
 
+def _one_after_another(ends: list[int], starts: list[int]) -> bool:
+    """Whether each slice (in order: ``starts``, ``ends``) ends before the next begins."""
+    return all(map(int.__le__, ends, starts[1:]))
+
+
 def _end_packets(ends: list[int], base: int, end_tail: bytes) -> list[bytes]:
     """Per end time of ``ends``: the END packet as written when it carries nothing else
     (``end_tail``: the sequence id and the END event)."""
@@ -284,7 +289,7 @@ class SequenceWriter:
             begin_ts = _timestamps(starts, base)
             # A lane whose slices each end before the next begins: every END right after
             # its BEGIN (those that carry more through the stack below, as on other lanes).
-            flat = all(map(int.__le__, ends, starts[1:]))
+            flat = _one_after_another(ends, starts)
             # One last step (id -1) at a time past every end: the END step closes what is open.
             starts.append(UINT64_END)
             stack: list[int] = []   # open slice ends, innermost last
