@@ -347,6 +347,54 @@ def test_progress_bar_shows_after_the_delay_only(monkeypatch):
     assert quiet.progress is None and quiet.console is None
 
 
+def test_progress_bar_shows_a_long_stage_that_tells_nothing_more(monkeypatch):
+    """A stage told once before the delay (a reader that reports its file at the start and
+    at the end only) gets its bar when the delay is up; work that ends before it, none."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from tracecvt import progress
+    monkeypatch.setattr(progress, "DELAY_S", 0.2)
+    out = io.StringIO()
+    r = progress.Reporter(True, Console(file=out, force_terminal=True, width=100))
+    r("reading msprof_1.db", 0, 1)
+    assert r.progress is None
+    for _ in range(100):
+        time.sleep(0.05)
+        with r.lock:
+            if r.tasks:
+                break
+    with r.lock:
+        assert r.progress is not None and list(r.tasks) == ["reading msprof_1.db"]
+        r.progress.refresh()
+    r.close()
+    assert "reading msprof_1.db" in out.getvalue()
+    quick = progress.Reporter(True, Console(file=io.StringIO(), force_terminal=True))
+    quick("reading", 0, 1)
+    quick.close()                       # done before the delay
+    time.sleep(0.4)
+    assert quick.progress is None and quick.timer is None
+
+
+def test_a_forked_process_draws_no_bar():
+    """After a fork the child's reporters are off, with a lock of their own (one its
+    parent's timer thread held at the fork would never be released there)."""
+    import os
+
+    from tracecvt import progress
+    r = progress.Reporter(True)
+    with r.lock:
+        pid = os.fork()
+        if pid == 0:                                    # the child
+            ok = not r.enabled and r.lock.acquire(timeout=5)
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert r.enabled
+
+
 PIPED = """
 import sys
 from tracecvt import progress
