@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import MAX_NS, Slice, Trace
+from ...model import Slice, Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import _int
@@ -43,14 +43,12 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
     bad = 0
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
-    # (the per-row steps of span, plain, _tid, _thread_lane and Trace.add_slice, inline:
-    # a database has millions of these rows)
+    by_tid: dict[int, int] = {}     # thread id -> its lane (_thread_lane's, looked up once)
     for start, end, typ, gtid, conn, sid in cur:
-        if start.__class__ is not int or end.__class__ is not int or start < 0 \
-                or end < start or end > MAX_NS:
+        if span(start, end) is None:
             bad += 1
             continue
-        if conn.__class__ is bytes:
+        if conn.__class__ is bytes:     # (``plain``)
             conn = conn.hex()
         got = names.get((typ, sid))
         if got is None:
@@ -58,10 +56,10 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
             api = db.string(sid) or f"string {sid}"
             prefix = API_PREFIX.get(level or "", (level or "api").capitalize())
             got = names[(typ, sid)] = (level, api, f"{prefix}@{api}")
-        tid = gtid & 0xFFFFFFFF if gtid.__class__ is int else _tid(gtid)
-        lane = lanes.get(("CANN", tid))
+        tid = _tid(gtid)
+        lane = by_tid.get(tid)
         if lane is None:
-            lane = _thread_lane(layout, "CANN", CANN_ORDER, tid, lanes)
+            lane = by_tid[tid] = _thread_lane(layout, "CANN", CANN_ORDER, tid, lanes)
         if conn is not None:
             cann.setdefault(conn, len(slices))
         slices.append(Slice(lane, start, end - start, got[2], "cann",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import KERNEL, MAX_NS, Slice, Trace
+from ...model import KERNEL, Slice, Trace
 from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
 from ..msprof.jsontrace import _describe_lane, _describe_process
 from ..msprof.layout import Layout
@@ -166,8 +166,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
         return i
 
     for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
-        if start.__class__ is not int or end.__class__ is not int or start < 0 \
-                or end < start or end > MAX_NS:         # (``span``, inline)
+        if span(start, end) is None:
             bad += 1
             if span(start, start) is None:  # a usable start: drawn zero-length
                 continue

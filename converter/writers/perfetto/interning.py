@@ -167,6 +167,16 @@ class _ArgEncoder:
         body = head + _STRING_VALUE + varint(len(b)) + b
         return _TE_DEBUG + varint(len(body)) + body, (entry,)
 
+    def _uncached_str(self, key: tuple, name: str, value: str) -> tuple[bytes, tuple]:
+        """A string arg not in the cache (``key``: its cache key).  A string is interned
+        from its second use on: the first may be its only one (e.g. a bubble's
+        "waiting_for"), and inline is then smaller."""
+        if key not in self.once:
+            self.once.add(key)
+            return self._str_pair(name, value, False)
+        hit = self.cache[key] = self._str_pair(name, value, True)
+        return hit
+
     def pair(self, name: Any, value: Any) -> tuple[bytes, tuple] | None:
         """(DebugAnnotation bytes, the InternedData entries they use) of one arg, or None
         for a None value.  Repeated pairs come from a cache; ints are encoded directly (per
@@ -180,15 +190,7 @@ class _ArgEncoder:
                 return _TE_DEBUG + _LEN[len(body)] + body, (entry,)
             if cls is str:
                 key = (name, str, value)
-                hit = self.cache.get(key)
-                if hit is None:
-                    # A string is interned from its second use on: the first may be its
-                    # only one (e.g. a bubble's "waiting_for"), and inline is then smaller.
-                    if key not in self.once:
-                        self.once.add(key)
-                        return self._str_pair(name, value, False)
-                    hit = self.cache[key] = self._str_pair(name, value, True)
-                return hit
+                return self.cache.get(key) or self._uncached_str(key, name, value)
         if value is None:
             return None
         if cls is list or cls is dict or cls is tuple:
@@ -247,7 +249,7 @@ class _ArgEncoder:
         (per-slice ids, times, PMU figures: mostly all different) are built here, without
         the cache, but for ints below 16384 (``small``); the rest comes from ``pair``."""
         defined, pending = seq.defined, seq.pending
-        names, cache, small, once = self.names, self.cache, self.small, self.once
+        names, cache, small = self.names, self.cache, self.small
         parts = []
         pair = self.pair
         for name, value in args.items():
@@ -282,22 +284,12 @@ class _ArgEncoder:
             if value is None:
                 continue
             if cls is str and name.__class__ is str:
-                # ``pair``'s string rule, with one key and the entries defined here
                 key = (name, str, value)
-                hit = cache.get(key)
-                if hit is None:
-                    if key not in once:             # a first use: inline
-                        once.add(key)
-                        hit = self._str_pair(name, value, False)
-                    else:
-                        hit = cache[key] = self._str_pair(name, value, True)
+                hit = cache.get(key) or self._uncached_str(key, name, value)
             else:
                 hit = pair(name, value)     # (ints outside [0, 2^63) too)
             parts.append(hit[0])
-            for entry in hit[1]:
-                if entry not in defined:
-                    defined.add(entry)
-                    pending.append(entry)
+            seq.use(hit[1])
         return b"".join(parts)
 
     @staticmethod
