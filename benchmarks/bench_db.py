@@ -19,8 +19,8 @@ Every measurement runs in a fresh child process (benchmarks/childrun.py):
                nothing written; the garbage collector paused while reading, as the
                command and the API do; until 2026-11-29 ``Source.read`` was timed alone,
                with the collector running: 14.9 s against 9-10 s on the 1 M-task copy)
-* conversion = tracecvt to-perfetto of the same file (find, read, analyses' derived tracks
-               off as by default, write)
+* conversion = tracecvt to-perfetto of the same file through ``convert_source`` (find, read,
+               the analyses' derived tracks, on by default, write)
 * time ratio = conversion / floor (goal <= 1.5); memory ratio = peak RSS ratio (goal <= 1.2)
 """
 
@@ -32,7 +32,6 @@ import os
 import shutil
 import sqlite3
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
