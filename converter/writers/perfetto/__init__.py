@@ -249,10 +249,14 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         try:
             enrich(trace)
             added = slices[n_slices:]
+            cols = w.cols.extended(slices) if w.cols is not None \
+                and len(slices) >= n_slices else None
             if (len(trace.flows) == n_flows and len(slices) >= n_slices
-                    and all(s.track >= n_tracks for s in added)
+                    and (all(s.track >= n_tracks for s in added) if cols is None
+                         else not len(added) or int(cols.track[n_slices:].min()) >= n_tracks)
                     and [len(c.ts) for c in counter_units] == samples
-                    and time_origin(trace) == w.base):
+                    and time_origin(trace, cols) == w.base):
+                w.cols = cols           # (the forked process keeps those of its slices)
                 own = {id(c) for c in counter_units}
                 new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
                 new_units: dict[int, list[int]] = {}

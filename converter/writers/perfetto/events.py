@@ -17,12 +17,16 @@ from array import array
 from itertools import compress
 from typing import IO, Any, Callable
 
+import numpy as np
+
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from ...same_work import copies_work, own_work
+from ...slice_columns import SliceColumns, by_track, columns_of
 from . import columns
 from .attributes import attributes_packet
+from .flow_ids import add_flow_ids, flow_columns
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
 from .riders import ride
@@ -106,6 +110,18 @@ def _one_after_another(ends: list[int], starts: list[int]) -> bool:
     return all(map(int.__le__, ends, starts[1:]))
 
 
+def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[list[int], list[int]]:
+    """The starts and ends of a lane's slices ``ids`` (from ``cols``), ``ids`` sorted in place
+    by start, the longest first at one start, where they are not in order of start."""
+    at = np.array(ids, dtype=np.int64)
+    starts = cols.ts[at]
+    if not (starts[1:] > starts[:-1]).all():
+        order = np.lexsort((starts - cols.end[at], starts))     # (start, -duration)
+        at, starts = at[order], starts[order]
+        ids[:] = at.tolist()
+    return starts.tolist(), cols.end[at].tolist()
+
+
 def _end_packets(ends: list[int], base: int, end_tail: bytes) -> list[bytes]:
     """Per end time of ``ends``: the END packet as written when it carries nothing else
     (``end_tail``: the sequence id and the END event)."""
@@ -147,6 +163,9 @@ class SequenceWriter:
         # own slices.
         self.flow_bytes: dict[int, bytes] = {}
         self.end_flow_bytes: dict[int, bytes] = {}
+        # The flows' ends as columns, made here: a forked process does not read the
+        # flows again (reading an object writes its reference count: a page copied).
+        self.flow_cols = None
         # TrackEvent.correlation_id per slice that is one piece of work with slices on other
         # tracks (``same_work.work_ids``: the run's own slices and the analyses' copies of
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
@@ -155,7 +174,13 @@ class SequenceWriter:
         self.own_fields = id_fields(self.own_work.ids)
         self.copied = copies_work(trace, self.own_work)
         self.work = with_copies(self.own_fields, self.copied)
-        self.by_track = trace.slices_by_track()
+        # The slices' tracks and times as columns (None where a time is outside int64: each
+        # slice is then taken as it is).
+        self.cols = columns_of(self.slices)
+        self.by_track = by_track(self.cols.track) if self.cols is not None \
+            else trace.slices_by_track()
+        if self.cols is not None and trace.flows:
+            self.flow_cols = flow_columns(trace.flows, len(self.slices))
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
         # Names used once are written inline: interning them would only add an entry.  Each
@@ -165,7 +190,7 @@ class SequenceWriter:
         self.cats: dict[str, tuple[bytes, bytes]] = {}
         self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
         self.done = 0
-        self.base = time_origin(trace)
+        self.base = time_origin(trace, self.cols)
         # Counter samples riding on slice events of the same time (``ride``): the extra
         # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
         # per counter (by id) the times of its samples that ride.
@@ -197,7 +222,19 @@ class SequenceWriter:
 
     def flows_of(self, tracks: set[int] | None) -> None:
         """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the flows not
-        drawn whose destination is there."""
+        drawn whose destination is there.  A column at a time (``slice_columns``), else
+        (a time outside int64, a flow end that is no slice's index) one flow at a time."""
+        flows = self.trace.flows
+        if not flows:
+            return
+        if self.flow_cols is None:
+            self._flows_each(tracks)
+        else:
+            self.counts["flows_not_drawn"] += add_flow_ids(
+                self.flow_cols, self.cols, tracks, self.flow_bytes, self.end_flow_bytes)
+
+    def _flows_each(self, tracks: set[int] | None) -> None:
+        """``flows_of``, one flow at a time."""
         slices = self.slices
         flow_bytes = self.flow_bytes
         end_bytes = self.end_flow_bytes
@@ -227,7 +264,7 @@ class SequenceWriter:
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
         """Let the samples of ``counters`` ride on the events of the slices of ``units``
         (``riders.ride``): before a fork that splits them, or where both are written."""
-        ride(self.slices, units, counters, self.riders, self.end_riders, self.rides)
+        ride(self.slices, units, counters, self.riders, self.end_riders, self.rides, self.cols)
 
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
         slices = self.slices
@@ -268,11 +305,16 @@ class SequenceWriter:
         # column at a time (``_end_packets``, ``_timestamps``: on long runs most times take
         # five bytes, past the inline steps); the timestamp of an END that carries more is
         # written inline, on purpose: a call would cost more than the step itself.
+        cols = self.cols
         for track_id, ids in units:
-            starts = [slices[i].ts for i in ids]
-            if not all(map(int.__lt__, starts, starts[1:])):    # a sort only when not in order
-                ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+            if cols is not None and len(ids) >= _COLUMNS_FROM:
+                starts, ends = _lane_times(cols, ids)
+            else:
                 starts = [slices[i].ts for i in ids]
+                if not all(map(int.__lt__, starts, starts[1:])):    # sorted only if need be
+                    ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+                    starts = [slices[i].ts for i in ids]
+                ends = [slices[i].ts + slices[i].dur for i in ids]
             seq = _Sequence(seq_ids[track_id])
             append(_sequence_start(seq, track_id))
             stamp(-1)
@@ -284,7 +326,6 @@ class SequenceWriter:
             end_tail = seqb + _TRACK_EVENT + _len(len(_END)) + _END
             # The whole packet of every plain END (no flows, no riding samples), a column at
             # a time (``columns``).
-            ends = [slices[i].ts + slices[i].dur for i in ids]
             end_pk = _end_packets(ends, base, end_tail)
             begin_ts = _timestamps(starts, base)
             # A lane whose slices each end before the next begins: every END right after

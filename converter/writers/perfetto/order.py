@@ -19,13 +19,23 @@ from typing import IO, Any, Callable
 import numpy as np
 
 from ...model import Trace
+from ...slice_columns import SliceColumns
 from .columns import gather
 
 
-def time_origin(trace: Trace) -> int:
+def time_origin(trace: Trace, cols: SliceColumns | None = None) -> int:
     """The trace's time 0: its first timestamp (``Trace.time_start``, the Chrome JSON
-    writer's ``base_time_ns``), so that one event has the same time in both outputs."""
-    start = trace.time_start()
+    writer's ``base_time_ns``), so that one event has the same time in both outputs.
+    ``cols``: the columns of every slice of ``trace``, where known (``slice_columns``)."""
+    if cols is None or len(cols.ts) != len(trace.slices):
+        start = trace.time_start()
+    else:
+        firsts = [min(c.ts) for c in trace.counters if c.ts]
+        if len(cols.ts):
+            firsts.append(int(cols.ts.min()))
+        if trace.instants:
+            firsts.append(min(i.ts for i in trace.instants))
+        start = min(firsts, default=None)
     return 0 if start is None else start
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
+from ...slice_columns import SliceColumns
 from .columns import flat_rows, gather, varint_matrix
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
@@ -20,7 +21,7 @@ _FEW = 4                        # samples fewer than the slices / _FEW: those at
 
 def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
          riders: dict[int, bytes], end_riders: dict[int, dict[int, bytes]],
-         rides: dict[int, np.ndarray]) -> None:
+         rides: dict[int, np.ndarray], cols: SliceColumns | None = None) -> None:
     """Let the samples of ``counters`` ride on the BEGIN or END events of the slices of
     ``units`` (track, slice ids) that have their timestamp, as the event's extra counter
     values (``TrackEvent.extra_counter_values``): Trace Processor stores them as the same
@@ -40,33 +41,37 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     writes some of these slices or counters must know the result (``write_perfetto`` rides
     before it forks, or in the process that writes both); a slice or counter rides once.
 
-    Done a column at a time with numpy; times outside int64 take ``_ride_each``."""
+    Done a column at a time with numpy (from ``cols``, the slices' columns, where given);
+    times outside int64 take ``_ride_each``."""
     if not units or not counters:
         return
-    if _FEW * sum(len(c.ts) for c in counters) < sum(len(ids) for _, ids in units):
-        # Few samples for the slices (the run's own counters of an msprof database): only
-        # the slices that begin or end at a sample's time can carry one, in the same order.
-        times = set(chain.from_iterable(c.ts for c in counters))
-        units = [(t, kept) for t, ids in units
-                 if (kept := [i for i in ids if slices[i].ts in times
-                              or slices[i].ts + slices[i].dur in times])]
-        if not units:
-            return
-    flat = [i for _, ids in units for i in ids]
     try:
-        begin = np.array([slices[i].ts for i in flat], dtype=np.int64)
-        end = np.array([slices[i].ts + slices[i].dur for i in flat], dtype=np.int64)
         times = [np.array(c.ts, dtype=np.int64) for c in counters]
     except OverflowError:
         _ride_each(slices, units, counters, riders, end_riders, rides)
         return
+    if cols is None:
+        got = _columns(slices, units)
+        if got is None:
+            _ride_each(slices, units, counters, riders, end_riders, rides)
+            return
+        flat, begin, end = got
+    else:
+        flat = np.fromiter(chain.from_iterable(ids for _, ids in units), dtype=np.int64)
+        begin, end = cols.ts[flat], cols.end[flat]
     track = np.repeat(np.array([t for t, _ in units], dtype=np.int64),
                       [len(ids) for _, ids in units])
+    if _FEW * sum(map(len, times)) < len(flat):
+        # Few samples for the slices (the run's own counters of an msprof database): only
+        # the slices that begin or end at a sample's time can carry one, in the same order.
+        at = np.unique(np.concatenate(times))
+        kept = np.isin(begin, at) | np.isin(end, at)
+        flat, begin, end, track = flat[kept], begin[kept], end[kept], track[kept]
     # The times where slices begin (each with the first slice to begin there) and end
     # (each with the first track where one ends): the keys samples ride on, numbered
     # 0.. (begins) and len(begins).. (ends).
     begins, first = np.unique(begin, return_index=True)
-    begin_slice = np.array(flat, dtype=np.int64)[first]
+    begin_slice = flat[first]
     ends, first = np.unique(end, return_index=True)
     end_track = track[first]
     held = np.zeros(len(begins) + len(ends), dtype=np.int64)     # values on each key
@@ -114,12 +119,34 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     on_begin = int(np.searchsorted(key, n_begins))
     riders.update(zip(begin_slice[key[:on_begin]].tolist(), pieces))
     on_end = key[on_begin:] - n_begins
-    for track, end, piece in zip(end_track[on_end].tolist(), ends[on_end].tolist(),
-                                 pieces[on_begin:]):
+    if not len(on_end):
+        return
+    # per track, its ends in time order (a stable sort by track of the keys, in time order)
+    by_track = np.argsort(end_track[on_end], kind="stable")
+    tracks = end_track[on_end][by_track]
+    times = ends[on_end][by_track].tolist()
+    pieces = [pieces[on_begin + k] for k in by_track.tolist()]
+    firsts = np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1])))
+    bounds = np.append(firsts, len(tracks)).tolist()
+    for track, a, b in zip(tracks[firsts].tolist(), bounds, bounds[1:]):
         at = end_riders.get(track)
         if at is None:
-            at = end_riders[track] = {}
-        at[end] = piece
+            end_riders[track] = dict(zip(times[a:b], pieces[a:b]))
+        else:
+            at.update(zip(times[a:b], pieces[a:b]))
+
+
+def _columns(slices: list[Slice], units: list[tuple[int, list[int]]]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(slice ids, begins, ends) of ``units`` in order, from the slices; None where a time
+    is outside int64."""
+    flat = [i for _, ids in units for i in ids]
+    try:
+        return (np.array(flat, dtype=np.int64),
+                np.array([slices[i].ts for i in flat], dtype=np.int64),
+                np.array([slices[i].ts + slices[i].dur for i in flat], dtype=np.int64))
+    except OverflowError:
+        return None
 
 
 def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -1,0 +1,67 @@
+"""The slices' tracks and times as numpy columns, made once for a pass that reads them all
+(the Perfetto writer's set-up, flows and riding samples), so that it does not walk the
+``Slice`` objects again for each; a forked writing process shares them without copying
+their pages (reading a Python object writes its reference count)."""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import NamedTuple
+
+import numpy as np
+
+from .model import Slice
+
+_TRACK, _TS, _DUR = attrgetter("track"), attrgetter("ts"), attrgetter("dur")
+
+
+class SliceColumns(NamedTuple):
+    """Per slice (by index): its track, start and end (int64)."""
+
+    track: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+
+    def extended(self, slices: list[Slice]) -> SliceColumns | None:
+        """These columns with those of the slices after them in ``slices`` (added since),
+        or None where one of those does not fit (``columns_of``)."""
+        more = columns_of(slices, len(self.ts))
+        if more is None:
+            return None
+        return SliceColumns(*(np.concatenate(pair) for pair in zip(self, more)))
+
+
+def columns_of(slices: list[Slice], first: int = 0) -> SliceColumns | None:
+    """The columns of ``slices[first:]``, or None where a track, start or end is not an int
+    of int64 (the callers then take each slice as it is)."""
+    part = slices[first:] if first else slices
+    n = len(part)
+    try:
+        track = np.fromiter(map(_TRACK, part), dtype=np.int64, count=n)
+        ts = np.fromiter(map(_TS, part), dtype=np.int64, count=n)
+        dur = np.fromiter(map(_DUR, part), dtype=np.int64, count=n)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if n and (int(ts.min()) < -_BOUND or int(ts.max()) >= _BOUND
+              or int(dur.min()) < -_BOUND or int(dur.max()) >= _BOUND):
+        return None                     # an end could be past int64
+    return SliceColumns(track, ts, ts + dur)
+
+
+_BOUND = 1 << 62
+
+
+def by_track(track: np.ndarray) -> dict[int, list[int]]:
+    """``Trace.slices_by_track`` from the track column: slice indexes per track in index
+    order, the tracks in the order of their first slice (fresh lists)."""
+    if not len(track):
+        return {}
+    order = np.argsort(track, kind="stable")
+    sorted_track = track[order]
+    firsts = np.flatnonzero(np.concatenate(([True], sorted_track[1:] != sorted_track[:-1])))
+    bounds = np.append(firsts, len(order)).tolist()
+    keys = sorted_track[firsts].tolist()
+    ids = order.tolist()
+    groups = [(keys[k], ids[bounds[k]:bounds[k + 1]]) for k in range(len(keys))]
+    groups.sort(key=lambda g: g[1][0])          # by the index of their first slice
+    return dict(groups)

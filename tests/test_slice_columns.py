@@ -1,0 +1,97 @@
+"""The Perfetto writer's bookkeeping from the slices' columns (``tracecvt.slice_columns``:
+lanes, time 0, flow ids, samples riding on slice events, lane order) writes the trace the
+per-slice paths write, byte for byte, in one process and in two."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import numpy as np
+import pytest
+
+from tracecvt.model import UNTRUSTED_FLOW, RunMeta, Trace
+from tracecvt.slice_columns import by_track, columns_of
+from tracecvt.writers import perfetto
+from tracecvt.writers.perfetto import events, write_perfetto
+
+
+def test_lanes_from_the_track_column_are_the_traces_own():
+    rng = random.Random(7)
+    for n in (0, 1, 2, 50, 400):
+        trace = Trace(RunMeta(name="t", format="test"))
+        lanes = [trace.add_track(f"lane {k}") for k in range(9)]
+        for _ in range(n):
+            trace.add_slice(rng.choice(lanes), rng.randrange(100), 1, "s")
+        got = by_track(columns_of(trace.slices).track)
+        want = trace.slices_by_track()
+        assert got == want and list(got) == list(want)
+
+
+def test_times_outside_int64_leave_the_columns_to_the_slices():
+    trace = Trace(RunMeta(name="t", format="test"))
+    lane = trace.add_track("lane")
+    trace.add_slice(lane, 1 << 62, 5, "late")
+    assert columns_of(trace.slices) is None
+    trace.slices[0].ts = 5
+    cols = columns_of(trace.slices)
+    assert cols.ts.tolist() == [5] and cols.end.tolist() == [10] and cols.track.dtype == np.int64
+
+
+def _run(seed: int) -> Trace:
+    """Lanes whose slices come out of order (equal starts, nested and zero-length ones),
+    flows of every kind the .pftrace treats apart (drawn, untrusted, destination first,
+    across one ns onto a zero-length or a lasting destination, several on one slice),
+    counters sampled where slices begin and end, few or many."""
+    rng = random.Random(seed)
+    trace = Trace(RunMeta(name="cols", format="test"))
+    ids = []
+    for k in range(rng.randrange(1, 5)):
+        lane = trace.add_track(f"lane {k}", nesting=rng.random() < 0.5)
+        for _ in range(rng.randrange(0, 90)):
+            ids.append(trace.add_slice(lane, rng.randrange(0, 400), rng.choice((0, 1, 7, 60)),
+                                       rng.choice("abc"), "task", {"n": rng.randrange(4)}))
+    for _ in range(rng.randrange(0, 60) if ids else 0):
+        a, b = rng.choice(ids), rng.choice(ids)
+        trace.add_flow(a, b, rng.choice(("", "", "dep", UNTRUSTED_FLOW)))
+    times = sorted({trace.slices[i].ts + rng.choice((0, trace.slices[i].dur)) for i in ids})
+    for k in range(rng.randrange(0, 4)):
+        c = trace.add_counter(f"counter {k}")
+        picked = times if rng.random() < 0.5 else times[:rng.randrange(0, 4)]
+        for t in picked:
+            c.add(t, rng.randrange(0, 5))
+    return trace
+
+
+def _enrich(trace: Trace) -> None:
+    """As the analyses do: a derived lane copying the run's slices, a counter stepping
+    where they begin and end, and new args for some of the run's slices."""
+    n = len(trace.slices)
+    lane = trace.add_track("derived", derived=True)
+    c = trace.add_counter("derived counter")
+    for i in range(0, n, 3):
+        s = trace.slices[i]
+        trace.add_slice(lane, s.ts, s.dur, "copy")
+    for t in sorted({trace.slices[i].ts for i in range(n, len(trace.slices))}):
+        c.add(t, 2)
+    for i in range(0, n, 5):
+        trace.slices[i].args = {**(trace.slices[i].args or {}), "marked": True}
+
+
+def _written(seed: int, workers: int, enrich, without_columns: bool, monkeypatch) -> bytes:
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    if without_columns:
+        monkeypatch.setattr(events, "columns_of", lambda slices, first=0: None)
+    else:
+        monkeypatch.setattr(events, "columns_of", columns_of)
+    out = io.BytesIO()
+    write_perfetto(_run(seed), out, workers=workers, enrich=enrich)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("workers, enrich", [(1, None), (2, None), (2, _enrich)])
+def test_the_columns_write_what_the_slices_write(workers, enrich, monkeypatch):
+    for seed in range(25):
+        fast = _written(seed, workers, enrich, False, monkeypatch)
+        slow = _written(seed, workers, enrich, True, monkeypatch)
+        assert fast == slow, seed
