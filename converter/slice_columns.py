@@ -51,9 +51,10 @@ def columns_of(slices: list[Slice], first: int = 0) -> SliceColumns | None:
 _BOUND = 1 << 62
 
 
-def by_track(track: np.ndarray) -> dict[int, list[int]]:
-    """``Trace.slices_by_track`` from the track column: slice indexes per track in index
-    order, the tracks in the order of their first slice (fresh lists)."""
+def by_track(track: np.ndarray, first: int = 0) -> dict[int, list[int]]:
+    """``Trace.slices_by_track`` from the track column (of the slices from index ``first``):
+    slice indexes per track in index order, the tracks in the order of their first slice
+    (fresh lists)."""
     if not len(track):
         return {}
     order = np.argsort(track, kind="stable")
@@ -61,7 +62,7 @@ def by_track(track: np.ndarray) -> dict[int, list[int]]:
     firsts = np.flatnonzero(np.concatenate(([True], sorted_track[1:] != sorted_track[:-1])))
     bounds = np.append(firsts, len(order)).tolist()
     keys = sorted_track[firsts].tolist()
-    ids = order.tolist()
+    ids = (order + first).tolist()
     groups = [(keys[k], ids[bounds[k]:bounds[k + 1]]) for k in range(len(keys))]
     groups.sort(key=lambda g: g[1][0])          # by the index of their first slice
     return dict(groups)

@@ -71,6 +71,7 @@ from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
 from ...same_work import copies_work, still
+from ...slice_columns import by_track
 from .events import (_PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields,
                      with_copies)
 from . import share
@@ -259,9 +260,12 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 w.cols = cols           # (the forked process keeps those of its slices)
                 own = {id(c) for c in counter_units}
                 new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
-                new_units: dict[int, list[int]] = {}
-                for i in range(n_slices, len(slices)):
-                    new_units.setdefault(slices[i].track, []).append(i)
+                if cols is not None:
+                    new_units = by_track(cols.track[n_slices:], n_slices)
+                else:
+                    new_units = {}
+                    for i in range(n_slices, len(slices)):
+                        new_units.setdefault(slices[i].track, []).append(i)
                 # The last contested sequences this process takes, to even out the work
                 n_taken = share.taken(
                     [costs[k] for k in at], share.own_cost(costs, n_slices, sum(samples)),
