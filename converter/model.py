@@ -443,6 +443,7 @@ class Trace:
 
 
 _CHECKED_FROM = 32      # slices of a lane from which numpy says whether any moves
+_COLUMNS_FROM = 4096    # slices of a trace from which its lanes are taken from columns
 
 
 def split_overlaps(trace: Trace) -> int:
@@ -453,22 +454,31 @@ def split_overlaps(trace: Trace) -> int:
     partially overlap an enclosing one.  Extra lanes are siblings named like the lane, placed
     right after it, so nothing is dropped.  Returns the number of slices moved.
     """
-    by_track = trace.slices_by_track()
     slices = trace.slices
+    cols = None
+    if len(slices) >= _COLUMNS_FROM:
+        from .slice_columns import by_track, columns_of    # (numpy, for a large trace)
+        cols = columns_of(slices)
+    lanes_of = by_track(cols.track) if cols is not None else trace.slices_by_track()
     moved = 0
-    for track_id, ids in by_track.items():
+    for track_id, ids in lanes_of.items():
         track = trace.tracks[track_id]
         if track.kind != LANE:
             continue
-        lane = list(map(slices.__getitem__, ids))
-        starts = [s.ts for s in lane]
-        if all(map(int.__lt__, starts, starts[1:])) and \
-                all(map(int.__le__, [s.ts + s.dur for s in lane], starts[1:])):
-            continue        # one after the other (the usual lane): nothing overlaps
-        if len(ids) >= _CHECKED_FROM:
-            from .overlaps import moves_none        # (numpy, only where a lane needs it)
-            if moves_none(starts, [s.dur for s in lane], track.nesting):
-                continue    # calls properly nested (or a lane walked below)
+        if cols is not None and len(ids) >= _CHECKED_FROM:
+            from .overlaps import lane_moves_none
+            if lane_moves_none(cols, ids, track.nesting):
+                continue    # one after the other, or calls properly nested
+        else:
+            lane = list(map(slices.__getitem__, ids))
+            starts = [s.ts for s in lane]
+            if all(map(int.__lt__, starts, starts[1:])) and \
+                    all(map(int.__le__, [s.ts + s.dur for s in lane], starts[1:])):
+                continue        # one after the other (the usual lane): nothing overlaps
+            if len(ids) >= _CHECKED_FROM:
+                from .overlaps import moves_none        # (numpy, only where a lane needs it)
+                if moves_none(starts, [s.dur for s in lane], track.nesting):
+                    continue    # calls properly nested (or a lane walked below)
         ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
         lanes: list[tuple[int, list[int]]] = [(track_id, [])]   # (track, open-end stack)
         extra = 0

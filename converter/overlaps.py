@@ -12,9 +12,20 @@ import numpy as np
 _HALF = 1 << 62         # times and durations within ±2^62: a start plus a duration fits int64
 
 
-def moves_none(starts: list[int], durs: list[int], nesting: bool) -> bool | None:
-    """Whether ``split_overlaps`` would leave every slice of a lane (``starts``, ``durs``)
-    where it is; None where the times are past ±2^62 (the caller walks the lane).
+def lane_moves_none(cols, ids: list[int], nesting: bool) -> bool:
+    """``moves_none`` of the lane of slices ``ids`` from the slices' columns
+    (``slice_columns.SliceColumns``: times within ±2^62), with the usual lane's check
+    first: each slice in ``ids``' order starts after the one before and after its end."""
+    at = np.array(ids, dtype=np.int64)
+    ts, end = cols.ts[at], cols.end[at]
+    if (ts[1:] > ts[:-1]).all() and (end[:-1] <= ts[1:]).all():
+        return True
+    return bool(moves_none(ts, end - ts, nesting))
+
+
+def moves_none(starts, durs, nesting: bool) -> bool | None:
+    """Whether ``split_overlaps`` would leave every slice of a lane (``starts``, ``durs``:
+    lists or int64 arrays) where it is; None where the times are past ±2^62 (the caller walks the lane).
 
     In the walk's order (start, the longer first, then as given):
     * without nesting, a slice moves when one before it ends after it starts;

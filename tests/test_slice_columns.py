@@ -95,3 +95,33 @@ def test_the_columns_write_what_the_slices_write(workers, enrich, monkeypatch):
         fast = _written(seed, workers, enrich, False, monkeypatch)
         slow = _written(seed, workers, enrich, True, monkeypatch)
         assert fast == slow, seed
+
+
+def _overlapping(seed: int) -> Trace:
+    """Lanes of back-to-back work with some overlaps, and call stacks with some calls
+    that end after the one they start in; long and short lanes."""
+    rng = random.Random(seed)
+    trace = Trace(RunMeta(name="overlaps", format="test"))
+    for k in range(6):
+        lane = trace.add_track(f"lane {k}", nesting=k % 2 == 1)
+        t = 0
+        for _ in range(rng.choice((5, 40, 300))):
+            dur = rng.choice((0, 3, 10, 50))
+            trace.add_slice(lane, t, dur, "s")
+            t += rng.choice((dur, dur, dur + 2, 1, 0)) if k % 2 == 0 else rng.choice((1, 2, 60))
+    return trace
+
+
+def test_overlaps_are_split_alike_from_the_columns(monkeypatch):
+    import tracecvt.model as model
+
+    for seed in range(20):
+        got = []
+        for columns_from in (0, 1 << 40):
+            monkeypatch.setattr(model, "_COLUMNS_FROM", columns_from)
+            trace = _overlapping(seed)
+            moved = model.split_overlaps(trace)
+            got.append((moved, [s.track for s in trace.slices],
+                        [(t.name, t.parent, t.order, t.nesting) for t in trace.tracks]))
+        assert got[0] == got[1], seed
+        assert seed > 0 or got[0][0] > 0
