@@ -4,7 +4,7 @@ Perfetto writer's ``correlation_id``, which the Perfetto UI colours alike)."""
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, compress
 from operator import attrgetter, is_
 from typing import Any, NamedTuple
 
@@ -107,20 +107,17 @@ def own_work(trace: Trace) -> OwnWork:
             k = first.setdefault((v.__class__, v), i)
             if k != i:
                 ends += (k, i)
-    joined = []
-    if flow_names:
-        joined = [f for f in trace.flows if f.name in flow_names and f.src != f.dst]
-        if derived:
-            joined = [f for f in joined if slices[f.src].track not in derived
-                      and slices[f.dst].track not in derived]
-        ends.extend(chain.from_iterable(map(attrgetter("src", "dst"), joined)))
+    pairs = [np.array(ends, dtype=np.int64).reshape(-1, 2)] if ends else []
+    joined: list[Any] = []
+    if flow_names and trace.flows:
+        joined, flow_pairs = _joining_flows(trace, flow_names, derived)
+        pairs.append(flow_pairs)
     out: dict[int, int] = {}
     wid = 0
-    if ends:
-        members, root = _components(np.array(ends, dtype=np.int64).reshape(-1, 2))
+    if pairs and sum(map(len, pairs)):
+        members, root = _components(np.concatenate(pairs))
         # Groups in order of their first slice; one on a single track links nothing.
-        track = np.fromiter(map(attrgetter("track"), map(slices.__getitem__, members.tolist())),
-                            dtype=np.int64, count=len(members))
+        track = _slice_tracks(slices, members)
         order = np.lexsort((members, root))
         members, root, track = members[order], root[order], track[order]
         cut = np.flatnonzero(np.diff(root)) + 1
@@ -134,7 +131,41 @@ def own_work(trace: Trace) -> OwnWork:
         keep = per > 0
         out = dict(zip(members[keep].tolist(), per[keep].tolist()))
         wid = int(linked.sum())
-    return OwnWork(out, wid, keys, joined, [f.name for f in joined])
+    return OwnWork(out, wid, keys, joined, list(map(attrgetter("name"), joined)))
+
+
+def _joining_flows(trace: Trace, names: set[str],
+                   derived: set[int]) -> tuple[list[Any], np.ndarray]:
+    """The flows of ``names`` that join two slices (neither on a ``derived`` track), and
+    their (src, dst) as an n x 2 array.  Read a column at a time (``map`` and
+    ``attrgetter``, no Python loop per flow): a run can have a million flows."""
+    flows = trace.flows
+    named = np.fromiter(map(names.__contains__, map(attrgetter("name"), flows)), dtype=bool,
+                        count=len(flows))
+    if not named.all():
+        flows = list(compress(flows, named.tolist()))
+    ends = np.fromiter(chain.from_iterable(map(attrgetter("src", "dst"), flows)),
+                       dtype=np.int64, count=2 * len(flows)).reshape(-1, 2)
+    keep = ends[:, 0] != ends[:, 1]
+    if derived and len(ends):
+        track = _slice_tracks(trace.slices, ends.ravel()).reshape(-1, 2)
+        keep &= ~np.isin(track, list(derived)).any(axis=1)
+    if not keep.all():
+        flows = list(compress(flows, keep.tolist()))
+        ends = ends[keep]
+    return (list(flows) if flows is trace.flows else flows), ends
+
+
+def _slice_tracks(slices: list, at: np.ndarray) -> np.ndarray:
+    """The track of each slice of ``at`` (indexes): from a column of every slice's track
+    where ``at`` names a good part of them (one pass over the slices costs less than a
+    look-up per index), else one look-up per index."""
+    if 3 * len(at) >= len(slices):
+        every = np.fromiter(map(attrgetter("track"), slices), dtype=np.int64,
+                            count=len(slices))
+        return every[at]
+    return np.fromiter(map(attrgetter("track"), map(slices.__getitem__, at.tolist())),
+                       dtype=np.int64, count=len(at))
 
 
 def still(trace: Trace, own: OwnWork, replaced: dict[int, tuple[Any, Any]]) -> bool:

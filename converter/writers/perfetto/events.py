@@ -17,6 +17,8 @@ from array import array
 from itertools import compress
 from typing import IO, Any, Callable
 
+import numpy as np
+
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
@@ -48,7 +50,7 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
 def correlation_fields(trace: Trace) -> dict[int, bytes]:
     """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
     own = own_work(trace)
-    return with_copies(id_fields(own.ids), copies_work(trace, own))
+    return with_copies(id_fields(own.ids, own.count), copies_work(trace, own))
 
 
 def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int, bytes]:
@@ -58,11 +60,32 @@ def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int
     return {**own_fields, **id_fields(added)} if added else own_fields
 
 
-def id_fields(ids: dict[int, int]) -> dict[int, bytes]:
-    """Slice index -> the ``correlation_id`` field of its work id in ``ids``."""
+def id_fields(ids: dict[int, int], count: int = 0) -> dict[int, bytes]:
+    """Slice index -> the ``correlation_id`` field of its work id in ``ids``.  ``count``:
+    where known, the ids are 1 to ``count`` (``same_work.own_work``'s), and their fields
+    are built as one column."""
     # one field per id (ids are small, most shared by two or more slices)
-    fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
+    if count:
+        fields: Any = _id_column(count)
+    else:
+        fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
     return dict(zip(ids, map(fields.__getitem__, ids.values())))
+
+
+def _id_column(top: int) -> list[bytes]:
+    """The ``correlation_id`` fields of ids 0 to ``top``, by index: built as numpy rows
+    (``columns.varint_matrix``) read back as one ``bytes`` each (numpy's fixed-width
+    bytes drop the trailing zeros a row is padded with; a varint but 0's ends in a
+    non-zero byte)."""
+    groups, lengths = columns.varint_matrix(np.arange(top + 1, dtype=np.uint64))
+    head = len(_TE_CORRELATION)
+    width = head + groups.shape[1]
+    rows = np.zeros((top + 1, width), dtype=np.uint8)
+    rows[:, :head] = np.frombuffer(_TE_CORRELATION, dtype=np.uint8)
+    rows[:, head:] = np.where(np.arange(groups.shape[1]) < lengths[:, None], groups, 0)
+    fields = rows.view(f"S{width}").ravel().tolist()
+    fields[0] = _TE_CORRELATION + varint(0)
+    return fields
 
 
 # Below this many slices a track's times are encoded one by one (numpy's cost per call
@@ -152,7 +175,7 @@ class SequenceWriter:
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
         self.own_work = own_work(trace)
-        self.own_fields = id_fields(self.own_work.ids)
+        self.own_fields = id_fields(self.own_work.ids, self.own_work.count)
         self.copied = copies_work(trace, self.own_work)
         self.work = with_copies(self.own_fields, self.copied)
         self.by_track = trace.slices_by_track()
