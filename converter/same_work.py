@@ -6,22 +6,51 @@ from __future__ import annotations
 
 from itertools import chain, compress
 from operator import attrgetter, is_
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
-class OwnWork(NamedTuple):
+class OwnWork:
     """The run's own part of ``work_ids`` (``own_work``), and what it was made from: the
-    declared arg names, and the flows that joined slices with the name each had."""
+    declared arg names, and the flows that joined slices with the name each had.
 
-    ids: dict[int, int]
-    count: int
-    keys: list[tuple[str, ...]]
-    flows: list[Any]
-    flow_names: list[str]
+    The ids are kept as two arrays, ``members`` (slice indexes, by work id then index) and
+    ``numbers`` (their work ids, 1 to ``count``): a large run has millions, and the Perfetto
+    writer reads them as arrays (``events.own_fields``).  ``ids`` is them as a dict, made
+    on first use; ``id_of`` looks one slice up without it."""
+
+    __slots__ = ("members", "numbers", "count", "keys", "flows", "flow_names", "_ids",
+                 "_by_slice")
+
+    def __init__(self, members: np.ndarray, numbers: np.ndarray, count: int,
+                 keys: list[tuple[str, ...]], flows: list[Any], flow_names: list[str]):
+        self.members = members
+        self.numbers = numbers
+        self.count = count
+        self.keys = keys
+        self.flows = flows
+        self.flow_names = flow_names
+        self._ids: dict[int, int] | None = None
+        self._by_slice: np.ndarray | None = None
+
+    @property
+    def ids(self) -> dict[int, int]:
+        """Slice index -> work id, in the order of ``members``; do not change it."""
+        if self._ids is None:
+            self._ids = dict(zip(self.members.tolist(), self.numbers.tolist()))
+        return self._ids
+
+    def id_of(self, i: int) -> int | None:
+        """The work id of slice ``i``, or None."""
+        if self._by_slice is None:
+            top = int(self.members.max()) + 1 if len(self.members) else 0
+            self._by_slice = np.zeros(top, dtype=np.int64)
+            self._by_slice[self.members] = self.numbers
+        w = int(self._by_slice[i]) if 0 <= i < len(self._by_slice) else 0
+        return w or None
 
 
 def work_ids(trace: Trace, own: OwnWork | None = None) -> dict[int, int]:
@@ -53,7 +82,7 @@ def copies_work(trace: Trace, own: OwnWork) -> dict[int, int]:
     added: dict[int, int] = {}
     if not isinstance(copies, dict):
         return added
-    ids = own.ids
+    id_of = own.id_of
     wid = own.count
     n = len(trace.slices)
     for c in sorted(k for k in copies if k.__class__ is int and 0 <= k < n):
@@ -63,14 +92,14 @@ def copies_work(trace: Trace, own: OwnWork) -> dict[int, int]:
         originals = [o for o in originals if o.__class__ is int and 0 <= o < n and o != c]
         if not originals:
             continue
-        have = [w for w in (added.get(o, ids.get(o)) for o in originals) if w is not None]
+        have = [w for w in (added.get(o, id_of(o)) for o in originals) if w is not None]
         if have:
             w = min(have)
         else:
             wid += 1
             w = wid
         for o in originals:
-            if o not in added and o not in ids:
+            if o not in added and id_of(o) is None:
                 added[o] = w
         added[c] = w
     return added
@@ -112,7 +141,7 @@ def own_work(trace: Trace) -> OwnWork:
     if flow_names and trace.flows:
         joined, flow_pairs = _joining_flows(trace, flow_names, derived)
         pairs.append(flow_pairs)
-    out: dict[int, int] = {}
+    members = numbers = np.zeros(0, dtype=np.int64)
     wid = 0
     if pairs and sum(map(len, pairs)):
         members, root = _components(np.concatenate(pairs))
@@ -129,9 +158,9 @@ def own_work(trace: Trace) -> OwnWork:
         ids[linked] = np.arange(1, int(linked.sum()) + 1)
         per = np.repeat(ids, np.diff(np.append(starts, len(members))))
         keep = per > 0
-        out = dict(zip(members[keep].tolist(), per[keep].tolist()))
+        members, numbers = members[keep], per[keep]
         wid = int(linked.sum())
-    return OwnWork(out, wid, keys, joined, list(map(attrgetter("name"), joined)))
+    return OwnWork(members, numbers, wid, keys, joined, list(map(attrgetter("name"), joined)))
 
 
 def _joining_flows(trace: Trace, names: set[str],

@@ -12,9 +12,9 @@ import random
 import numpy as np
 import pytest
 
-from tracecvt.model import SAME_TASK, SAME_WORK, RunMeta, Trace
-from tracecvt.same_work import _slice_tracks, own_work, work_ids
-from tracecvt.writers.perfetto.events import _id_column, id_fields
+from tracecvt.model import COPIES, SAME_TASK, SAME_WORK, RunMeta, Trace
+from tracecvt.same_work import _slice_tracks, copies_work, own_work, work_ids
+from tracecvt.writers.perfetto.events import _id_column, id_fields, own_id_fields
 from tracecvt.writers.perfetto.wire import _TE_CORRELATION
 from tracecvt.writers.protowire import varint
 
@@ -121,7 +121,7 @@ def test_id_fields_column_is_the_plain_fields(seed):
     own = own_work(trace)
     plain = {i: _TE_CORRELATION + varint(w) for i, w in own.ids.items()}
     assert list(id_fields(own.ids).items()) == list(plain.items())
-    assert list(id_fields(own.ids, own.count).items()) == list(plain.items())
+    assert list(own_id_fields(own).items()) == list(plain.items())
 
 
 def test_id_column_across_varint_lengths():
@@ -142,3 +142,39 @@ def test_slice_tracks_column_and_lookups_agree():
     for size in (1, n // 10, n // 2, n, 3 * n):     # look-ups below a third, a column above
         at = rng.integers(0, n, size)
         assert _slice_tracks(trace.slices, at).tolist() == [plain[i] for i in at.tolist()]
+
+
+def _plain_copies(trace: Trace, ids: dict[int, int], count: int) -> dict[int, int]:
+    """``copies_work`` read off the ids as a dict."""
+    added: dict[int, int] = {}
+    n = len(trace.slices)
+    for c, originals in sorted(trace.meta.extra[COPIES].items()):
+        originals = [o for o in originals if 0 <= o < n and o != c]
+        if not originals:
+            continue
+        have = [added.get(o, ids.get(o)) for o in originals]
+        have = [w for w in have if w is not None]
+        if not have:
+            count += 1
+        w = min(have) if have else count
+        for o in originals:
+            if o not in added and o not in ids:
+                added[o] = w
+        added[c] = w
+    return added
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_copies_look_up_the_ids_as_the_dict_does(seed):
+    trace = _random_trace(seed)
+    own = own_work(trace)
+    rng = random.Random(seed)
+    n = len(trace.slices)
+    for _ in range(rng.randint(0, 20)):             # the analyses' copies, after own_work
+        trace.add_slice(0, 0, 1, "copy")
+    m = len(trace.slices)
+    trace.meta.extra[COPIES] = {rng.randrange(m): [rng.randrange(-1, m + 2) for _ in range(3)]
+                                for _ in range(rng.randint(0, 30))} if m else {}
+    assert copies_work(trace, own) == _plain_copies(trace, own.ids, own.count)
+    for i in range(-2, m + 3):
+        assert own.id_of(i) == (own.ids.get(i) if i >= 0 else None)

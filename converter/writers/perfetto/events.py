@@ -22,7 +22,7 @@ import numpy as np
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
-from ...same_work import copies_work, own_work
+from ...same_work import OwnWork, copies_work, own_work
 from . import columns
 from .attributes import attributes_packet
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
@@ -50,7 +50,7 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
 def correlation_fields(trace: Trace) -> dict[int, bytes]:
     """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
     own = own_work(trace)
-    return with_copies(id_fields(own.ids, own.count), copies_work(trace, own))
+    return with_copies(own_id_fields(own), copies_work(trace, own))
 
 
 def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int, bytes]:
@@ -60,16 +60,21 @@ def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int
     return {**own_fields, **id_fields(added)} if added else own_fields
 
 
-def id_fields(ids: dict[int, int], count: int = 0) -> dict[int, bytes]:
-    """Slice index -> the ``correlation_id`` field of its work id in ``ids``.  ``count``:
-    where known, the ids are 1 to ``count`` (``same_work.own_work``'s), and their fields
-    are built as one column."""
+def id_fields(ids: dict[int, int]) -> dict[int, bytes]:
+    """Slice index -> the ``correlation_id`` field of its work id in ``ids``."""
     # one field per id (ids are small, most shared by two or more slices)
-    if count:
-        fields: Any = _id_column(count)
-    else:
-        fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
+    fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
     return dict(zip(ids, map(fields.__getitem__, ids.values())))
+
+
+def own_id_fields(own: OwnWork) -> dict[int, bytes]:
+    """``id_fields`` of ``own.ids``, made from its arrays (``same_work.OwnWork``) with one
+    field per id, all built at once (``_id_column``): a large run has millions of slices
+    with an id, and this spares the dict of their ids."""
+    if not own.count:
+        return {}
+    fields = _id_column(own.count)
+    return dict(zip(own.members.tolist(), map(fields.__getitem__, own.numbers.tolist())))
 
 
 def _id_column(top: int) -> list[bytes]:
@@ -175,7 +180,7 @@ class SequenceWriter:
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
         self.own_work = own_work(trace)
-        self.own_fields = id_fields(self.own_work.ids, self.own_work.count)
+        self.own_fields = own_id_fields(self.own_work)
         self.copied = copies_work(trace, self.own_work)
         self.work = with_copies(self.own_fields, self.copied)
         self.by_track = trace.slices_by_track()
