@@ -120,23 +120,7 @@ def own_work(trace: Trace) -> OwnWork:
         keys.insert(0, (task,))
     flow_names = {n for n in declared.get("flows", ()) if isinstance(n, str)}
     derived = {t.index for t in tracks if t.derived}
-    ends: list[int] = []                    # pairs of slices that are one: a0, b0, a1, b1...
-    for names in keys:
-        first: dict[Any, int] = {}
-        for i, s in enumerate(slices):
-            a = s.args
-            for key in names:
-                v = a.get(key) if a else None
-                if v is None and s.shared_args:
-                    v = s.shared_args.get(key)
-                if v is not None:
-                    break
-            if v is None or v.__class__ in (list, dict) or s.track in derived:
-                continue
-            k = first.setdefault((v.__class__, v), i)
-            if k != i:
-                ends += (k, i)
-    pairs = [np.array(ends, dtype=np.int64).reshape(-1, 2)] if ends else []
+    pairs = [_arg_pairs(slices, keys, derived)] if keys else []
     joined: list[Any] = []
     if flow_names and trace.flows:
         joined, flow_pairs = _joining_flows(trace, flow_names, derived)
@@ -162,6 +146,58 @@ def own_work(trace: Trace) -> OwnWork:
         wid = int(linked.sum())
     return OwnWork(members, numbers, wid, keys, joined, list(map(attrgetter("name"), joined)))
 
+
+def _arg_pairs(slices: list, keys: list[tuple[str, ...]], derived: set[int]) -> np.ndarray:
+    """Pairs of slices (n x 2) that are one by a declared arg: per entry of ``keys``, each
+    slice with a value joined to the first slice with an equal value of the same class (1,
+    1.0 and True are not one; lists and dicts join nothing), none on a ``derived`` track.
+    The slices are looked up by one ``map`` per entry, not one call per slice."""
+    out = [np.zeros((0, 2), dtype=np.int64)]
+    for names in keys:
+        at, values = _arg_values(slices, names)
+        kinds = list(map(type, values))
+        classes = set(kinds)
+        if list in classes or dict in classes or derived:
+            keep = [k is not list and k is not dict and slices[i].track not in derived
+                    for i, k in zip(at, kinds)]
+            at, values, kinds = (list(compress(c, keep)) for c in (at, values, kinds))
+        first: dict[Any, int] = {}
+        # of one class, the values alone are as equal, and as unequal, as (class, value)
+        by = values if len(classes) == 1 else zip(kinds, values)
+        a = np.array(list(map(first.setdefault, by, at)), dtype=np.int64)
+        b = np.array(at, dtype=np.int64)
+        joins = a != b
+        out.append(np.stack((a[joins], b[joins]), axis=1))
+    return np.concatenate(out)
+
+
+def _arg_values(slices: list, names: tuple[str, ...]) -> tuple[list[int], list[Any]]:
+    """The slices with a value of ``names`` (``_value``: the first name a slice has, own args
+    first, then shared), and their values."""
+    at: list[int] = []
+    values: list[Any] = []
+    put_at, put = at.append, values.append
+    if len(names) > 1:
+        for i, s in enumerate(slices):
+            v = _value(s.args, s.shared_args, names)
+            if v is not None:
+                put_at(i)
+                put(v)
+        return at, values
+    key = names[0]                          # most entries: one name, unrolled
+    for i, s in enumerate(slices):
+        a = s.args
+        v = a.get(key) if a else None
+        if v is None:
+            shared = s.shared_args
+            if not shared:
+                continue
+            v = shared.get(key)
+            if v is None:
+                continue
+        put_at(i)
+        put(v)
+    return at, values
 
 def _joining_flows(trace: Trace, names: set[str],
                    derived: set[int]) -> tuple[list[Any], np.ndarray]:
