@@ -151,7 +151,8 @@ def _arg_pairs(slices: list, keys: list[tuple[str, ...]], derived: set[int]) -> 
     """Pairs of slices (n x 2) that are one by a declared arg: per entry of ``keys``, each
     slice with a value joined to the first slice with an equal value of the same class (1,
     1.0 and True are not one; lists and dicts join nothing), none on a ``derived`` track.
-    The slices are looked up by one ``map`` per entry, not one call per slice."""
+    The values are grouped by one ``map`` of ``dict.setdefault`` per entry, not one call
+    per slice."""
     out = [np.zeros((0, 2), dtype=np.int64)]
     for names in keys:
         at, values = _arg_values(slices, names)
@@ -198,6 +199,7 @@ def _arg_values(slices: list, names: tuple[str, ...]) -> tuple[list[int], list[A
         put_at(i)
         put(v)
     return at, values
+
 
 def _joining_flows(trace: Trace, names: set[str],
                    derived: set[int]) -> tuple[list[Any], np.ndarray]:

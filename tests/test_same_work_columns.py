@@ -3,7 +3,9 @@ writer builds the ``correlation_id`` fields of ``own_work``'s ids as one numpy c
 (``events.id_fields`` with a count).  Both give what the plain per-slice, per-flow reading
 gives: compared here on random traces (declared args, own and shared, lists and dicts that
 join nothing; flows of declared and other names, flows from a slice to itself; derived
-tracks) against a plain reference, and the column's fields against ``protowire.varint``."""
+tracks) against a plain reference, and the column's fields against ``protowire.varint``.
+``own_work`` keeps its ids as arrays: ``copies_work`` looks them up one at a time
+(``OwnWork.id_of``) as it did in the dict."""
 
 from __future__ import annotations
 
@@ -169,7 +171,6 @@ def test_copies_look_up_the_ids_as_the_dict_does(seed):
     trace = _random_trace(seed)
     own = own_work(trace)
     rng = random.Random(seed)
-    n = len(trace.slices)
     for _ in range(rng.randint(0, 20)):             # the analyses' copies, after own_work
         trace.add_slice(0, 0, 1, "copy")
     m = len(trace.slices)
