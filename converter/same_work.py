@@ -4,24 +4,53 @@ Perfetto writer's ``correlation_id``, which the Perfetto UI colours alike)."""
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, compress
 from operator import attrgetter, is_
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
-class OwnWork(NamedTuple):
+class OwnWork:
     """The run's own part of ``work_ids`` (``own_work``), and what it was made from: the
-    declared arg names, and the flows that joined slices with the name each had."""
+    declared arg names, and the flows that joined slices with the name each had.
 
-    ids: dict[int, int]
-    count: int
-    keys: list[tuple[str, ...]]
-    flows: list[Any]
-    flow_names: list[str]
+    The ids are kept as two arrays, ``members`` (slice indexes, by work id then index) and
+    ``numbers`` (their work ids, 1 to ``count``): a large run has millions, and the Perfetto
+    writer reads them as arrays (``events.own_fields``).  ``ids`` is them as a dict, made
+    on first use; ``id_of`` looks one slice up without it."""
+
+    __slots__ = ("members", "numbers", "count", "keys", "flows", "flow_names", "_ids",
+                 "_by_slice")
+
+    def __init__(self, members: np.ndarray, numbers: np.ndarray, count: int,
+                 keys: list[tuple[str, ...]], flows: list[Any], flow_names: list[str]):
+        self.members = members
+        self.numbers = numbers
+        self.count = count
+        self.keys = keys
+        self.flows = flows
+        self.flow_names = flow_names
+        self._ids: dict[int, int] | None = None
+        self._by_slice: np.ndarray | None = None
+
+    @property
+    def ids(self) -> dict[int, int]:
+        """Slice index -> work id, in the order of ``members``; do not change it."""
+        if self._ids is None:
+            self._ids = dict(zip(self.members.tolist(), self.numbers.tolist()))
+        return self._ids
+
+    def id_of(self, i: int) -> int | None:
+        """The work id of slice ``i``, or None."""
+        if self._by_slice is None:
+            top = int(self.members.max()) + 1 if len(self.members) else 0
+            self._by_slice = np.zeros(top, dtype=np.int64)
+            self._by_slice[self.members] = self.numbers
+        w = int(self._by_slice[i]) if 0 <= i < len(self._by_slice) else 0
+        return w or None
 
 
 def work_ids(trace: Trace, own: OwnWork | None = None) -> dict[int, int]:
@@ -53,7 +82,7 @@ def copies_work(trace: Trace, own: OwnWork) -> dict[int, int]:
     added: dict[int, int] = {}
     if not isinstance(copies, dict):
         return added
-    ids = own.ids
+    id_of = own.id_of
     wid = own.count
     n = len(trace.slices)
     for c in sorted(k for k in copies if k.__class__ is int and 0 <= k < n):
@@ -63,14 +92,14 @@ def copies_work(trace: Trace, own: OwnWork) -> dict[int, int]:
         originals = [o for o in originals if o.__class__ is int and 0 <= o < n and o != c]
         if not originals:
             continue
-        have = [w for w in (added.get(o, ids.get(o)) for o in originals) if w is not None]
+        have = [w for w in (added.get(o, id_of(o)) for o in originals) if w is not None]
         if have:
             w = min(have)
         else:
             wid += 1
             w = wid
         for o in originals:
-            if o not in added and o not in ids:
+            if o not in added and id_of(o) is None:
                 added[o] = w
         added[c] = w
     return added
@@ -91,36 +120,17 @@ def own_work(trace: Trace) -> OwnWork:
         keys.insert(0, (task,))
     flow_names = {n for n in declared.get("flows", ()) if isinstance(n, str)}
     derived = {t.index for t in tracks if t.derived}
-    ends: list[int] = []                    # pairs of slices that are one: a0, b0, a1, b1...
-    for names in keys:
-        first: dict[Any, int] = {}
-        for i, s in enumerate(slices):
-            a = s.args
-            for key in names:
-                v = a.get(key) if a else None
-                if v is None and s.shared_args:
-                    v = s.shared_args.get(key)
-                if v is not None:
-                    break
-            if v is None or v.__class__ in (list, dict) or s.track in derived:
-                continue
-            k = first.setdefault((v.__class__, v), i)
-            if k != i:
-                ends += (k, i)
-    joined = []
-    if flow_names:
-        joined = [f for f in trace.flows if f.name in flow_names and f.src != f.dst]
-        if derived:
-            joined = [f for f in joined if slices[f.src].track not in derived
-                      and slices[f.dst].track not in derived]
-        ends.extend(chain.from_iterable(map(attrgetter("src", "dst"), joined)))
-    out: dict[int, int] = {}
+    pairs = [_arg_pairs(slices, keys, derived)] if keys else []
+    joined: list[Any] = []
+    if flow_names and trace.flows:
+        joined, flow_pairs = _joining_flows(trace, flow_names, derived)
+        pairs.append(flow_pairs)
+    members = numbers = np.zeros(0, dtype=np.int64)
     wid = 0
-    if ends:
-        members, root = _components(np.array(ends, dtype=np.int64).reshape(-1, 2))
+    if pairs and sum(map(len, pairs)):
+        members, root = _components(np.concatenate(pairs))
         # Groups in order of their first slice; one on a single track links nothing.
-        track = np.fromiter(map(attrgetter("track"), map(slices.__getitem__, members.tolist())),
-                            dtype=np.int64, count=len(members))
+        track = _slice_tracks(slices, members)
         order = np.lexsort((members, root))
         members, root, track = members[order], root[order], track[order]
         cut = np.flatnonzero(np.diff(root)) + 1
@@ -132,9 +142,97 @@ def own_work(trace: Trace) -> OwnWork:
         ids[linked] = np.arange(1, int(linked.sum()) + 1)
         per = np.repeat(ids, np.diff(np.append(starts, len(members))))
         keep = per > 0
-        out = dict(zip(members[keep].tolist(), per[keep].tolist()))
+        members, numbers = members[keep], per[keep]
         wid = int(linked.sum())
-    return OwnWork(out, wid, keys, joined, [f.name for f in joined])
+    return OwnWork(members, numbers, wid, keys, joined, list(map(attrgetter("name"), joined)))
+
+
+def _arg_pairs(slices: list, keys: list[tuple[str, ...]], derived: set[int]) -> np.ndarray:
+    """Pairs of slices (n x 2) that are one by a declared arg: per entry of ``keys``, each
+    slice with a value joined to the first slice with an equal value of the same class (1,
+    1.0 and True are not one; lists and dicts join nothing), none on a ``derived`` track.
+    The values are grouped by one ``map`` of ``dict.setdefault`` per entry, not one call
+    per slice."""
+    out = [np.zeros((0, 2), dtype=np.int64)]
+    for names in keys:
+        at, values = _arg_values(slices, names)
+        kinds = list(map(type, values))
+        classes = set(kinds)
+        if list in classes or dict in classes or derived:
+            keep = [k is not list and k is not dict and slices[i].track not in derived
+                    for i, k in zip(at, kinds)]
+            at, values, kinds = (list(compress(c, keep)) for c in (at, values, kinds))
+        first: dict[Any, int] = {}
+        # of one class, the values alone are as equal, and as unequal, as (class, value)
+        by = values if len(classes) == 1 else zip(kinds, values)
+        a = np.array(list(map(first.setdefault, by, at)), dtype=np.int64)
+        b = np.array(at, dtype=np.int64)
+        joins = a != b
+        out.append(np.stack((a[joins], b[joins]), axis=1))
+    return np.concatenate(out)
+
+
+def _arg_values(slices: list, names: tuple[str, ...]) -> tuple[list[int], list[Any]]:
+    """The slices with a value of ``names`` (``_value``: the first name a slice has, own args
+    first, then shared), and their values."""
+    at: list[int] = []
+    values: list[Any] = []
+    put_at, put = at.append, values.append
+    if len(names) > 1:
+        for i, s in enumerate(slices):
+            v = _value(s.args, s.shared_args, names)
+            if v is not None:
+                put_at(i)
+                put(v)
+        return at, values
+    key = names[0]                          # most entries: one name, unrolled
+    for i, s in enumerate(slices):
+        a = s.args
+        v = a.get(key) if a else None
+        if v is None:
+            shared = s.shared_args
+            if not shared:
+                continue
+            v = shared.get(key)
+            if v is None:
+                continue
+        put_at(i)
+        put(v)
+    return at, values
+
+
+def _joining_flows(trace: Trace, names: set[str],
+                   derived: set[int]) -> tuple[list[Any], np.ndarray]:
+    """The flows of ``names`` that join two slices (neither on a ``derived`` track), and
+    their (src, dst) as an n x 2 array.  Read a column at a time (``map`` and
+    ``attrgetter``, no Python loop per flow): a run can have a million flows."""
+    flows = trace.flows
+    named = np.fromiter(map(names.__contains__, map(attrgetter("name"), flows)), dtype=bool,
+                        count=len(flows))
+    if not named.all():
+        flows = list(compress(flows, named.tolist()))
+    ends = np.fromiter(chain.from_iterable(map(attrgetter("src", "dst"), flows)),
+                       dtype=np.int64, count=2 * len(flows)).reshape(-1, 2)
+    keep = ends[:, 0] != ends[:, 1]
+    if derived and len(ends):
+        track = _slice_tracks(trace.slices, ends.ravel()).reshape(-1, 2)
+        keep &= ~np.isin(track, list(derived)).any(axis=1)
+    if not keep.all():
+        flows = list(compress(flows, keep.tolist()))
+        ends = ends[keep]
+    return (list(flows) if flows is trace.flows else flows), ends
+
+
+def _slice_tracks(slices: list, at: np.ndarray) -> np.ndarray:
+    """The track of each slice of ``at`` (indexes): from a column of every slice's track
+    where ``at`` names a good part of them (one pass over the slices costs less than a
+    look-up per index), else one look-up per index."""
+    if 3 * len(at) >= len(slices):
+        every = np.fromiter(map(attrgetter("track"), slices), dtype=np.int64,
+                            count=len(slices))
+        return every[at]
+    return np.fromiter(map(attrgetter("track"), map(slices.__getitem__, at.tolist())),
+                       dtype=np.int64, count=len(at))
 
 
 def still(trace: Trace, own: OwnWork, replaced: dict[int, tuple[Any, Any]]) -> bool:
@@ -166,11 +264,16 @@ def _value(args: dict | None, shared: dict | None, names: tuple[str, ...]) -> An
 
 def _components(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The connected components of the graph whose edges are ``pairs`` (n x 2 slice
-    indexes): (every slice of an edge, the least slice of its component), by label
+    indexes): (every slice of an edge, the least slice of its component).  Where no slice
+    is in two edges (a flow per launch and its task), each edge is one; else by label
     propagation: each slice takes the least label of its edges' ends, then of the slice its
     label names (pointer jumping), until nothing changes."""
-    members, at = np.unique(pairs, return_inverse=True)
+    members, at = _unique(pairs.ravel())
     a, b = at.reshape(-1, 2).T
+    if len(members) == pairs.size:
+        label = np.empty(len(members), dtype=np.int64)
+        label[a] = label[b] = np.minimum(a, b)
+        return members, members[label]
     label = np.arange(len(members))
     while True:
         low = np.minimum(label[a], label[b])
@@ -186,6 +289,19 @@ def _components(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if np.array_equal(new, label):
             return members, members[label]
         label = new
+
+
+def _unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of slice indexes (not negative): by a
+    table of the indexes up to the largest where they fill a good part of it (no sort),
+    else by numpy's sort."""
+    if len(values) and 0 <= values.min() and values.max() < 4 * len(values):
+        seen = np.zeros(int(values.max()) + 1, dtype=bool)
+        seen[values] = True
+        rank = np.cumsum(seen, dtype=np.int64) - 1
+        return np.flatnonzero(seen), rank[values]
+    members, at = np.unique(values, return_inverse=True)
+    return members, at.ravel()
 
 
 def _has_task_ids(trace: Trace, task: str) -> bool:

@@ -1,6 +1,8 @@
-"""``same_work._components`` (label propagation with numpy) finds the components a plain
-union-find finds, each named by its least slice, on random graphs, long chains (the worst
-case for propagation) and stars."""
+"""``same_work._components`` (label propagation with numpy, or each edge on its own where
+no slice is in two) finds the components a plain union-find finds, each named by its least
+slice, on random graphs, long chains (the worst case for propagation), stars and pairs that
+share no slice; ``same_work._unique`` (a table of the indexes, or numpy's sort) is
+``np.unique``."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from tracecvt.same_work import _components
+from tracecvt.same_work import _components, _unique
 
 
 def _union_find(pairs):
@@ -37,6 +39,17 @@ def _graphs():
     rng.shuffle(chain)
     yield list(zip(chain, chain[1:]))                       # one long chain, shuffled
     yield [(999, i) for i in range(1000, 1200)] + [(5, 7)]  # a star and a pair
+    for spread in (1, 3, 100):          # pairs that share no slice, close together or not
+        ends = rng.sample(range(400 * spread), 400)
+        yield list(zip(ends[::2], ends[1::2]))
+
+
+@pytest.mark.parametrize("pairs", list(_graphs()))
+def test_unique_is_numpys(pairs):
+    values = np.array(pairs, dtype=np.int64).ravel()
+    members, at = _unique(values)
+    want, want_at = np.unique(values, return_inverse=True)
+    assert members.tolist() == want.tolist() and at.tolist() == want_at.ravel().tolist()
 
 
 @pytest.mark.parametrize("pairs", list(_graphs()))

@@ -22,7 +22,7 @@ import numpy as np
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
-from ...same_work import copies_work, own_work
+from ...same_work import OwnWork, copies_work, own_work
 from ...slice_columns import SliceColumns, by_track, columns_of
 from . import columns
 from .attributes import attributes_packet
@@ -52,7 +52,7 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
 def correlation_fields(trace: Trace) -> dict[int, bytes]:
     """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
     own = own_work(trace)
-    return with_copies(id_fields(own.ids), copies_work(trace, own))
+    return with_copies(own_id_fields(own), copies_work(trace, own))
 
 
 def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int, bytes]:
@@ -67,6 +67,32 @@ def id_fields(ids: dict[int, int]) -> dict[int, bytes]:
     # one field per id (ids are small, most shared by two or more slices)
     fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
     return dict(zip(ids, map(fields.__getitem__, ids.values())))
+
+
+def own_id_fields(own: OwnWork) -> dict[int, bytes]:
+    """``id_fields`` of ``own.ids``, made from its arrays (``same_work.OwnWork``) with one
+    field per id, all built at once (``_id_column``): a large run has millions of slices
+    with an id, and this spares the dict of their ids."""
+    if not own.count:
+        return {}
+    fields = _id_column(own.count)
+    return dict(zip(own.members.tolist(), map(fields.__getitem__, own.numbers.tolist())))
+
+
+def _id_column(top: int) -> list[bytes]:
+    """The ``correlation_id`` fields of ids 0 to ``top``, by index: built as numpy rows
+    (``columns.varint_matrix``) read back as one ``bytes`` each (numpy's fixed-width
+    bytes drop the trailing zeros a row is padded with; a varint but 0's ends in a
+    non-zero byte)."""
+    groups, lengths = columns.varint_matrix(np.arange(top + 1, dtype=np.uint64))
+    head = len(_TE_CORRELATION)
+    width = head + groups.shape[1]
+    rows = np.zeros((top + 1, width), dtype=np.uint8)
+    rows[:, :head] = np.frombuffer(_TE_CORRELATION, dtype=np.uint8)
+    rows[:, head:] = np.where(np.arange(groups.shape[1]) < lengths[:, None], groups, 0)
+    fields = rows.view(f"S{width}").ravel().tolist()
+    fields[0] = _TE_CORRELATION + varint(0)
+    return fields
 
 
 # Below this many slices a track's times are encoded one by one (numpy's cost per call
@@ -171,7 +197,7 @@ class SequenceWriter:
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
         self.own_work = own_work(trace)
-        self.own_fields = id_fields(self.own_work.ids)
+        self.own_fields = own_id_fields(self.own_work)
         self.copied = copies_work(trace, self.own_work)
         self.work = with_copies(self.own_fields, self.copied)
         # The slices' tracks and times as columns (None where a time is outside int64: each
