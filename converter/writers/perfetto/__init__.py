@@ -135,7 +135,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     if theirs[0] or theirs[1]:
         def second_part() -> dict[str, int]:
             w.to_part(part_out)
-            w.flows_of(theirs[0])
+            w.flows_of({t for t, _ in theirs[0]})
             w.count_names(theirs[0], False)
             w.write_slices(theirs[0])
             w.write_counters(theirs[1])
@@ -147,7 +147,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
             mine = (slice_units, counter_units)
             part_out.close()
     try:
-        w.flows_of(mine[0] if helper is not None else None)
+        w.flows_of({t for t, _ in mine[0]} if helper is not None else None)
         w.count_names(mine[0], True)
         w.write_header()
         w.write_slices(mine[0])
@@ -209,7 +209,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     def own_part() -> dict[str, int] | None:
         os.close(news_w)
         w.to_part(part_out)
-        w.flows_of(sure)
+        w.flows_of({t for t, _ in sure})
         w.count_names(slice_units, False)
         w.ride(slice_units, counter_units)
         w.write_counters(counter_units)
@@ -225,7 +225,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             return None                     # the parent writes everything itself
         n_taken, news = news
         rest = contested[:len(contested) - n_taken]
-        w.flows_of(rest)
+        w.flows_of({t for t, _ in rest})
         w.write_slices(rest, places)
         for i, (a, sh, work) in news.items():
             slices[i].args = a
@@ -314,7 +314,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         w.ride(units, new_counters)     # derived counters change where the derived slices
         if mine:                        # begin or end; the samples riding on the sequences
             w.ride(slice_units, counter_units)      # taken: as the forked process has them
-            w.flows_of(mine)
+            w.flows_of({t for t, _ in mine})
         w.write_header()
         w.write_instants()
         w.write_slices(units)

@@ -14,7 +14,7 @@ import collections
 import struct
 import sys
 from array import array
-from itertools import chain, compress
+from itertools import compress
 from typing import IO, Any, Callable
 
 import numpy as np
@@ -246,33 +246,29 @@ class SequenceWriter:
         self.stamps.extend([-1] * len(packets))
         self.counts["tracks"] = len(self.trace.tracks) - len(layout.hidden)
 
-    def flows_of(self, units: list[tuple[int, list[int]]] | None) -> None:
-        """``flow_bytes`` of the slices of ``units`` (track, slice ids; None: every slice);
-        counts the flows not drawn whose destination is one of them.  A column at a time
-        (``flow_ids``), else (a time outside int64, a flow end that is no slice's index)
-        one flow at a time."""
-        if not self.trace.flows:
+    def flows_of(self, tracks: set[int] | None) -> None:
+        """``flow_bytes`` of the slices on ``tracks`` (None: all); counts the flows not
+        drawn whose destination is there.  A column at a time (``slice_columns``), else
+        (a time outside int64, a flow end that is no slice's index) one flow at a time."""
+        flows = self.trace.flows
+        if not flows:
             return
         if self.flow_cols is None:
-            self._flows_each(None if units is None else {i for _, ids in units for i in ids})
-            return
-        here = None
-        if units is not None:
-            here = np.zeros(len(self.cols.ts), dtype=bool)
-            here[np.fromiter(chain.from_iterable(ids for _, ids in units), dtype=np.int64)] = True
-        self.counts["flows_not_drawn"] += add_flow_ids(
-            self.flow_cols, self.cols, here, self.flow_bytes, self.end_flow_bytes)
+            self._flows_each(tracks)
+        else:
+            self.counts["flows_not_drawn"] += add_flow_ids(
+                self.flow_cols, self.cols, tracks, self.flow_bytes, self.end_flow_bytes)
 
-    def _flows_each(self, here: set[int] | None) -> None:
-        """``flows_of`` the slices ``here`` (None: all), one flow at a time."""
+    def _flows_each(self, tracks: set[int] | None) -> None:
+        """``flows_of``, one flow at a time."""
         slices = self.slices
         flow_bytes = self.flow_bytes
         end_bytes = self.end_flow_bytes
         not_drawn = 0
         for fid, flow in enumerate(self.trace.flows, 1):
             src, dst = flow.src, flow.dst
-            here_src = here is None or src in here
-            here_dst = here is None or dst in here
+            here_src = tracks is None or slices[src].track in tracks
+            here_dst = tracks is None or slices[dst].track in tracks
             if not (here_src or here_dst):
                 continue
             d = slices[dst]

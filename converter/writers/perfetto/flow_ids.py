@@ -44,19 +44,20 @@ def flow_columns(flows: list, n_slices: int) -> FlowColumns | None:
     return FlowColumns(src, dst, untrusted)
 
 
-def add_flow_ids(flows: FlowColumns, cols: SliceColumns, here: np.ndarray | None,
+def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None,
                  begin_ids: dict[int, bytes], end_ids: dict[int, bytes]) -> int:
     """Add to ``begin_ids`` (slice i -> its flow ids, ~i -> its terminating ids) and
     ``end_ids`` (slice -> the terminating ids of its END) the fields of the flows with an
-    end among the slices ``here`` (per slice: whether this process writes it; None: all)
-    that the .pftrace draws (``writers.flows.drawable``); returns how many of those it does
-    not draw have their destination there."""
+    end on ``tracks`` (None: all) that the .pftrace draws (``writers.flows.drawable``);
+    returns how many of those it does not draw have their destination there."""
     src, dst, untrusted = flows
     n = len(src)
-    if here is None:
+    if tracks is None:
         here_src = here_dst = np.ones(n, dtype=bool)
     else:
-        here_src, here_dst = here[src], here[dst]
+        wanted = np.fromiter(tracks, dtype=np.int64, count=len(tracks))
+        here_src = np.isin(cols.track[src], wanted)
+        here_dst = np.isin(cols.track[dst], wanted)
     s0, d0 = cols.ts[src], cols.ts[dst]
     # not drawn: untrusted, or the destination starts first (or with the source, lasting 0)
     bad = untrusted | (d0 < s0) | ((d0 == s0) & (cols.end[dst] <= d0))
