@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from tracecvt.model import UNTRUSTED_FLOW, RunMeta, Trace
+from tracecvt.model import UNTRUSTED_FLOW, RunMeta, Trace, split_overlaps
 from tracecvt.slice_columns import by_track, columns_of
 from tracecvt.writers import perfetto
 from tracecvt.writers.perfetto import events, write_perfetto
@@ -125,3 +125,49 @@ def test_overlaps_are_split_alike_from_the_columns(monkeypatch):
                         [(t.name, t.parent, t.order, t.nesting) for t in trace.tracks]))
         assert got[0] == got[1], seed
         assert seed > 0 or got[0][0] > 0
+
+
+def _lanes_run(seed: int) -> Trace:
+    """Lanes of cores and call stacks under groups, with slices of invented times, markers
+    (lanes of them only, and among tasks), equal starts and overlaps (split onto overlap lanes), idle lanes,
+    and flows between tasks."""
+    from tracecvt.model import INVENTED_TIMES, MARKER, TASK_GRAPH
+
+    rng = random.Random(seed)
+    trace = Trace(RunMeta(name="lanes", format="test"))
+    trace.meta.extra[TASK_GRAPH] = rng.random() < 0.5
+    ids = []
+    for g in range(2):
+        group = trace.add_track(f"group {g}", kind="group")
+        for k in range(rng.randrange(1, 5)):
+            lane = trace.add_track(f"AIC_{k}", parent=group, nesting=rng.random() < 0.3)
+            markers = rng.choice((0, 0, 1, 2))     # none, only markers, some
+            for _ in range(rng.randrange(0, 60)):
+                cat = MARKER if markers == 1 or markers == 2 and rng.random() < 0.3 \
+                    else rng.choice(("task", "task", INVENTED_TIMES))
+                ids.append(trace.add_slice(lane, rng.randrange(0, 300),
+                                           rng.choice((0, 2, 9, 40)), "t", cat))
+    for _ in range(rng.randrange(0, 30) if ids else 0):
+        a, b = rng.sample(ids, 2) if len(ids) > 1 else (ids[0], ids[0])
+        trace.add_flow(a, b)
+    split_overlaps(trace)
+    return trace
+
+
+def test_the_timeline_is_built_alike_from_the_columns(monkeypatch):
+    from tracecvt.analyses import timeline
+    from tracecvt.analyses import add_derived
+    from tracecvt.modelfile.compare import model_differences
+
+    for seed in range(40):
+        built, derived = [], []
+        for columns_from in (0, 1 << 40):
+            monkeypatch.setattr(timeline, "_COLUMNS_FROM", columns_from)
+            trace = _lanes_run(seed)
+            t = timeline.Timeline.build(trace)
+            built.append(([(l.track, l.tracks, l.slices, l.virtual, l.kind) for l in t.lanes],
+                          t.start, t.end, t.lane_of, t.preds, t.lane_counts))
+            add_derived(trace)
+            derived.append(trace)
+        assert built[0] == built[1], seed
+        assert model_differences(derived[0], derived[1]) == [], seed

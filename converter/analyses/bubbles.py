@@ -252,11 +252,11 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         got = None
         blocks = busy_blocks.setdefault((lane.kind, lane.group), [])
         if not graph and not pickup:
-            got = lane_columns.idle_lane(slices, ids, t0, li, gaps, blocks)
+            got = lane_columns.idle_lane(slices, ids, t0, li, gaps, blocks, lane.times)
         elif graph and end_column is not None:
             got = lane_columns.graph_lane(slices, ids, t0, li, gaps, blocks,
                                           ready_blocks.setdefault(lane.kind, []), end_column,
-                                          tl, lane_prev)
+                                          tl, lane_prev, lane.times)
         if got is not None:
             busy, wait, ws, wp, idle, ngaps, ignored, cur = got
             result.lanes.append(LaneFigures(

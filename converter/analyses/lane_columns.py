@@ -8,25 +8,57 @@ checks them against it); None where a time is outside int64 (the loop then).
 from __future__ import annotations
 
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, eq
 from typing import Any
 
 import numpy as np
 
 from ..model import MARKER
 
-_TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_TS, _DUR, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("cat")
 
 
-def _union(slices: list, ids: list[int], t0: int) -> tuple | None:
-    """Of ``ids`` in order: (starts, ends, the union's end before each slice from ``t0``,
-    the lane's last end, the places of the slices that start after that end (a gap before
-    them), the lane's busy time), or None where a time or an end is outside int64."""
-    at = slices.__getitem__
+def lane_order(slices: list, ids: list[int], nested: bool) -> tuple | None:
+    """A lane's slices ``ids`` in the order the analyses walk them, a column at a time: by
+    start, the longer first at one start where the lane nests (calls, or overlap lanes),
+    else by start alone (stable: as given at one start).  Returns (the ids in that order,
+    whether they are all markers, the first start, the last end, (starts, ends) in that
+    order), or None where a time is outside ±2^62 (the caller sorts the slices)."""
+    get = slices.__getitem__
     n = len(ids)
     try:
-        ts = np.fromiter(map(_TS, map(at, ids)), dtype=np.int64, count=n)
-        dur = np.fromiter(map(_DUR, map(at, ids)), dtype=np.int64, count=n)
+        ts = np.fromiter(map(_TS, map(get, ids)), dtype=np.int64, count=n)
+        dur = np.fromiter(map(_DUR, map(get, ids)), dtype=np.int64, count=n)
+    except (OverflowError, TypeError):
+        return None
+    if not (-_HALF <= int(ts.min()) and int(ts.max()) < _HALF
+            and -_HALF <= int(dur.min()) and int(dur.max()) < _HALF):
+        return None
+    marker = np.fromiter(map(eq, map(_CAT, map(get, ids)), repeat(MARKER)), dtype=bool,
+                         count=n)
+    order = np.lexsort((-dur, ts)) if nested else np.argsort(ts, kind="stable")
+    ts, end = ts[order], (ts + dur)[order]
+    return (np.array(ids, dtype=np.int64)[order].tolist(), bool(marker.all()), int(ts[0]),
+            int(end.max()), (ts, end))
+
+
+_HALF = 1 << 62
+
+
+def _union(slices: list, ids: list[int], t0: int, times: Any = None) -> tuple | None:
+    """Of ``ids`` in order: (starts, ends, the union's end before each slice from ``t0``,
+    the lane's last end, the places of the slices that start after that end (a gap before
+    them), the lane's busy time), or None where a time or an end is outside int64.
+    ``times``: their (starts, ends) where known (``lane_order``)."""
+    n = len(ids)
+    try:
+        if times is not None:
+            ts = times[0]
+            dur = times[1] - ts
+        else:
+            at = slices.__getitem__
+            ts = np.fromiter(map(_TS, map(at, ids)), dtype=np.int64, count=n)
+            dur = np.fromiter(map(_DUR, map(at, ids)), dtype=np.int64, count=n)
         np.int64(t0)
     except (OverflowError, TypeError):
         return None
@@ -48,13 +80,13 @@ def _busy_blocks(ts, before, at_gap, last: int) -> tuple[Any, Any]:
 
 
 def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
-              blocks: list) -> tuple[int, ...] | None:
+              blocks: list, times: Any = None) -> tuple[int, ...] | None:
     """``bubbles.compute_bubbles``' loop for a lane without a task graph or dispatch times, a
     column at a time (numpy): every gap in the union of its slices (in ``ids``' order)
     from ``t0`` is idle.  Adds the gaps to ``gaps`` and the busy blocks (starts, ends) to
     ``blocks``; returns the lane's figures as ``graph_lane`` does, or None where a time or
     an end is outside int64."""
-    got = _union(slices, ids, t0)
+    got = _union(slices, ids, t0, times)
     if got is None:
         return None
     ts, end, before, last, at_gap, busy = got
@@ -67,8 +99,8 @@ def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
 
 
 def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, blocks: list,
-               ready_blocks: list, ends: Any, tl: Any, lane_prev: dict[int, int]
-               ) -> tuple[int, ...] | None:
+               ready_blocks: list, ends: Any, tl: Any, lane_prev: dict[int, int],
+               times: Any = None) -> tuple[int, ...] | None:
     """The loop's work for a lane of a task graph without dispatch times: a gap before a
     task splits at its ready time (the latest end of its predecessors that end by its start;
     ``ends``: every slice's end, an int64 array) into wait predecessor and wait schedule.
@@ -76,7 +108,7 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
     at its start: ``ready_blocks``) and each task's previous task on the lane
     (``lane_prev``); returns (busy, wait, wait schedule, wait predecessor, idle, gaps,
     ignored dependencies, last end), or None where a time is outside int64."""
-    got = _union(slices, ids, t0)
+    got = _union(slices, ids, t0, times)
     if got is None:
         return None
     ts, end, before, last, at_gap, busy = got

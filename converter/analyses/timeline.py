@@ -11,9 +11,13 @@ import re
 from dataclasses import dataclass, field
 from itertools import chain, compress, count, repeat
 from operator import attrgetter, eq
+from typing import Any
 
 from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
                      UNTRUSTED_FLOW, Trace, task_arg)
+from . import lane_columns
+
+_COLUMNS_FROM = 256     # slices of a lane from which numpy orders them
 
 _CAT, _ENDS = attrgetter("cat"), attrgetter("src", "dst")
 
@@ -47,6 +51,9 @@ class Lane:
     slices: list[int] = field(default_factory=list)   # sorted by (ts, -dur); fake ones out
     graph: bool = False           # some slice of it is a node of the task graph
     virtual: bool = False         # only markers of a pseudo-core (PyPTO HUB tasks)
+    # The starts and ends of ``slices`` (int64 arrays, in that order) where numpy ordered
+    # them (``lane_columns.lane_order``), else None; the bubbles take them from here.
+    times: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -130,13 +137,19 @@ class Timeline:
         start = end = None
         lane_of: dict[int, int] = {}
         for k, lane in enumerate(ordered):
-            lane.virtual = all(slices[i].cat == MARKER for i in lane.slices)
-            if tracks[lane.track].nesting or len(lane.tracks) > 1:
-                lane.slices.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
-            else:                 # back-to-back work: no two slices start together
-                lane.slices.sort(key=lambda i: slices[i].ts)
-            first = slices[lane.slices[0]].ts
-            last = max(map(_end, map(slices.__getitem__, lane.slices)))
+            nested = tracks[lane.track].nesting or len(lane.tracks) > 1
+            got = lane_columns.lane_order(slices, lane.slices, nested) \
+                if len(lane.slices) >= _COLUMNS_FROM else None
+            if got is not None:
+                lane.slices, lane.virtual, first, last, lane.times = got
+            else:
+                lane.virtual = all(slices[i].cat == MARKER for i in lane.slices)
+                if nested:
+                    lane.slices.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+                else:             # back-to-back work: no two slices start together
+                    lane.slices.sort(key=lambda i: slices[i].ts)
+                first = slices[lane.slices[0]].ts
+                last = max(map(_end, map(slices.__getitem__, lane.slices)))
             start = first if start is None or first < start else start
             end = last if end is None or last > end else end
             lane_of.update(dict.fromkeys(lane.slices, k))
