@@ -273,13 +273,13 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                                     new_counters),
                     share.start_cost(n_slices, sum(samples)))
                 mine = contested[len(contested) - n_taken:] if n_taken else []
-                taken_ids = {i for _, ids in mine for i in ids}
+                taken = {t for t, _ in mine}    # (a unit is every slice of its track)
                 replaced = sorted({*compress(count(), map(is_not, map(_ARGS, slices),
                                                            args_before)),
                                    *compress(count(), map(is_not, map(_SHARED, slices),
                                                            shared_before))})
                 changed = {i: (slices[i].args, slices[i].shared_args, None)
-                           for i in replaced if i not in taken_ids}
+                           for i in replaced if slices[i].track not in taken}
                 # correlation ids with the copies enrich drew (same_work: the run's own
                 # keep theirs, unless enrich changed what joins them; a task copied gets
                 # one, and its args were replaced)
@@ -292,7 +292,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     work = correlation_fields(trace)
                     maybe = range(n_slices)
                 moved = [i for i in maybe
-                         if work.get(i) != w.work.get(i) and i not in taken_ids]
+                         if work.get(i) != w.work.get(i) and slices[i].track not in taken]
                 if all(i in changed and i not in w.work for i in moved):
                     for i in moved:
                         changed[i] = (*changed[i][:2], work[i])
