@@ -101,39 +101,44 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         lengths.append(length)
     if not keys:
         return
-    # Each key's values, in the order of ``counters``: a stable sort of the rows by key.
+    # Each key's values, in the order of ``counters``: a stable sort of the rows by key,
+    # the keys of BEGINs first (by slice time), then those of ENDs by track and time.
     key = np.concatenate(keys)
     length = np.concatenate(lengths)
     data = np.concatenate(rows)
-    order = np.argsort(key, kind="stable")
-    data = gather(data, np.cumsum(length) - length, length, order)
-    length = length[order]
-    at_out = np.cumsum(length) - length
-    key = key[order]
-    cut = np.flatnonzero(np.diff(key)) + 1
-    firsts = np.concatenate(([0], cut))
-    bounds = np.append(at_out[firsts], len(data)).tolist()
-    pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]
-    key = key[firsts]
     n_begins = len(begins)
-    on_begin = int(np.searchsorted(key, n_begins))
+    on_end = key >= n_begins
+    track = np.where(on_end, end_track[np.where(on_end, key - n_begins, 0)], -1)
+    order = np.lexsort((key, track, on_end))
+    key, track = key[order], track[order]
+    firsts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    starts = np.cumsum(length) - length
+    if len(firsts) == len(key):         # one value per key: each piece is a row
+        raw = data.tobytes()
+        at = starts[order].tolist()
+        pieces = [raw[a:a + n] for a, n in zip(at, length[order].tolist())]
+    else:
+        data = gather(data, starts, length, order)
+        at_out = np.cumsum(length[order]) - length[order]
+        bounds = np.append(at_out[firsts], len(data)).tolist()
+        pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    key, track = key[firsts], track[firsts]
+    on_begin = int(np.searchsorted(track, -1, side="right"))    # (BEGIN keys: track -1)
     riders.update(zip(begin_slice[key[:on_begin]].tolist(), pieces))
-    on_end = key[on_begin:] - n_begins
-    if not len(on_end):
+    if on_begin == len(key):
         return
-    # per track, its ends in time order (a stable sort by track of the keys, in time order)
-    by_track = np.argsort(end_track[on_end], kind="stable")
-    tracks = end_track[on_end][by_track]
-    times = ends[on_end][by_track].tolist()
-    pieces = [pieces[on_begin + k] for k in by_track.tolist()]
-    firsts = np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1])))
-    bounds = np.append(firsts, len(tracks)).tolist()
-    for track, a, b in zip(tracks[firsts].tolist(), bounds, bounds[1:]):
-        at = end_riders.get(track)
-        if at is None:
-            end_riders[track] = dict(zip(times[a:b], pieces[a:b]))
+    # per track, its ends in time order
+    tracks = track[on_begin:]
+    times = ends[key[on_begin:] - n_begins].tolist()
+    pieces = pieces[on_begin:]
+    cut = np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1])))
+    bounds = np.append(cut, len(tracks)).tolist()
+    for t, a, b in zip(tracks[cut].tolist(), bounds, bounds[1:]):
+        at_end = end_riders.get(t)
+        if at_end is None:
+            end_riders[t] = dict(zip(times[a:b], pieces[a:b]))
         else:
-            at.update(zip(times[a:b], pieces[a:b]))
+            at_end.update(zip(times[a:b], pieces[a:b]))
 
 
 def _columns(slices: list[Slice], units: list[tuple[int, list[int]]]
