@@ -234,7 +234,21 @@ class SequenceWriter:
         """Write every packet built here, and those of a forked ``part``, in time order
         (``order.write_sorted``)."""
         self.counts["packets"] += len(self.chunk)     # the part's come with its counts
+        self.release()
         write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets)
+
+    def release(self) -> None:
+        """Let go of what only building packets needs (the flow, rider and correlation
+        fields per slice, the caches, the columns), so that merging the packets in time
+        order does not hold them too: on a 1 M-task database, its peak memory 3.9 -> 3.5
+        GB."""
+        for table in (self.flow_bytes, self.end_flow_bytes, self.riders, self.end_riders,
+                      self.work, self.own_fields, self.names, self.cats, self.shared_cache,
+                      self.rides, self.args_enc.cache, self.args_enc.small):
+            table.clear()
+        self.args_enc.keep.clear()
+        self.args_enc.once.clear()
+        self.own_work = self.copied = self.cols = self.flow_cols = None
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, gives the run's facts
