@@ -25,7 +25,8 @@ def lane_moves_none(cols, ids: list[int], nesting: bool) -> bool:
 
 def moves_none(starts, durs, nesting: bool) -> bool | None:
     """Whether ``split_overlaps`` would leave every slice of a lane (``starts``, ``durs``:
-    lists or int64 arrays) where it is; None where the times are past ±2^62 (the caller walks the lane).
+    lists or int64 arrays) where it is; None where the times are past ±2^62 (the caller
+    walks the lane).
 
     In the walk's order (start, the longer first, then as given):
     * without nesting, a slice moves when one before it ends after it starts;

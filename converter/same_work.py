@@ -19,8 +19,8 @@ class OwnWork:
 
     The ids are kept as two arrays, ``members`` (slice indexes, by work id then index) and
     ``numbers`` (their work ids, 1 to ``count``): a large run has millions, and the Perfetto
-    writer reads them as arrays (``events.own_fields``).  ``ids`` is them as a dict, made
-    on first use; ``id_of`` looks one slice up without it."""
+    writer reads them as arrays (``writers.perfetto.work_fields.own_id_fields``).  ``ids``
+    is them as a dict, made on first use; ``id_of`` looks one slice up without it."""
 
     __slots__ = ("members", "numbers", "count", "keys", "flows", "flow_names", "_ids",
                  "_by_slice")

@@ -1,6 +1,6 @@
 """``same_work.own_work`` reads flows and slice tracks a column at a time, and the Perfetto
 writer builds the ``correlation_id`` fields of ``own_work``'s ids as one numpy column
-(``events.id_fields`` with a count).  Both give what the plain per-slice, per-flow reading
+(``work_fields.id_fields`` with a count).  Both give what the plain per-slice, per-flow reading
 gives: compared here on random traces (declared args, own and shared, lists and dicts that
 join nothing; flows of declared and other names, flows from a slice to itself; derived
 tracks) against a plain reference, and the column's fields against ``protowire.varint``.
@@ -16,7 +16,7 @@ import pytest
 
 from tracecvt.model import COPIES, SAME_TASK, SAME_WORK, RunMeta, Trace
 from tracecvt.same_work import _slice_tracks, copies_work, own_work, work_ids
-from tracecvt.writers.perfetto.events import _id_column, id_fields, own_id_fields
+from tracecvt.writers.perfetto.work_fields import _id_column, id_fields, own_id_fields
 from tracecvt.writers.perfetto.wire import _TE_CORRELATION
 from tracecvt.writers.protowire import varint
 

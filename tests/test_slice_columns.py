@@ -129,8 +129,8 @@ def test_overlaps_are_split_alike_from_the_columns(monkeypatch):
 
 def _lanes_run(seed: int) -> Trace:
     """Lanes of cores and call stacks under groups, with slices of invented times, markers
-    (lanes of them only, and among tasks), equal starts and overlaps (split onto overlap lanes), idle lanes,
-    and flows between tasks."""
+    (lanes of them only, and among tasks), equal starts and overlaps (split onto overlap
+    lanes), idle lanes, and flows between tasks."""
     from tracecvt.model import INVENTED_TIMES, MARKER, TASK_GRAPH
 
     rng = random.Random(seed)

@@ -72,8 +72,8 @@ from ...forkpass import fork_pass
 from ...model import Trace
 from ...same_work import copies_work, still
 from ...slice_columns import by_track
-from .events import (_PART_COUNTS, SequenceWriter, _sequence_ids, correlation_fields,
-                     with_copies)
+from .events import _PART_COUNTS, SequenceWriter, _sequence_ids
+from .work_fields import correlation_fields, with_copies
 from . import share
 from .order import time_origin
 from .wire import SEQ_ID

@@ -17,22 +17,22 @@ from array import array
 from itertools import compress
 from typing import IO, Any, Callable
 
-import numpy as np
-
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
-from ...same_work import OwnWork, copies_work, own_work
-from ...slice_columns import SliceColumns, by_track, columns_of
-from . import columns
+from ...same_work import copies_work, own_work
+from ...slice_columns import by_track, columns_of
 from .attributes import attributes_packet
 from .flow_ids import add_flow_ids, flow_columns
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
 from .riders import ride
+from .times import (_COLUMNS_FROM, _end_packets, _lane_times, _one_after_another,
+                    _timestamps, _ts_field)
 from .tracks import Layout, _sequence_start
+from .work_fields import own_id_fields, with_copies
 from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGORY, _I_NAME,
-                   _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID, _TE_CORRELATION,
+                   _INSTANT, _INTERNED, _LEN, _PACKET, _SEQ, _TE_CAT_IID,
                    _TE_DOUBLE, _TE_FLOW,
                    _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
                    _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
@@ -47,119 +47,6 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
     load += [(len(c.ts), c.track) for c in counters if c.ts]
     return {t: n for n, (_, t) in enumerate(sorted(load, key=lambda lt: (-lt[0], lt[1])),
                                               first)}
-
-
-def correlation_fields(trace: Trace) -> dict[int, bytes]:
-    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
-    own = own_work(trace)
-    return with_copies(own_id_fields(own), copies_work(trace, own))
-
-
-def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int, bytes]:
-    """The fields of the run's own work ids (``id_fields`` of ``same_work.own_work``), with
-    those of the ids the analyses' copies add (``same_work.copies_work``): ``own_fields``
-    itself where they add none."""
-    return {**own_fields, **id_fields(added)} if added else own_fields
-
-
-def id_fields(ids: dict[int, int]) -> dict[int, bytes]:
-    """Slice index -> the ``correlation_id`` field of its work id in ``ids``."""
-    # one field per id (ids are small, most shared by two or more slices)
-    fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
-    return dict(zip(ids, map(fields.__getitem__, ids.values())))
-
-
-def own_id_fields(own: OwnWork) -> dict[int, bytes]:
-    """``id_fields`` of ``own.ids``, made from its arrays (``same_work.OwnWork``) with one
-    field per id, all built at once (``_id_column``): a large run has millions of slices
-    with an id, and this spares the dict of their ids."""
-    if not own.count:
-        return {}
-    fields = _id_column(own.count)
-    return dict(zip(own.members.tolist(), map(fields.__getitem__, own.numbers.tolist())))
-
-
-def _id_column(top: int) -> list[bytes]:
-    """The ``correlation_id`` fields of ids 0 to ``top``, by index: built as numpy rows
-    (``columns.varint_matrix``) read back as one ``bytes`` each (numpy's fixed-width
-    bytes drop the trailing zeros a row is padded with; a varint but 0's ends in a
-    non-zero byte)."""
-    groups, lengths = columns.varint_matrix(np.arange(top + 1, dtype=np.uint64))
-    head = len(_TE_CORRELATION)
-    width = head + groups.shape[1]
-    rows = np.zeros((top + 1, width), dtype=np.uint8)
-    rows[:, :head] = np.frombuffer(_TE_CORRELATION, dtype=np.uint8)
-    rows[:, head:] = np.where(np.arange(groups.shape[1]) < lengths[:, None], groups, 0)
-    fields = rows.view(f"S{width}").ravel().tolist()
-    fields[0] = _TE_CORRELATION + varint(0)
-    return fields
-
-
-# Below this many slices a track's times are encoded one by one (numpy's cost per call
-# is more than the loop's there).
-_COLUMNS_FROM = 32
-
-
-def _ts_field(d: int) -> bytes:
-    """The timestamp field of a packet ``d`` ns after the trace's time 0 (the same bytes as
-    ``columns.timestamps``, ``columns.end_packets``)."""
-    if d < 16384:
-        return _DTS[d]
-    if d < 2097152:
-        return _TS3_LO[d & 127] + _LEN[d >> 7]
-    if d < 268435456:
-        return _TS3_LO[d & 127] + _TS4_MID[(d >> 7) & 127] + _LEN[d >> 14]
-    mid = _TS4_MID
-    if d < 34359738368:         # five bytes: past 268 ms
-        return _TS3_LO[d & 127] + mid[(d >> 7) & 127] + mid[(d >> 14) & 127] + _LEN[d >> 21]
-    if d < 4398046511104:       # six: past 34 s
-        return (_TS3_LO[d & 127] + mid[(d >> 7) & 127] + mid[(d >> 14) & 127]
-                + mid[(d >> 21) & 127] + _LEN[d >> 28])
-    if d < 562949953421312:     # seven: past 73 min
-        return (_TS3_LO[d & 127] + mid[(d >> 7) & 127] + mid[(d >> 14) & 127]
-                + mid[(d >> 21) & 127] + mid[(d >> 28) & 127] + _LEN[d >> 35])
-    return _TS + varint(d)
-
-
-def _timestamps(times: list[int], base: int) -> list[bytes]:
-    """The timestamp fields of ``times`` (``_ts_field`` of each time - ``base``), a column
-    at a time where there are enough of them."""
-    if len(times) >= _COLUMNS_FROM:
-        made = columns.timestamps(times, base)
-        if made is not None:
-            return made
-    return [_ts_field(t - base) for t in times]
-
-
-def _one_after_another(ends: list[int], starts: list[int]) -> bool:
-    """Whether each slice (in order: ``starts``, ``ends``) ends before the next begins."""
-    return all(map(int.__le__, ends, starts[1:]))
-
-
-def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[list[int], list[int]]:
-    """The starts and ends of a lane's slices ``ids`` (from ``cols``), ``ids`` sorted in place
-    by start, the longest first at one start, where they are not in order of start."""
-    at = np.array(ids, dtype=np.int64)
-    starts = cols.ts[at]
-    if not (starts[1:] > starts[:-1]).all():
-        order = np.lexsort((starts - cols.end[at], starts))     # (start, -duration)
-        at, starts = at[order], starts[order]
-        ids[:] = at.tolist()
-    return starts.tolist(), cols.end[at].tolist()
-
-
-def _end_packets(ends: list[int], base: int, end_tail: bytes) -> list[bytes]:
-    """Per end time of ``ends``: the END packet as written when it carries nothing else
-    (``end_tail``: the sequence id and the END event)."""
-    if len(ends) >= _COLUMNS_FROM:
-        made = columns.end_packets(ends, base, end_tail)
-        if made is not None:
-            return made
-    out = []
-    for e in ends:
-        body = _ts_field(e - base) + end_tail
-        out.append(_PACKET + _len(len(body)) + body)
-    return out
 
 
 class SequenceWriter:

@@ -1,0 +1,59 @@
+"""The ``TrackEvent.correlation_id`` field of each slice that is one piece of work with slices
+on other tracks (``same_work``: the run's own, ``own_work``, and the analyses' copies of
+them, ``copies_work``); the Perfetto UI colours the slices of one id alike."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...model import Trace
+from ...same_work import OwnWork, copies_work, own_work
+from ..protowire import varint
+from . import columns
+from .wire import _TE_CORRELATION
+
+
+def correlation_fields(trace: Trace) -> dict[int, bytes]:
+    """Slice index -> its ``TrackEvent.correlation_id`` field (``same_work.work_ids``)."""
+    own = own_work(trace)
+    return with_copies(own_id_fields(own), copies_work(trace, own))
+
+
+def with_copies(own_fields: dict[int, bytes], added: dict[int, int]) -> dict[int, bytes]:
+    """The fields of the run's own work ids (``id_fields`` of ``same_work.own_work``), with
+    those of the ids the analyses' copies add (``same_work.copies_work``): ``own_fields``
+    itself where they add none."""
+    return {**own_fields, **id_fields(added)} if added else own_fields
+
+
+def id_fields(ids: dict[int, int]) -> dict[int, bytes]:
+    """Slice index -> the ``correlation_id`` field of its work id in ``ids``."""
+    # one field per id (ids are small, most shared by two or more slices)
+    fields = {w: _TE_CORRELATION + varint(w) for w in set(ids.values())}
+    return dict(zip(ids, map(fields.__getitem__, ids.values())))
+
+
+def own_id_fields(own: OwnWork) -> dict[int, bytes]:
+    """``id_fields`` of ``own.ids``, made from its arrays (``same_work.OwnWork``) with one
+    field per id, all built at once (``_id_column``): a large run has millions of slices
+    with an id, and this spares the dict of their ids."""
+    if not own.count:
+        return {}
+    fields = _id_column(own.count)
+    return dict(zip(own.members.tolist(), map(fields.__getitem__, own.numbers.tolist())))
+
+
+def _id_column(top: int) -> list[bytes]:
+    """The ``correlation_id`` fields of ids 0 to ``top``, by index: built as numpy rows
+    (``columns.varint_matrix``) read back as one ``bytes`` each (numpy's fixed-width
+    bytes drop the trailing zeros a row is padded with; a varint but 0's ends in a
+    non-zero byte)."""
+    groups, lengths = columns.varint_matrix(np.arange(top + 1, dtype=np.uint64))
+    head = len(_TE_CORRELATION)
+    width = head + groups.shape[1]
+    rows = np.zeros((top + 1, width), dtype=np.uint8)
+    rows[:, :head] = np.frombuffer(_TE_CORRELATION, dtype=np.uint8)
+    rows[:, head:] = np.where(np.arange(groups.shape[1]) < lengths[:, None], groups, 0)
+    fields = rows.view(f"S{width}").ravel().tolist()
+    fields[0] = _TE_CORRELATION + varint(0)
+    return fields
