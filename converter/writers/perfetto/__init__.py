@@ -162,18 +162,17 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     return w.counts
 
 
-def _part(w: SequenceWriter, helper, part_out: IO[bytes]) -> tuple[bytes, Any, Any]:
-    """What the forked process wrote (``SequenceWriter.write_sorted``'s ``part``); its
-    counts are added to ``w``'s."""
+def _part(w: SequenceWriter, helper, part_out: IO[bytes]) -> tuple[IO[bytes], Any, Any]:
+    """What the forked process wrote (``SequenceWriter.write_sorted``'s ``part``: the file
+    it wrote into, read there); its counts are added to ``w``'s."""
     result = helper.result()
     if result is None:
         raise OutputError("writing part of the trace in a second process failed: "
                           f"{one_line(helper.error)}")
     part_out.seek(0)
-    data = part_out.read()
     for key in _PART_COUNTS:
         w.counts[key] += result[key]
-    return data, result["stamps"], result["lengths"]
+    return part_out, result["stamps"], result["lengths"]
 
 
 def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],

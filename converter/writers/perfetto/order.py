@@ -55,6 +55,8 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
         return
     if part is not None:
         data, part_stamps, lengths = part
+        if not isinstance(data, bytes):
+            data = data.read()
         ends = list(accumulate(lengths))
         packets.extend(data[a:b] for a, b in zip([0, *ends], ends))
         stamps.extend(part_stamps)
@@ -69,24 +71,46 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
 
 
 def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: array,
-                  part: tuple[bytes, Any, Any], step: int) -> None:
-    """``write_sorted`` with the packets laid end to end, this process's then the part's,
-    and each write's cut out of that buffer by one numpy gather."""
+                  part: tuple[Any, Any, Any], step: int) -> None:
+    """``write_sorted`` with the packets laid end to end in one buffer, this process's
+    then the part's, and each write's cut out of it by one numpy gather.  This process's
+    packets are copied in from the last ``step`` of them back, each step let go once copied,
+    and the part's read straight into its place, so that no packet is held twice."""
     part_data, part_stamps, part_lengths = part
-    lengths = np.concatenate((np.fromiter(map(len, packets), dtype=np.int64,
-                                          count=len(packets)),
-                              np.frombuffer(part_lengths, dtype=np.int64)))
+    own = np.fromiter(map(len, packets), dtype=np.int64, count=len(packets))
+    lengths = np.concatenate((own, np.frombuffer(part_lengths, dtype=np.int64)))
     times = np.concatenate((np.array(stamps, dtype=np.int64),
                             np.frombuffer(part_stamps, dtype=np.int64)))
-    packets.append(part_data)
-    data = b"".join(packets)                            # (one copy of each)
-    packets.clear()
     del stamps[:]
-    order = np.argsort(times, kind="stable")           # this process's first at one time
     starts = np.cumsum(lengths) - lengths
+    own_size = int(own.sum())
+    data = bytearray(int(lengths.sum()))
+    view = memoryview(data)
+    for k in range((len(packets) - 1) // step * step, -1, -step):
+        at = int(starts[k])
+        piece = b"".join(packets[k:k + step])
+        view[at:at + len(piece)] = piece
+        del packets[k:]
+    _fill(view[own_size:], part_data)
+    view.release()
+    order = np.argsort(times, kind="stable")           # this process's first at one time
     source = np.frombuffer(data, dtype=np.uint8)
     for k in range(0, len(order), step):
         write(gather(source, starts, lengths, order[k:k + step]))
+
+
+def _fill(into: memoryview, data: Any) -> None:
+    """``into`` filled with ``data``: bytes, or a file read from its start."""
+    if isinstance(data, (bytes, bytearray)):
+        into[:] = data
+        return
+    data.seek(0)
+    done = 0
+    while done < len(into):
+        n = data.readinto(into[done:])
+        if not n:
+            raise OSError("the second process's part of the trace is shorter than it said")
+        done += n
 
 
 def send_part(out: IO[bytes], packets: list[bytes], stamps: array,
