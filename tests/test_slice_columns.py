@@ -171,3 +171,34 @@ def test_the_timeline_is_built_alike_from_the_columns(monkeypatch):
             derived.append(trace)
         assert built[0] == built[1], seed
         assert model_differences(derived[0], derived[1]) == [], seed
+
+
+@pytest.mark.parametrize("workers, enrich", [(1, None), (2, None), (2, _enrich)])
+def test_packets_spilled_to_a_file_are_written_as_those_held(workers, enrich, monkeypatch):
+    """A writing process lays the packets it built before each progress step in a file
+    (``SequenceWriter.spill``) rather than holding them; the trace is byte for byte the
+    one written holding them all, with a step of a few packets (many spills)."""
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "CHUNK_PACKETS", 7)
+    spilled = []
+    real_report, real_init = events.SequenceWriter.report, events.SequenceWriter.__init__
+
+    def report(self):
+        spilled.append(len(self.spilled))
+        real_report(self)
+
+    def holding(self, *args):
+        real_init(self, *args)
+        self.spill.close()
+        self.spill = None
+
+    monkeypatch.setattr(events.SequenceWriter, "report", report)
+    for seed in range(25):
+        out = []
+        for init in (real_init, holding):
+            monkeypatch.setattr(events.SequenceWriter, "__init__", init)
+            buf = io.BytesIO()
+            write_perfetto(_run(seed), buf, workers=workers, enrich=enrich)
+            out.append(buf.getvalue())
+        assert out[0] == out[1], seed
+    assert max(spilled) > 20

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import struct
 import sys
+import tempfile
 from array import array
 from itertools import compress
 from typing import IO, Any, Callable
@@ -64,6 +65,12 @@ class SequenceWriter:
         self.stamps = array("q")            # per packet of ``chunk``: its time, or -1
         self.stamp = self.stamps.append
         self.next_report = chunk_packets    # progress is told every chunk_packets packets
+        # The packets built before the last report, laid end to end in a file (their lengths
+        # in ``spilled``) rather than held as objects until the end: a 1 M-task database
+        # holds millions.  None: not spilled (a forked part, whose packets may be built
+        # again in place: ``begin_again``).
+        self.spill: IO[bytes] | None = tempfile.TemporaryFile()
+        self.spilled = array("q")
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
                        "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0}
         # Where packets go and who hears of progress (a forked second part writes
@@ -112,17 +119,28 @@ class SequenceWriter:
         self.rides: dict[int, Any] = {}     # id(counter) -> numpy bools: which ride
 
     def report(self) -> None:
-        """Tell how many slices are done; the next time, ``chunk_packets`` packets later."""
+        """Tell how many slices are done; the next time, ``chunk_packets`` packets later.
+        The packets built so far go to the spill file first (``spill``)."""
+        if self.spill is not None and len(self.chunk) >= self.chunk_packets:
+            self.spill.write(b"".join(self.chunk))
+            self.spilled.extend(map(len, self.chunk))
+            self.chunk.clear()
         self.next_report = len(self.chunk) + self.chunk_packets
         if self.sink[1]:
             self.sink[1](self.done)
 
-    def write_sorted(self, part: tuple[bytes, Any, Any] | None = None) -> None:
-        """Write every packet built here, and those of a forked ``part``, in time order
-        (``order.write_sorted``)."""
-        self.counts["packets"] += len(self.chunk)     # the part's come with its counts
+    def write_sorted(self, part: tuple[Any, Any, Any] | None = None) -> None:
+        """Write every packet built here (those spilled first), and those of a forked
+        ``part``, in time order (``order.write_sorted``)."""
+        # (the part's come with its counts)
+        self.counts["packets"] += len(self.spilled) + len(self.chunk)
         self.release()
-        write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets)
+        try:
+            write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets,
+                         (self.spill, self.spilled) if self.spilled else None)
+        finally:
+            if self.spill is not None:
+                self.spill.close()
 
     def release(self) -> None:
         """Let go of what only building packets needs (the flow, rider and correlation
@@ -481,6 +499,7 @@ class SequenceWriter:
         assert not self.chunk and not self.done and not any(self.counts[k]
                                                              for k in _PART_COUNTS)
         self.sink[:] = [part_out, None]
+        self.spill = None
 
     def part_counts(self) -> dict[str, Any]:
         """The part's counts, and its packets' stamps and lengths (``order.send_part``); its

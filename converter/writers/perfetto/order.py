@@ -40,16 +40,22 @@ def time_origin(trace: Trace, cols: SliceColumns | None = None) -> int:
 
 
 def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: array,
-                 part: tuple[bytes, Any, Any] | None, step: int) -> None:
+                 part: tuple[Any, Any, Any] | None, step: int,
+                 spilled: tuple[IO[bytes], array] | None = None) -> None:
     """Write ``packets`` (their times in ``stamps``) and those of a forked ``part`` (its
-    packets' bytes, their stamps and lengths, from ``send_part``) in time order, ``step``
-    packets a write; packets of one time keep their order, this process's first.  Empties
-    ``packets`` and ``stamps``.
+    packets' bytes, or the file that holds them, their stamps and lengths, from
+    ``send_part``) in time order, ``step`` packets a write; packets of one time keep their
+    order, this process's first.  ``spilled``: this process's first packets, laid end to
+    end in a file, and their lengths (``stamps`` starts with theirs).  Empties ``packets``
+    and ``stamps``.
 
     Where the part holds a third of the packets or more, every packet is laid end to end
     in one buffer and cut out of it in order by numpy (``_cut_in_order``); otherwise the
     part's packets become ``bytes`` of their own and are joined with these (measured on
     the large runs: the first costs per byte, the second per packet of the part)."""
+    if spilled is not None:
+        _cut_in_order(write, packets, stamps, part, step, spilled)
+        return
     if part is not None and 2 * len(part[2]) >= len(packets):
         _cut_in_order(write, packets, stamps, part, step)
         return
@@ -71,27 +77,36 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
 
 
 def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: array,
-                  part: tuple[Any, Any, Any], step: int) -> None:
-    """``write_sorted`` with the packets laid end to end in one buffer, this process's
-    then the part's, and each write's cut out of it by one numpy gather.  This process's
-    packets are copied in from the last ``step`` of them back, each step let go once copied,
-    and the part's read straight into its place, so that no packet is held twice."""
-    part_data, part_stamps, part_lengths = part
+                  part: tuple[Any, Any, Any] | None, step: int,
+                  spilled: tuple[IO[bytes], array] | None = None) -> None:
+    """``write_sorted`` with the packets laid end to end in one buffer (this process's
+    spilled ones, its others, then the part's) and each write's cut out of it by one numpy
+    gather.  The packets held here are copied in from the last ``step`` of them back, each
+    step let go once copied, and the files read straight into their places, so that no
+    packet is held twice."""
+    empty = array("q")
+    spill_lengths = np.frombuffer(spilled[1] if spilled else empty, dtype=np.int64)
     own = np.fromiter(map(len, packets), dtype=np.int64, count=len(packets))
-    lengths = np.concatenate((own, np.frombuffer(part_lengths, dtype=np.int64)))
+    part_lengths = np.frombuffer(part[2] if part else empty, dtype=np.int64)
+    lengths = np.concatenate((spill_lengths, own, part_lengths))
     times = np.concatenate((np.array(stamps, dtype=np.int64),
-                            np.frombuffer(part_stamps, dtype=np.int64)))
+                            np.frombuffer(part[1] if part else empty, dtype=np.int64)))
     del stamps[:]
     starts = np.cumsum(lengths) - lengths
-    own_size = int(own.sum())
+    first = len(spill_lengths)
+    spill_size = int(spill_lengths.sum())
+    own_end = spill_size + int(own.sum())
     data = bytearray(int(lengths.sum()))
     view = memoryview(data)
     for k in range((len(packets) - 1) // step * step, -1, -step):
-        at = int(starts[k])
+        at = int(starts[first + k])
         piece = b"".join(packets[k:k + step])
         view[at:at + len(piece)] = piece
         del packets[k:]
-    _fill(view[own_size:], part_data)
+    if spilled:
+        _fill(view[:spill_size], spilled[0])
+    if part:
+        _fill(view[own_end:], part[0])
     view.release()
     order = np.argsort(times, kind="stable")           # this process's first at one time
     source = np.frombuffer(data, dtype=np.uint8)
