@@ -189,8 +189,7 @@ def test_packets_spilled_to_a_file_are_written_as_those_held(workers, enrich, mo
 
     def holding(self, *args):
         real_init(self, *args)
-        self.spill.close()
-        self.spill = None
+        self.spilling = False
 
     monkeypatch.setattr(events.SequenceWriter, "report", report)
     for seed in range(25):

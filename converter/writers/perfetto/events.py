@@ -65,11 +65,12 @@ class SequenceWriter:
         self.stamps = array("q")            # per packet of ``chunk``: its time, or -1
         self.stamp = self.stamps.append
         self.next_report = chunk_packets    # progress is told every chunk_packets packets
-        # The packets built before the last report, laid end to end in a file (their lengths
-        # in ``spilled``) rather than held as objects until the end: a 1 M-task database
-        # holds millions.  None: not spilled (a forked part, whose packets may be built
-        # again in place: ``begin_again``).
-        self.spill: IO[bytes] | None = tempfile.TemporaryFile()
+        # The packets built before the last report, laid end to end in a file (made at the
+        # first spill; their lengths in ``spilled``) rather than held as objects until the
+        # end: a 1 M-task database holds millions.  A forked part does not spill (its
+        # packets may be built again in place: ``begin_again``).
+        self.spilling = True
+        self.spill: IO[bytes] | None = None
         self.spilled = array("q")
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
                        "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0}
@@ -121,7 +122,9 @@ class SequenceWriter:
     def report(self) -> None:
         """Tell how many slices are done; the next time, ``chunk_packets`` packets later.
         The packets built so far go to the spill file first (``spill``)."""
-        if self.spill is not None and len(self.chunk) >= self.chunk_packets:
+        if self.spilling and len(self.chunk) >= self.chunk_packets:
+            if self.spill is None:
+                self.spill = tempfile.TemporaryFile()
             self.spill.write(b"".join(self.chunk))
             self.spilled.extend(map(len, self.chunk))
             self.chunk.clear()
@@ -499,7 +502,7 @@ class SequenceWriter:
         assert not self.chunk and not self.done and not any(self.counts[k]
                                                              for k in _PART_COUNTS)
         self.sink[:] = [part_out, None]
-        self.spill = None
+        self.spilling = False
 
     def part_counts(self) -> dict[str, Any]:
         """The part's counts, and its packets' stamps and lengths (``order.send_part``); its
