@@ -402,12 +402,14 @@ class Trace:
                 lst.append(i)
         return by_track
 
-    def time_start(self) -> int | None:
+    def time_start(self, first_slice: int | None = None) -> int | None:
         """The first timestamp over slices, instants and counter samples (None: no event):
-        the time 0 of both writers' outputs."""
+        the time 0 of both writers' outputs.  ``first_slice``: the slices' first start
+        where the caller knows it (their columns); None: found here."""
         firsts = [min(c.ts) for c in self.counters if c.ts]
-        firsts += [min((s.ts for s in self.slices), default=None),
-                   min((i.ts for i in self.instants), default=None)]
+        if first_slice is None:
+            first_slice = min((s.ts for s in self.slices), default=None)
+        firsts += [first_slice, min((i.ts for i in self.instants), default=None)]
         return min((t for t in firsts if t is not None), default=None)
 
     def time_span(self) -> tuple[int, int] | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .slice_columns import start_order
+
 _HALF = 1 << 62         # times and durations within ±2^62: a start plus a duration fits int64
 
 
@@ -47,7 +49,7 @@ def moves_none(starts, durs, nesting: bool) -> bool | None:
     if not (-_HALF <= int(ts.min()) and int(ts.max()) < _HALF
             and -_HALF <= int(dur.min()) and int(dur.max()) < _HALF):
         return None
-    order = np.lexsort((-dur, ts))
+    order = start_order(ts, dur)
     ts, dur = ts[order], dur[order]
     end = ts + dur
     if not nesting:

@@ -4,6 +4,7 @@ Perfetto writer's ``correlation_id``, which the Perfetto UI colours alike)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import attrgetter, is_
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
+@dataclass(slots=True, eq=False)
 class OwnWork:
     """The run's own part of ``work_ids`` (``own_work``), and what it was made from: the
     declared arg names, and the flows that joined slices with the name each had.
@@ -22,19 +24,14 @@ class OwnWork:
     writer reads them as arrays (``writers.perfetto.work_fields.own_id_fields``).  ``ids``
     is them as a dict, made on first use; ``id_of`` looks one slice up without it."""
 
-    __slots__ = ("members", "numbers", "count", "keys", "flows", "flow_names", "_ids",
-                 "_by_slice")
-
-    def __init__(self, members: np.ndarray, numbers: np.ndarray, count: int,
-                 keys: list[tuple[str, ...]], flows: list[Any], flow_names: list[str]):
-        self.members = members
-        self.numbers = numbers
-        self.count = count
-        self.keys = keys
-        self.flows = flows
-        self.flow_names = flow_names
-        self._ids: dict[int, int] | None = None
-        self._by_slice: np.ndarray | None = None
+    members: np.ndarray
+    numbers: np.ndarray
+    count: int
+    keys: list[tuple[str, ...]]
+    flows: list[Any]
+    flow_names: list[str]
+    _ids: dict[int, int] | None = field(default=None, repr=False)
+    _by_slice: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ids(self) -> dict[int, int]:
@@ -105,8 +102,10 @@ def copies_work(trace: Trace, own: OwnWork) -> dict[int, int]:
     return added
 
 
-def own_work(trace: Trace) -> OwnWork:
-    """``work_ids`` of the run's own slices, without the analyses' copies."""
+def own_work(trace: Trace, track: np.ndarray | None = None) -> OwnWork:
+    """``work_ids`` of the run's own slices, without the analyses' copies.  ``track``: every
+    slice's track as a column, where the caller has it (the Perfetto writer's
+    ``slice_columns``)."""
     extra = trace.meta.extra if isinstance(trace.meta.extra, dict) else {}
     declared = extra.get(SAME_WORK)
     declared = declared if isinstance(declared, dict) else {}
@@ -123,20 +122,20 @@ def own_work(trace: Trace) -> OwnWork:
     pairs = [_arg_pairs(slices, keys, derived)] if keys else []
     joined: list[Any] = []
     if flow_names and trace.flows:
-        joined, flow_pairs = _joining_flows(trace, flow_names, derived)
+        joined, flow_pairs = _joining_flows(trace, flow_names, derived, track)
         pairs.append(flow_pairs)
     members = numbers = np.zeros(0, dtype=np.int64)
     wid = 0
     if pairs and sum(map(len, pairs)):
         members, root = _components(np.concatenate(pairs))
         # Groups in order of their first slice; one on a single track links nothing.
-        track = _slice_tracks(slices, members)
+        tracks_of = _slice_tracks(slices, members, track)
         order = np.lexsort((members, root))
-        members, root, track = members[order], root[order], track[order]
+        members, root, tracks_of = members[order], root[order], tracks_of[order]
         cut = np.flatnonzero(np.diff(root)) + 1
         starts = np.concatenate(([0], cut))
-        lo = np.minimum.reduceat(track, starts)
-        hi = np.maximum.reduceat(track, starts)
+        lo = np.minimum.reduceat(tracks_of, starts)
+        hi = np.maximum.reduceat(tracks_of, starts)
         linked = lo != hi
         ids = np.zeros(len(starts), dtype=np.int64)
         ids[linked] = np.arange(1, int(linked.sum()) + 1)
@@ -201,8 +200,8 @@ def _arg_values(slices: list, names: tuple[str, ...]) -> tuple[list[int], list[A
     return at, values
 
 
-def _joining_flows(trace: Trace, names: set[str],
-                   derived: set[int]) -> tuple[list[Any], np.ndarray]:
+def _joining_flows(trace: Trace, names: set[str], derived: set[int],
+                   track: np.ndarray | None) -> tuple[list[Any], np.ndarray]:
     """The flows of ``names`` that join two slices (neither on a ``derived`` track), and
     their (src, dst) as an n x 2 array.  Read a column at a time (``map`` and
     ``attrgetter``, no Python loop per flow): a run can have a million flows."""
@@ -215,18 +214,21 @@ def _joining_flows(trace: Trace, names: set[str],
                        dtype=np.int64, count=2 * len(flows)).reshape(-1, 2)
     keep = ends[:, 0] != ends[:, 1]
     if derived and len(ends):
-        track = _slice_tracks(trace.slices, ends.ravel()).reshape(-1, 2)
-        keep &= ~np.isin(track, list(derived)).any(axis=1)
+        ends_on = _slice_tracks(trace.slices, ends.ravel(), track).reshape(-1, 2)
+        keep &= ~np.isin(ends_on, list(derived)).any(axis=1)
     if not keep.all():
         flows = list(compress(flows, keep.tolist()))
         ends = ends[keep]
     return (list(flows) if flows is trace.flows else flows), ends
 
 
-def _slice_tracks(slices: list, at: np.ndarray) -> np.ndarray:
-    """The track of each slice of ``at`` (indexes): from a column of every slice's track
-    where ``at`` names a good part of them (one pass over the slices costs less than a
-    look-up per index), else one look-up per index."""
+def _slice_tracks(slices: list, at: np.ndarray,
+                  track: np.ndarray | None = None) -> np.ndarray:
+    """The track of each slice of ``at`` (indexes): from ``track`` (every slice's) where
+    given, or made where ``at`` names a good part of the slices (one pass over them costs
+    less than a look-up per index), else one look-up per index."""
+    if track is not None:
+        return track[at]
     if 3 * len(at) >= len(slices):
         every = np.fromiter(map(attrgetter("track"), slices), dtype=np.int64,
                             count=len(slices))

@@ -35,20 +35,46 @@ def columns_of(slices: list[Slice], first: int = 0) -> SliceColumns | None:
     """The columns of ``slices[first:]``, or None where a track, start or end is not an int
     of int64 (the callers then take each slice as it is)."""
     part = slices[first:] if first else slices
-    n = len(part)
+    times = times_of(part)
+    if times is None:
+        return None
     try:
-        track = np.fromiter(map(_TRACK, part), dtype=np.int64, count=n)
-        ts = np.fromiter(map(_TS, part), dtype=np.int64, count=n)
-        dur = np.fromiter(map(_DUR, part), dtype=np.int64, count=n)
+        track = np.fromiter(map(_TRACK, part), dtype=np.int64, count=len(part))
     except (OverflowError, TypeError, ValueError):
         return None
-    if n and (int(ts.min()) < -_BOUND or int(ts.max()) >= _BOUND
-              or int(dur.min()) < -_BOUND or int(dur.max()) >= _BOUND):
-        return None                     # an end could be past int64
-    return SliceColumns(track, ts, ts + dur)
+    return SliceColumns(track, *times)
+
+
+def times_of(slices: list[Slice]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The starts and ends (int64) of ``slices``, or None where a start or a duration is
+    not an int within ±2^62 (so that every end fits int64)."""
+    got = int_columns(slices, (_TS, _DUR), -_BOUND, _BOUND)
+    if got is None:
+        return None
+    ts, dur = got
+    return ts, ts + dur
+
+
+def int_columns(items: list, getters: tuple, low: int, high: int) -> list[np.ndarray] | None:
+    """One int64 column per getter (``attrgetter``) over ``items``, or None where a value
+    is not an int in [``low``, ``high``)."""
+    try:
+        out = [np.fromiter(map(get, items), dtype=np.int64, count=len(items))
+               for get in getters]
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if items and any(int(c.min()) < low or int(c.max()) >= high for c in out):
+        return None
+    return out
 
 
 _BOUND = 1 << 62
+
+
+def start_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The order lanes are walked in (``split_overlaps``, the writer, the analyses): by
+    start, the longer first at one start, then as given (a stable sort)."""
+    return np.lexsort((-dur, ts))
 
 
 def by_track(track: np.ndarray, first: int = 0) -> dict[int, list[int]]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..model import MARKER
+from ..slice_columns import start_order, times_of
 
 _TS, _DUR, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("cat")
 
@@ -24,25 +25,17 @@ def lane_order(slices: list, ids: list[int], nested: bool) -> tuple | None:
     else by start alone (stable: as given at one start).  Returns (the ids in that order,
     whether they are all markers, the first start, the last end, (starts, ends) in that
     order), or None where a time is outside ±2^62 (the caller sorts the slices)."""
-    get = slices.__getitem__
-    n = len(ids)
-    try:
-        ts = np.fromiter(map(_TS, map(get, ids)), dtype=np.int64, count=n)
-        dur = np.fromiter(map(_DUR, map(get, ids)), dtype=np.int64, count=n)
-    except (OverflowError, TypeError):
+    lane = list(map(slices.__getitem__, ids))
+    times = times_of(lane)
+    if times is None:
         return None
-    if not (-_HALF <= int(ts.min()) and int(ts.max()) < _HALF
-            and -_HALF <= int(dur.min()) and int(dur.max()) < _HALF):
-        return None
-    marker = np.fromiter(map(eq, map(_CAT, map(get, ids)), repeat(MARKER)), dtype=bool,
-                         count=n)
-    order = np.lexsort((-dur, ts)) if nested else np.argsort(ts, kind="stable")
-    ts, end = ts[order], (ts + dur)[order]
+    ts, end = times
+    marker = np.fromiter(map(eq, map(_CAT, lane), repeat(MARKER)), dtype=bool,
+                         count=len(lane))
+    order = start_order(ts, end - ts) if nested else np.argsort(ts, kind="stable")
+    ts, end = ts[order], end[order]
     return (np.array(ids, dtype=np.int64)[order].tolist(), bool(marker.all()), int(ts[0]),
             int(end.max()), (ts, end))
-
-
-_HALF = 1 << 62
 
 
 def _union(slices: list, ids: list[int], t0: int, times: Any = None) -> tuple | None:

@@ -48,8 +48,7 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
         if span(start, end) is None:
             bad += 1
             continue
-        if conn.__class__ is bytes:     # (``plain``)
-            conn = conn.hex()
+        conn = plain(conn)
         got = names.get((typ, sid))
         if got is None:
             level = db.enum("ENUM_API_TYPE", typ)

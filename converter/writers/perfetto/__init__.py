@@ -67,6 +67,8 @@ from itertools import compress, count
 from operator import attrgetter, is_not
 from typing import IO, Any, Callable
 
+import numpy as np
+
 from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
@@ -78,7 +80,7 @@ from . import share
 from .order import time_origin
 from .wire import SEQ_ID
 
-_ARGS, _SHARED = attrgetter("args"), attrgetter("shared_args")
+_ARGS, _SHARED, _TRACK = attrgetter("args"), attrgetter("shared_args"), attrgetter("track")
 
 __all__ = ["time_origin", "write_perfetto"]
 
@@ -251,20 +253,16 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             added = slices[n_slices:]
             cols = w.cols.extended(slices) if w.cols is not None \
                 and len(slices) >= n_slices else None
+            added_tracks = cols.track[n_slices:] if cols is not None else \
+                np.fromiter(map(_TRACK, added), dtype=np.int64, count=len(added))
             if (len(trace.flows) == n_flows and len(slices) >= n_slices
-                    and (all(s.track >= n_tracks for s in added) if cols is None
-                         else not len(added) or int(cols.track[n_slices:].min()) >= n_tracks)
+                    and not (len(added) and int(added_tracks.min()) < n_tracks)
                     and [len(c.ts) for c in counter_units] == samples
                     and time_origin(trace, cols) == w.base):
                 w.cols = cols           # (the forked process keeps those of its slices)
                 own = {id(c) for c in counter_units}
                 new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
-                if cols is not None:
-                    new_units = by_track(cols.track[n_slices:], n_slices)
-                else:
-                    new_units = {}
-                    for i in range(n_slices, len(slices)):
-                        new_units.setdefault(slices[i].track, []).append(i)
+                new_units = by_track(added_tracks, n_slices)
                 # The last contested sequences this process takes, to even out the work
                 n_taken = share.taken(
                     [costs[k] for k in at], share.own_cost(costs, n_slices, sum(samples)),

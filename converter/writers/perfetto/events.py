@@ -84,24 +84,23 @@ class SequenceWriter:
         # own slices.
         self.flow_bytes: dict[int, bytes] = {}
         self.end_flow_bytes: dict[int, bytes] = {}
-        # The flows' ends as columns, made here: a forked process does not read the
-        # flows again (reading an object writes its reference count: a page copied).
-        self.flow_cols = None
+        # The slices' tracks and times as columns (None where a time is outside ±2^62: each
+        # slice is then taken as it is), and the flows' ends as columns, made here: a forked
+        # process does not read the flows again (reading an object writes its reference
+        # count: a page copied).
+        self.cols = columns_of(self.slices)
+        self.flow_cols = flow_columns(trace.flows, len(self.slices)) \
+            if self.cols is not None and trace.flows else None
         # TrackEvent.correlation_id per slice that is one piece of work with slices on other
         # tracks (``same_work.work_ids``: the run's own slices and the analyses' copies of
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
-        self.own_work = own_work(trace)
+        self.own_work = own_work(trace, None if self.cols is None else self.cols.track)
         self.own_fields = own_id_fields(self.own_work)
         self.copied = copies_work(trace, self.own_work)
         self.work = with_copies(self.own_fields, self.copied)
-        # The slices' tracks and times as columns (None where a time is outside int64: each
-        # slice is then taken as it is).
-        self.cols = columns_of(self.slices)
         self.by_track = by_track(self.cols.track) if self.cols is not None \
             else trace.slices_by_track()
-        if self.cols is not None and trace.flows:
-            self.flow_cols = flow_columns(trace.flows, len(self.slices))
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
         # Names used once are written inline: interning them would only add an entry.  Each
@@ -121,16 +120,21 @@ class SequenceWriter:
 
     def report(self) -> None:
         """Tell how many slices are done; the next time, ``chunk_packets`` packets later.
-        The packets built so far go to the spill file first (``spill``)."""
+        The packets built so far go to the spill file first (``_spill``)."""
         if self.spilling and len(self.chunk) >= self.chunk_packets:
-            if self.spill is None:
-                self.spill = tempfile.TemporaryFile()
-            self.spill.write(b"".join(self.chunk))
-            self.spilled.extend(map(len, self.chunk))
-            self.chunk.clear()
+            self._spill()
         self.next_report = len(self.chunk) + self.chunk_packets
         if self.sink[1]:
             self.sink[1](self.done)
+
+    def _spill(self) -> None:
+        """The packets built so far, laid end to end in the spill file (made now if need
+        be), their lengths kept; ``chunk`` emptied (``stamps`` keeps their times)."""
+        if self.spill is None:
+            self.spill = tempfile.TemporaryFile()
+        self.spill.write(b"".join(self.chunk))
+        self.spilled.extend(map(len, self.chunk))
+        self.chunk.clear()
 
     def write_sorted(self, part: tuple[Any, Any, Any] | None = None) -> None:
         """Write every packet built here (those spilled first), and those of a forked
@@ -152,10 +156,9 @@ class SequenceWriter:
         GB."""
         for table in (self.flow_bytes, self.end_flow_bytes, self.riders, self.end_riders,
                       self.work, self.own_fields, self.names, self.cats, self.shared_cache,
-                      self.rides, self.args_enc.cache, self.args_enc.small):
+                      self.rides):
             table.clear()
-        self.args_enc.keep.clear()
-        self.args_enc.once.clear()
+        self.args_enc.clear()
         self.own_work = self.copied = self.cols = self.flow_cols = None
 
     def write_header(self) -> None:
@@ -175,7 +178,7 @@ class SequenceWriter:
         flows = self.trace.flows
         if not flows:
             return
-        if self.flow_cols is None:
+        if self.flow_cols is None or self.cols is None:     # (None: times past ±2^62)
             self._flows_each(tracks)
         else:
             self.counts["flows_not_drawn"] += add_flow_ids(

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...model import UNTRUSTED_FLOW
-from ...slice_columns import SliceColumns
+from ...slice_columns import SliceColumns, int_columns
 from .wire import _TE_FLOW, _TE_TERM_FLOW
 
 _SRC, _DST, _NAME = attrgetter("src"), attrgetter("dst"), attrgetter("name")
@@ -30,18 +30,12 @@ class FlowColumns(NamedTuple):
 def flow_columns(flows: list, n_slices: int) -> FlowColumns | None:
     """The columns of ``flows``, or None where an end is not the index of one of
     ``n_slices`` slices."""
-    n = len(flows)
-    try:
-        src = np.fromiter(map(_SRC, flows), dtype=np.int64, count=n)
-        dst = np.fromiter(map(_DST, flows), dtype=np.int64, count=n)
-    except (OverflowError, TypeError, ValueError):
-        return None
-    if n and (int(src.min()) < 0 or int(dst.min()) < 0 or int(src.max()) >= n_slices
-              or int(dst.max()) >= n_slices):
+    ends = int_columns(flows, (_SRC, _DST), 0, n_slices)
+    if ends is None:
         return None
     untrusted = np.fromiter(map(eq, map(_NAME, flows), repeat(UNTRUSTED_FLOW)), dtype=bool,
-                            count=n)
-    return FlowColumns(src, dst, untrusted)
+                            count=len(flows))
+    return FlowColumns(*ends, untrusted)
 
 
 def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None,

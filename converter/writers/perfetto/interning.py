@@ -148,6 +148,13 @@ class _ArgEncoder:
         # repeat (counts, indexes, zeros), and one lookup costs less than building them
         self.small: dict[str, tuple[bytes, dict[int, bytes]]] = {}
 
+    def clear(self) -> None:
+        """Let go of the caches (the writer is done encoding)."""
+        for table in (self.cache, self.names, self.small):
+            table.clear()
+        self.keep.clear()
+        self.once.clear()
+
     def _name_part(self, name: str) -> tuple[bytes, bytes]:
         """(``name_iid`` field, its InternedData entry) of an arg name."""
         hit = self.names.get(name)

@@ -27,15 +27,8 @@ def time_origin(trace: Trace, cols: SliceColumns | None = None) -> int:
     """The trace's time 0: its first timestamp (``Trace.time_start``, the Chrome JSON
     writer's ``base_time_ns``), so that one event has the same time in both outputs.
     ``cols``: the columns of every slice of ``trace``, where known (``slice_columns``)."""
-    if cols is None or len(cols.ts) != len(trace.slices):
-        start = trace.time_start()
-    else:
-        firsts = [min(c.ts) for c in trace.counters if c.ts]
-        if len(cols.ts):
-            firsts.append(int(cols.ts.min()))
-        if trace.instants:
-            firsts.append(min(i.ts for i in trace.instants))
-        start = min(firsts, default=None)
+    known = cols is not None and len(cols.ts) == len(trace.slices) and len(cols.ts)
+    start = trace.time_start(int(cols.ts.min()) if known else None)
     return 0 if start is None else start
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
-from ...slice_columns import SliceColumns
+from ...slice_columns import SliceColumns, columns_of
 from .columns import flat_rows, gather, varint_matrix
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
@@ -41,8 +41,8 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     writes some of these slices or counters must know the result (``write_perfetto`` rides
     before it forks, or in the process that writes both); a slice or counter rides once.
 
-    Done a column at a time with numpy (from ``cols``, the slices' columns, where given);
-    times outside int64 take ``_ride_each``."""
+    Done a column at a time with numpy, from ``cols`` (the slices' columns: made here where
+    not given); times outside ±2^62 take ``_ride_each``."""
     if not units or not counters:
         return
     try:
@@ -51,14 +51,12 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         _ride_each(slices, units, counters, riders, end_riders, rides)
         return
     if cols is None:
-        got = _columns(slices, units)
-        if got is None:
+        cols = columns_of(slices)
+        if cols is None:
             _ride_each(slices, units, counters, riders, end_riders, rides)
             return
-        flat, begin, end = got
-    else:
-        flat = np.fromiter(chain.from_iterable(ids for _, ids in units), dtype=np.int64)
-        begin, end = cols.ts[flat], cols.end[flat]
+    flat = np.fromiter(chain.from_iterable(ids for _, ids in units), dtype=np.int64)
+    begin, end = cols.ts[flat], cols.end[flat]
     track = np.repeat(np.array([t for t, _ in units], dtype=np.int64),
                       [len(ids) for _, ids in units])
     if _FEW * sum(map(len, times)) < len(flat):
@@ -139,19 +137,6 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
             end_riders[t] = dict(zip(times[a:b], pieces[a:b]))
         else:
             at_end.update(zip(times[a:b], pieces[a:b]))
-
-
-def _columns(slices: list[Slice], units: list[tuple[int, list[int]]]
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(slice ids, begins, ends) of ``units`` in order, from the slices; None where a time
-    is outside int64."""
-    flat = [i for _, ids in units for i in ids]
-    try:
-        return (np.array(flat, dtype=np.int64),
-                np.array([slices[i].ts for i in flat], dtype=np.int64),
-                np.array([slices[i].ts + slices[i].dur for i in flat], dtype=np.int64))
-    except OverflowError:
-        return None
 
 
 def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...slice_columns import SliceColumns
+from ...slice_columns import SliceColumns, start_order
 from ..protowire import varint
 from . import columns
 from .wire import _DTS, _LEN, _PACKET, _TS, _TS3_LO, _TS4_MID, _len
@@ -61,7 +61,7 @@ def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[list[int], list[int
     at = np.array(ids, dtype=np.int64)
     starts = cols.ts[at]
     if not (starts[1:] > starts[:-1]).all():
-        order = np.lexsort((starts - cols.end[at], starts))     # (start, -duration)
+        order = start_order(starts, cols.end[at] - starts)
         at, starts = at[order], starts[order]
         ids[:] = at.tolist()
     return starts.tolist(), cols.end[at].tolist()
