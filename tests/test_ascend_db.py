@@ -536,3 +536,62 @@ def test_database_tables_kept_while_the_file_is_unchanged(opens, tmp_path):
         os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
         assert ascend_db.is_export(db) is False
         assert list(opens.values()) == [3]      # the change above opened it too
+
+
+def _model_facts(trace):
+    """Everything a reader makes, as plain values."""
+    return ([(t.name, t.kind, t.parent, t.order) for t in trace.tracks],
+            [(s.track, s.ts, s.dur, s.name, s.cat, s.args, s.shared_args)
+             for s in trace.slices],
+            [(f.src, f.dst, f.name, f.args) for f in trace.flows],
+            [(c.track, c.ts, c.values) for c in trace.counters],
+            trace.meta.warnings, trace.meta.extra)
+
+
+@pytest.mark.parametrize("how", ["as is", "unknown enum", "cann string id", "child fails",
+                                 "bad times"])
+def test_cann_rows_from_a_second_process(tmp_path, monkeypatch, how):
+    """A large database's CANN_API rows are read by a forked process (read.fork_cann_rows)
+    while this one reads TASK: the same model as reading them here, with the lookups it
+    missed counted once (not lost, not twice), and where that process fails, the rows are
+    read here."""
+    import os
+    from tracecvt.readers.ascend_db import host, read
+    from tracecvt.readers.base import ReadOptions
+    db = tmp_path / "msprof_1.db"
+    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    c = sqlite3.connect(db)
+    if how == "unknown enum":
+        c.execute("UPDATE CANN_API SET type = 777 + rowid % 3")
+    elif how == "cann string id":
+        c.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM CANN_API LIMIT 3)")
+    elif how == "bad times":
+        c.execute("UPDATE CANN_API SET endNs = startNs - 1 WHERE rowid % 4 = 0")
+    c.commit()
+    c.close()
+    here = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=1))
+    forks = []
+    real_fork = read.fork_cann_rows
+
+    def fork(d):
+        forks.append(d)
+        return real_fork(d)
+    monkeypatch.setattr(read, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read, "fork_cann_rows", fork)
+    if how == "child fails":
+        parent = os.getpid()
+        real_rows = host.cann_rows
+
+        def rows(d):
+            if os.getpid() != parent:
+                raise RuntimeError("no")
+            return real_rows(d)
+        monkeypatch.setattr(read, "cann_rows", rows)
+        monkeypatch.setattr(host, "cann_rows", rows)
+    there = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=2))
+    assert forks, "the rows were not read by a second process"
+    assert _model_facts(there) == _model_facts(here)
+    warned = " ".join(here.meta.warnings)
+    assert {"unknown enum": "ENUM_API_TYPE", "cann string id": "string ids have no",
+            "bad times": "CANN_API rows without a usable"}.get(how, "") in warned
+    assert sum(1 for s in here.slices if s.cat == "cann") > 100

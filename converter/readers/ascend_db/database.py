@@ -71,6 +71,24 @@ class Database:
             with os.fdopen(fd, "wb") as f:
                 f.write(read_bytes(path))
             real = self._tmp
+        self._real = real
+        return self._connect(path, real)
+
+    def reconnect(self) -> None:
+        """A connection of this process's own to the same file: a forked process reads
+        through one (an open connection must not be used across a fork); the first is
+        left as it is, for the process that made it."""
+        self.conn = self._connect(self.path, self._real)
+
+    def size(self) -> int:
+        """Bytes of the file read (0 where that cannot be told)."""
+        try:
+            return os.path.getsize(self._real)
+        except OSError:
+            return 0
+
+    @staticmethod
+    def _connect(path: Path, real: str) -> sqlite3.Connection:
         wal = os.path.exists(real + "-wal")
         uri = f"file:{quote(os.path.abspath(real))}?mode=ro" + ("" if wal else "&immutable=1")
         try:
@@ -143,6 +161,21 @@ class Database:
             self.missing_strings += 1
             return None
         return v if type(v) is str else text(v)
+
+    def misses(self, since: tuple | None = None) -> tuple[int, dict[str, set[str]]]:
+        """What the lookups could not find: (string ids missed, {enum table: values not
+        in it}); with ``since`` (an earlier result), only what was missed after it."""
+        count, enums = self.missing_strings, self.unknown_enums
+        if since is None:
+            return count, {t: set(v) for t, v in enums.items()}
+        return count - since[0], {t: v - since[1].get(t, set()) for t, v in enums.items()
+                                  if v - since[1].get(t, set())}
+
+    def add_misses(self, misses: tuple[int, dict[str, set[str]]]) -> None:
+        """Count what another process's lookups missed (``misses``) as this one's."""
+        self.missing_strings += misses[0]
+        for table, values in misses[1].items():
+            self.unknown_enums.setdefault(table, set()).update(values)
 
     def enum(self, table: str, value) -> str | None:
         names = self._enums.get(table)

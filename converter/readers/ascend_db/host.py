@@ -32,39 +32,71 @@ def _tid(gtid) -> int:
     return gtid & 0xFFFFFFFF if isinstance(gtid, int) else 0
 
 
-def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
-             stats: dict[str, Any]) -> None:
-    if "CANN_API" not in db.tables:
-        return
-    lanes: dict = {}
-    names: dict[Any, tuple] = {}
-    slices = trace.slices
-    first = len(slices)
+def cann_rows(db: Database) -> dict[str, Any]:
+    """CANN_API's usable rows as columns, for ``add_cann``: per row its start and duration,
+    its thread (an index into "tids", in order of first use), its name (an index into
+    "names": (level, api, slice name)) and connection id; "bad" counts the rows without
+    usable times, and "misses" what the lookups could not find (``Database.misses``).  Its
+    own pass, so that a second process can make it (``read``) while this one reads TASK."""
+    names: dict[Any, int] = {}
+    named: list[tuple] = []
+    tids: dict[int, int] = {}
+    start_col, dur_col, tid_col, name_col, conn_col = [], [], [], [], []
     bad = 0
+    misses = db.misses()
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
-    by_tid: dict[int, int] = {}     # thread id -> its lane (_thread_lane's, looked up once)
     for start, end, typ, gtid, conn, sid in cur:
         if span(start, end) is None:
             bad += 1
             continue
-        conn = plain(conn)
         got = names.get((typ, sid))
         if got is None:
             level = db.enum("ENUM_API_TYPE", typ)
             api = db.string(sid) or f"string {sid}"
             prefix = API_PREFIX.get(level or "", (level or "api").capitalize())
-            got = names[(typ, sid)] = (level, api, f"{prefix}@{api}")
+            got = names[(typ, sid)] = len(named)
+            named.append((level, api, f"{prefix}@{api}"))
         tid = _tid(gtid)
-        lane = by_tid.get(tid)
-        if lane is None:
-            lane = by_tid[tid] = _thread_lane(layout, "CANN", CANN_ORDER, tid, lanes)
+        k = tids.get(tid)
+        if k is None:
+            k = tids[tid] = len(tids)
+        start_col.append(start)
+        dur_col.append(end - start)
+        tid_col.append(k)
+        name_col.append(got)
+        conn_col.append(plain(conn))
+    return {"start": start_col, "dur": dur_col, "tid": tid_col, "name": name_col,
+            "conn": conn_col, "names": named, "tids": list(tids), "bad": bad,
+            "misses": db.misses(misses)}
+
+
+def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
+             stats: dict[str, Any], rows: dict[str, Any] | None = None) -> None:
+    """One slice per usable CANN_API row, on its thread's lane; ``cann`` gets connectionId
+    -> its first slice.  ``rows``: ``cann_rows`` made elsewhere (else made here)."""
+    if "CANN_API" not in db.tables:
+        return
+    if rows is None:
+        rows = cann_rows(db)
+    else:
+        db.add_misses(rows["misses"])
+    lanes: dict = {}
+    tids = rows["tids"]
+    # the lanes in order of first use, as the rows come
+    by_tid = [_thread_lane(layout, "CANN", CANN_ORDER, tid, lanes) for tid in tids]
+    names = rows["names"]
+    slices = trace.slices
+    first = len(slices)
+    for k, start, dur, n, conn in zip(rows["tid"], rows["start"], rows["dur"], rows["name"],
+                                      rows["conn"]):
+        level, api, name = names[n]
         if conn is not None:
             cann.setdefault(conn, len(slices))
-        slices.append(Slice(lane, start, end - start, got[2], "cann",
-                            {"Thread Id": tid, "level": got[0], "id": got[1],
+        slices.append(Slice(by_tid[k], start, dur, name, "cann",
+                            {"Thread Id": tids[k], "level": level, "id": api,
                              "connection_id": conn}))
-    report_rows(trace, db, stats, "CANN_API", len(slices) - first, bad)
+    report_rows(trace, db, stats, "CANN_API", len(slices) - first, rows["bad"])
 
 
 def _stacks(db: Database) -> dict[int, str]:
