@@ -539,59 +539,67 @@ def test_database_tables_kept_while_the_file_is_unchanged(opens, tmp_path):
 
 
 def _model_facts(trace):
-    """Everything a reader makes, as plain values."""
+    """Everything a reader makes, as plain values (the args' with their types: 1 and 1.0
+    are written differently)."""
+    def typed(args):
+        return None if args is None else [(k, type(v), v) for k, v in args.items()]
     return ([(t.name, t.kind, t.parent, t.order) for t in trace.tracks],
-            [(s.track, s.ts, s.dur, s.name, s.cat, s.args, s.shared_args)
-             for s in trace.slices],
+            [(s.track, type(s.ts), s.ts, s.dur, s.name, s.cat, typed(s.args),
+              typed(s.shared_args)) for s in trace.slices],
             [(f.src, f.dst, f.name, f.args) for f in trace.flows],
             [(c.track, c.ts, c.values) for c in trace.counters],
             trace.meta.warnings, trace.meta.extra)
 
 
-@pytest.mark.parametrize("how", ["as is", "unknown enum", "cann string id", "child fails",
-                                 "bad times"])
-def test_cann_rows_from_a_second_process(tmp_path, monkeypatch, how):
-    """A large database's CANN_API rows are read by a forked process (read.fork_cann_rows)
-    while this one reads TASK: the same model as reading them here, with the lookups it
-    missed counted once (not lost, not twice), and where that process fails, the rows are
-    read here."""
+@pytest.mark.parametrize("how", ["as is", "unknown enum", "string ids", "bad times",
+                                 "TASK fails", "CANN_API fails"])
+def test_tables_read_ahead_by_other_processes(tmp_path, monkeypatch, how):
+    """A large database's TASK rows (with their task info) and CANN_API rows are read by
+    forked processes (ahead.Ahead) while this one reads the PMU figures and TASK's slices:
+    the same model as reading them here, with what their lookups missed counted once (not
+    lost, not twice); where one of those processes fails, its table is read here."""
     import os
-    from tracecvt.readers.ascend_db import host, read
+    from tracecvt.readers.ascend_db import ahead
     from tracecvt.readers.base import ReadOptions
     db = tmp_path / "msprof_1.db"
     shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
     c = sqlite3.connect(db)
     if how == "unknown enum":
         c.execute("UPDATE CANN_API SET type = 777 + rowid % 3")
-    elif how == "cann string id":
+    elif how == "string ids":
         c.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM CANN_API LIMIT 3)")
+        c.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM COMPUTE_TASK_INFO "
+                  "LIMIT 2)")
     elif how == "bad times":
         c.execute("UPDATE CANN_API SET endNs = startNs - 1 WHERE rowid % 4 = 0")
+        c.execute("UPDATE TASK SET endNs = NULL WHERE rowid % 5 = 0")
     c.commit()
     c.close()
     here = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=1))
-    forks = []
-    real_fork = read.fork_cann_rows
+    forked = []
+    parent = os.getpid()
 
-    def fork(d):
-        forks.append(d)
-        return real_fork(d)
-    monkeypatch.setattr(read, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(read, "fork_cann_rows", fork)
-    if how == "child fails":
-        parent = os.getpid()
-        real_rows = host.cann_rows
+    def fork(fn):
+        forked.append(fn)
+        return real_fork(fn)
+    real_fork = ahead.fork_pass
+    monkeypatch.setattr(ahead, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ahead, "fork_pass", fork)
+    if how.endswith("fails"):
+        table = how.split()[0]
+        read, back = ahead.PASSES[table]
 
-        def rows(d):
+        def failing(d):
             if os.getpid() != parent:
                 raise RuntimeError("no")
-            return real_rows(d)
-        monkeypatch.setattr(read, "cann_rows", rows)
-        monkeypatch.setattr(host, "cann_rows", rows)
+            return read(d)
+        monkeypatch.setitem(ahead.PASSES, table, (failing, back))
     there = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=2))
-    assert forks, "the rows were not read by a second process"
+    assert len(forked) == 2, "TASK and CANN_API were not read by other processes"
     assert _model_facts(there) == _model_facts(here)
     warned = " ".join(here.meta.warnings)
-    assert {"unknown enum": "ENUM_API_TYPE", "cann string id": "string ids have no",
+    assert {"unknown enum": "ENUM_API_TYPE", "string ids": "string ids have no",
             "bad times": "CANN_API rows without a usable"}.get(how, "") in warned
     assert sum(1 for s in here.slices if s.cat == "cann") > 100
+    if how == "bad times":
+        assert "TASK rows without a usable" in warned

@@ -36,14 +36,13 @@ def cann_rows(db: Database) -> dict[str, Any]:
     """CANN_API's usable rows as columns, for ``add_cann``: per row its start and duration,
     its thread (an index into "tids", in order of first use), its name (an index into
     "names": (level, api, slice name)) and connection id; "bad" counts the rows without
-    usable times, and "misses" what the lookups could not find (``Database.misses``).  Its
-    own pass, so that a second process can make it (``read``) while this one reads TASK."""
+    usable times.  Its own pass, so that another process can make it (``ahead``) while
+    this one reads TASK."""
     names: dict[Any, int] = {}
     named: list[tuple] = []
     tids: dict[int, int] = {}
     start_col, dur_col, tid_col, name_col, conn_col = [], [], [], [], []
     bad = 0
-    misses = db.misses()
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
     for start, end, typ, gtid, conn, sid in cur:
@@ -67,20 +66,18 @@ def cann_rows(db: Database) -> dict[str, Any]:
         name_col.append(got)
         conn_col.append(plain(conn))
     return {"start": start_col, "dur": dur_col, "tid": tid_col, "name": name_col,
-            "conn": conn_col, "names": named, "tids": list(tids), "bad": bad,
-            "misses": db.misses(misses)}
+            "conn": conn_col, "names": named, "tids": list(tids), "bad": bad}
 
 
 def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
              stats: dict[str, Any], rows: dict[str, Any] | None = None) -> None:
     """One slice per usable CANN_API row, on its thread's lane; ``cann`` gets connectionId
-    -> its first slice.  ``rows``: ``cann_rows`` made elsewhere (else made here)."""
+    -> its first slice.  ``rows``: ``cann_rows`` made by another process (``ahead``), or
+    None (then made here)."""
     if "CANN_API" not in db.tables:
         return
     if rows is None:
         rows = cann_rows(db)
-    else:
-        db.add_misses(rows["misses"])
     lanes: dict = {}
     tids = rows["tids"]
     # the lanes in order of first use, as the rows come

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
-from ...forkpass import ForkedPass, fork_pass, pack_numbers, unpack_numbers
 from ...model import NS, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
 from ..msprof.app import _device_info
@@ -16,13 +15,10 @@ from ..msprof.layout import Layout
 from ..msprof.torch_npu import _profiler_info
 from .counters import COUNTERS, add_counters, add_steps
 from .database import DB_ERRORS, Database, sql_error
-from .host import add_cann, add_flows, add_mstx, add_pytorch, cann_rows
+from .ahead import Ahead
+from .host import add_cann, add_flows, add_mstx, add_pytorch
 from .tasks import add_comm_ops, add_overlap, add_tasks
 
-# A database this large: a second process reads CANN_API's rows (``cann_rows``) while this
-# one reads TASK (on a 1 M-task database, 2.0 of its 10 s of reading); below it the fork
-# does not pay.
-PARALLEL_MIN_BYTES = 8 << 20
 USED = {"TASK", "COMMUNICATION_OP", "CANN_API", "PYTORCH_API", "MSTX_EVENTS", "STEP_TIME",
         "OVERLAP_ANALYSIS", *COUNTERS}
 
@@ -108,12 +104,13 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
     device: dict[int, list[int]] = {}
     pytorch: dict[int, list[int]] = {}
     failed: list[str] = []
-    helper = fork_cann_rows(db) if options.workers > 1 and "CANN_API" in db.tables \
-        and db.size() >= PARALLEL_MIN_BYTES else None
+    ahead = Ahead(db, options.workers)      # large tables read meanwhile elsewhere
     steps = [
-        ("TASK", lambda: add_tasks(trace, layout, db, device, stats)),
+        ("TASK", lambda: add_tasks(trace, layout, db, device, stats,
+                                   lambda: ahead.take("TASK"))),
         ("COMMUNICATION_OP", lambda: add_comm_ops(trace, layout, db, device, stats)),
-        ("CANN_API", lambda: add_cann(trace, layout, db, cann, stats, _collected(helper))),
+        ("CANN_API", lambda: add_cann(trace, layout, db, cann, stats,
+                                      ahead.take("CANN_API"))),
         ("OVERLAP_ANALYSIS", lambda: add_overlap(trace, layout, db, stats)),
         ("PYTORCH_API", lambda: add_pytorch(trace, layout, db, pytorch, stats)),
         ("MSTX_EVENTS", lambda: add_mstx(trace, layout, db, stats)),
@@ -131,8 +128,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
                 failed.append(table)
                 trace.warn(sql_error(path, table, e))
     finally:
-        if helper is not None:
-            helper.abandon()
+        ahead.close()
     layout.declare_source_idle()
     layout.measure_clock_skew(trace.flows[first_flow:])
     if failed and not trace.slices and not trace.counters:
@@ -160,36 +156,6 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
                    f"({len(text)} files) is not read")
     options.report("reading database", 1, 1)
     return trace
-
-
-def fork_cann_rows(db: Database) -> ForkedPass | None:
-    """Start ``cann_rows`` in a forked process, through a connection of its own; None where
-    it cannot fork."""
-    def run() -> dict[str, Any]:
-        db.reconnect()
-        rows = cann_rows(db)
-        for k in _NUMBERS:
-            rows[k] = pack_numbers(rows[k])
-        return rows
-    return fork_pass(run)
-
-
-_NUMBERS = ("start", "dur", "tid", "name", "conn")
-
-
-def _collected(helper: ForkedPass | None) -> dict[str, Any] | None:
-    """The forked ``cann_rows``, or None (none started, or it failed: ``add_cann`` then
-    reads the rows itself, and says what went wrong as it would have)."""
-    if helper is None:
-        return None
-    try:
-        rows = helper.result()
-    finally:
-        helper.abandon()
-    if rows is not None:
-        for k in _NUMBERS:
-            rows[k] = unpack_numbers(rows[k])
-    return rows
 
 
 def _facts(trace: Trace, db: Database) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -6,7 +6,7 @@ text readers give them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...model import KERNEL, Slice, Trace
 from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
@@ -122,18 +122,27 @@ def _side(db: Database, table: str, spec) -> dict[int, tuple[Any, Any, dict[str,
     return out
 
 
+def task_tables(db: Database) -> dict[str, Any]:
+    """What ``add_tasks`` reads besides the PMU figures: the task info of COMPUTE_TASK_INFO
+    and COMMUNICATION_TASK_INFO by globalTaskId (``_side``), and TASK's rows (a cursor)."""
+    return {"compute": _side(db, "COMPUTE_TASK_INFO", _COMPUTE),
+            "comm": _side(db, "COMMUNICATION_TASK_INFO", _COMM),
+            "rows": db.rows("TASK", list(_TASK))[1]}
+
+
 def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],
-              stats: dict[str, Any]) -> None:
-    """One slice per TASK row; ``index`` gets connectionId -> slices (flow ends)."""
+              stats: dict[str, Any], ahead: Callable[[], dict | None] | None = None) -> None:
+    """One slice per TASK row; ``index`` gets connectionId -> slices (flow ends).
+    ``ahead``: ``task_tables`` read by another process meanwhile (``ahead.Ahead``), or
+    None (then read here)."""
     if "TASK" not in db.tables:
         return
-    compute = _side(db, "COMPUTE_TASK_INFO", _COMPUTE)
-    comm = _side(db, "COMMUNICATION_TASK_INFO", _COMM)
     pmu = _pmu(db)
+    got = (ahead() if ahead is not None else None) or task_tables(db)
+    compute, comm, cur = got["compute"], got["comm"], got["rows"]
     source = db.path.name
     lanes: dict[tuple, int] = {}
     types: dict[Any, str | None] = {}
-    cols, cur = db.rows("TASK", list(_TASK))
     made = bad = 0
     containers: dict[tuple, list] = {}
     plans: dict[tuple, list] = {}
