@@ -551,51 +551,81 @@ def _model_facts(trace):
             trace.meta.warnings, trace.meta.extra)
 
 
-@pytest.mark.parametrize("how", ["as is", "unknown enum", "string ids", "bad times",
-                                 "TASK fails", "CANN_API fails"])
-def test_tables_read_ahead_by_other_processes(tmp_path, monkeypatch, how):
-    """A large database's TASK rows (with their task info) and CANN_API rows are read by
-    forked processes (ahead.Ahead) while this one reads the PMU figures and TASK's slices:
-    the same model as reading them here, with what their lookups missed counted once (not
-    lost, not twice); where one of those processes fails, its table is read here."""
+_HOWS = ["as is", "unknown enum", "string ids", "bad times", "TASK fails", "CANN_API fails",
+         "dies"]
+
+
+@pytest.mark.parametrize("run,how", [("msprof", h) for h in _HOWS]
+                         + [("torch_npu", h) for h in [*_HOWS, "PYTORCH_API fails"]])
+def test_tables_read_ahead_by_other_processes(tmp_path, monkeypatch, run, how):
+    """A large database's TASK rows (with their task info), CANN_API and PYTORCH_API rows
+    are read by a forked process (ahead.Ahead) while this one reads the PMU figures and
+    makes the slices: the same model as reading them here, with what its lookups missed
+    counted once (not lost, not twice); a table that process fails on, and every table
+    after it dies, is read here."""
     import os
     from tracecvt.readers.ascend_db import ahead
     from tracecvt.readers.base import ReadOptions
-    db = tmp_path / "msprof_1.db"
-    shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    if run == "msprof":
+        db = tmp_path / "msprof_1.db"
+        shutil.copy(next(PROFS[0].glob("msprof_*.db")), db)
+    else:
+        db = tmp_path / TORCH_DB.name
+        shutil.copy(TORCH_DB, db)
     c = sqlite3.connect(db)
+    torch = run == "torch_npu"
     if how == "unknown enum":
         c.execute("UPDATE CANN_API SET type = 777 + rowid % 3")
+        if torch:
+            c.execute("UPDATE PYTORCH_API SET type = 900 WHERE rowid % 7 = 0")
     elif how == "string ids":
         c.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM CANN_API LIMIT 3)")
         c.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM COMPUTE_TASK_INFO "
                   "LIMIT 2)")
+        if torch:
+            c.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM PYTORCH_API "
+                      "LIMIT 3) OR id IN (SELECT inputShapes FROM PYTORCH_API WHERE "
+                      "inputShapes IS NOT NULL LIMIT 2)")
     elif how == "bad times":
         c.execute("UPDATE CANN_API SET endNs = startNs - 1 WHERE rowid % 4 = 0")
         c.execute("UPDATE TASK SET endNs = NULL WHERE rowid % 5 = 0")
+        if torch:
+            c.execute("UPDATE PYTORCH_API SET startNs = 'x' WHERE rowid % 6 = 0")
     c.commit()
     c.close()
     here = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=1))
-    forked = []
+    forked, taken = [], []
     parent = os.getpid()
+    real_fork, real_take = ahead.fork_child, ahead.Ahead.take
 
-    def fork(fn):
-        forked.append(fn)
-        return real_fork(fn)
-    real_fork = ahead.fork_pass
+    def fork(body):
+        forked.append(body)
+        return real_fork(body)
+
+    def take(self, table):
+        got = real_take(self, table)
+        taken.append((table, got is not None))
+        return got
     monkeypatch.setattr(ahead, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ahead, "fork_pass", fork)
-    if how.endswith("fails"):
-        table = how.split()[0]
-        read, back = ahead.PASSES[table]
+    monkeypatch.setattr(ahead, "fork_child", fork)
+    monkeypatch.setattr(ahead.Ahead, "take", take)
+    failing = how.split()[0] if how.endswith("fails") else "CANN_API" if how == "dies" \
+        else None
+    if failing:
+        read, back = ahead.PASSES[failing]
 
-        def failing(d):
+        def fails(d):
             if os.getpid() != parent:
+                if how == "dies":
+                    os._exit(3)
                 raise RuntimeError("no")
             return read(d)
-        monkeypatch.setitem(ahead.PASSES, table, (failing, back))
+        monkeypatch.setitem(ahead.PASSES, failing, (fails, back))
     there = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=2))
-    assert len(forked) == 2, "TASK and CANN_API were not read by other processes"
+    assert len(forked) == 1, "the tables were not read by another process"
+    tables = ["TASK", "CANN_API", "PYTORCH_API"][:2 + torch]
+    lost = {failing} | ({"CANN_API", "PYTORCH_API"} if how == "dies" else set())
+    assert [x for x in taken if x[0] in tables] == [(t, t not in lost) for t in tables]
     assert _model_facts(there) == _model_facts(here)
     warned = " ".join(here.meta.warnings)
     assert {"unknown enum": "ENUM_API_TYPE", "string ids": "string ids have no",
@@ -603,3 +633,7 @@ def test_tables_read_ahead_by_other_processes(tmp_path, monkeypatch, how):
     assert sum(1 for s in here.slices if s.cat == "cann") > 100
     if how == "bad times":
         assert "TASK rows without a usable" in warned
+        assert not torch or "PYTORCH_API rows without a usable" in warned
+    if torch:
+        assert sum(1 for s in here.slices if s.cat in ("cpu_op", "python_function")) > 1000
+        assert any("Call stack" in (s.args or {}) for s in here.slices)

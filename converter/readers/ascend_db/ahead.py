@@ -1,25 +1,29 @@
-"""Tables of a large database read ahead by forked processes, while this one reads others.
+"""Tables of a large database read ahead by a forked process, while this one reads others.
 
 Reading a 1 M-task database is sqlite's rows and the model's objects, one process on one
 CPU.  The objects must be made here, but the rows need not be fetched here: a forked
-process fetches TASK's rows (with the task info the reader joins to them) and another
-CANN_API's, each through a connection of its own, and hands them over as columns while
-this one reads the PMU figures and then makes TASK's slices.  What comes back is exactly
-what this process would have read, values and types: a column of 64-bit ints or of floats
-as an array (iterated, it gives back the same numbers), anything else as it is.  A process
-that fails or cannot be forked leaves its table to be read here as before, so its errors
+process fetches TASK's rows (with the task info the reader joins to them), then
+CANN_API's and PYTORCH_API's (with their lookups), through a connection of its own, and
+hands each over as columns as soon as it has it, while this one reads the PMU figures and
+makes the slices of the tables it has.  What comes back is exactly what this process would
+have read, values and types: a column of 64-bit ints or of floats as an array (iterated,
+it gives back the same numbers), anything else as it is.  A table that process fails on
+(or every table, where it cannot be forked or dies) is read here as before, so its errors
 are reported as they would have been.  What the forked lookups missed (string ids, enum
 values) is counted here once.
 """
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any, Callable
+import os
+import pickle
+import struct
+import tempfile
+from typing import IO, Any, Callable
 
-from ...forkpass import ForkedPass, fork_pass, pack_numbers
+from ...forkpass import fork_child, pack_numbers, reap
 from .database import Database
-from .host import cann_rows
+from .host import cann_rows, pytorch_rows
 from .tasks import task_tables
 
 # Below this size a fork does not pay (the database of a 100,000-task run is 20 MB).
@@ -48,55 +52,102 @@ def _cann_ahead(db: Database) -> dict[str, Any]:
     return got
 
 
-def _cann_back(got: dict[str, Any]) -> dict[str, Any]:
+def _torch_ahead(db: Database) -> dict[str, Any]:
+    got = pytorch_rows(db)
+    columns = list(zip(*got["rows"]))       # (every row read: "names", "tids", "bad" told)
+    got["rows"] = [pack_numbers(list(c)) for c in columns]
+    return got
+
+
+def _torch_back(got: dict[str, Any]) -> dict[str, Any]:
+    got["rows"] = zip(*got["rows"])
+    return got
+
+
+def _as_is(got: dict[str, Any]) -> dict[str, Any]:
     return got          # (arrays iterate as the lists they were made from)
 
 
 # table -> (what the forked process reads, how this one takes it back)
 PASSES: dict[str, tuple[Callable[[Database], dict], Callable[[dict], dict]]] = {
     "TASK": (_task_ahead, _task_back),
-    "CANN_API": (_cann_ahead, _cann_back),
+    "CANN_API": (_cann_ahead, _as_is),
+    "PYTORCH_API": (_torch_ahead, _torch_back),
 }
 
 
-def _in_child(db: Database, read: Callable[[Database], dict]) -> dict[str, Any]:
-    db.reconnect()
-    before = db.misses()
-    got = read(db)
-    got["misses"] = db.misses(before)
-    return got
+_NOTICE = struct.Struct("<Bqq")    # a table's place in PASSES, its data's offset, length
 
 
 class Ahead:
-    """The forked readers of ``db``'s large tables (none for a small database or one
-    process); ``take`` a table's result where the reader needs it, ``close`` at the end."""
+    """A forked process that reads ``db``'s large tables, in the order the reader needs
+    them (none for a small database or one process); ``take`` a table's result where the
+    reader needs it, ``close`` at the end.
+
+    Each table's result goes into a file the two processes share, and a notice of where
+    it is through a pipe (a few bytes: the forked process never waits for this one to
+    read, as it would with the results themselves in a pipe)."""
 
     def __init__(self, db: Database, workers: int):
         self.db = db
-        self.passes: dict[str, ForkedPass] = {}
-        if workers > 1 and db.size() >= PARALLEL_MIN_BYTES:
-            for table, (read, _) in PASSES.items():
-                if table in db.tables:
-                    helper = fork_pass(partial(_in_child, db, read))
-                    if helper is not None:
-                        self.passes[table] = helper
+        self.tables = [t for t in PASSES if t in db.tables]
+        self.pid = 0
+        self.notices: IO[bytes] | None = None
+        self.told: dict[str, tuple[int, int]] = {}
+        if workers < 2 or not self.tables or db.size() < PARALLEL_MIN_BYTES:
+            return
+        self.file = tempfile.TemporaryFile()
+        forked = fork_child(self._read_ahead)
+        if forked is None:
+            self.file.close()
+            return
+        self.pid, r = forked
+        self.notices = os.fdopen(r, "rb")
+
+    def _read_ahead(self, w: int) -> None:
+        """The forked process: each table read (through a connection of its own), written
+        to the file, and told; one that fails is told so (length -1), and the rest go on."""
+        db = self.db
+        db.reconnect()
+        at = 0
+        for k, table in enumerate(self.tables):
+            try:
+                before = db.misses()
+                got = PASSES[table][0](db)
+                got["misses"] = db.misses(before)
+                data = pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:                   # noqa: BLE001 - that table is read there
+                os.write(w, _NOTICE.pack(k, 0, -1))
+                continue
+            os.pwrite(self.file.fileno(), data, at)
+            os.write(w, _NOTICE.pack(k, at, len(data)))
+            at += len(data)
+        os.close(w)
 
     def take(self, table: str) -> dict[str, Any] | None:
-        """What the forked process read of ``table``, or None (none was started, or it
-        failed: the reader then reads the table itself)."""
-        helper = self.passes.pop(table, None)
-        if helper is None:
+        """What the forked process read of ``table``, or None (it was not started, it
+        failed on that table, or it ended before: the reader then reads it itself)."""
+        if self.notices is None or table not in self.tables:
             return None
-        try:
-            got = helper.result()
-        finally:
-            helper.abandon()
-        if got is None:
+        while table not in self.told:
+            notice = self.notices.read(_NOTICE.size)
+            if len(notice) < _NOTICE.size:          # it ended (or died) before that table
+                return None
+            k, at, length = _NOTICE.unpack(notice)
+            self.told[self.tables[k]] = (at, length)
+        at, length = self.told.pop(table)
+        if length < 0:
             return None
+        got = pickle.loads(os.pread(self.file.fileno(), length, at))   # ours, not the input's
         self.db.add_misses(got.pop("misses"))
         return PASSES[table][1](got)
 
     def close(self) -> None:
-        for helper in self.passes.values():
-            helper.abandon()
-        self.passes.clear()
+        """Stop the forked process if it still runs, and let go of the pipe and file."""
+        if self.pid:
+            reap(self.pid, kill=True)
+            self.pid = 0
+        if self.notices is not None:
+            self.notices.close()
+            self.notices = None
+            self.file.close()

@@ -107,13 +107,29 @@ def _stacks(db: Database) -> dict[int, str]:
     return {k: ";\n".join(s for _, s in sorted(v)) for k, v in frames.items()}
 
 
-def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, list[int]],
-                stats: dict[str, Any]) -> None:
-    if "PYTORCH_API" not in db.tables:
-        return
+def pytorch_rows(db: Database) -> dict[str, Any]:
+    """PYTORCH_API's usable rows, for ``add_pytorch``: "rows" gives per row (as they are
+    read) its thread (an index into "tids", in order of first use), its start and
+    duration, its name and category (an index into "names"), "has", the bits of the args
+    it has (1 "Sequence number", 2 "Fwd thread id", 4 "Input type", 8 "Input Dims", 16
+    "Call stack", 32 "connection_id": an arg can be there with the value None, a string
+    id with no string), and their values in that order (None where it has none); "tids" and "names" grow as the
+    rows are read, and "bad" counts the rows without usable times once all are.  Every
+    lookup is made per row (a missing string counts each time).  Another process can read
+    them (``ahead``) while this one reads TASK."""
+    out: dict[str, Any] = {"names": [], "tids": [], "bad": 0}
+    out["rows"] = _pytorch_rows(db, out)
+    return out
+
+
+def _pytorch_rows(db: Database, out: dict[str, Any]):
     stacks = _stacks(db)
-    lanes: dict = {}
-    made = bad = 0
+    names: dict[tuple, int] = {}
+    named = out["names"]
+    tids: dict[int, int] = {}
+    tid_list = out["tids"]
+    bad = 0
+    string, enum = db.string, db.enum
     _, cur = db.rows("PYTORCH_API", ["startNs", "endNs", "globalTid", "connectionId", "name",
                                      "sequenceNumber", "fwdThreadId", "inputDtypes",
                                      "inputShapes", "callchainId", "type"])
@@ -123,30 +139,65 @@ def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, lis
             bad += 1
             continue
         conn, seq, fwd = plain(conn), plain(seq), plain(fwd)
-        name = db.string(sid) or f"string {sid}"
-        level = db.enum("ENUM_API_TYPE", typ)
-        cat = PYTORCH_CAT.get(level or "") or (
-            ("dequeue" if name.startswith("Dequeue") else "enqueue") if level == "queue"
-            else (level or "pytorch"))
-        args: dict[str, Any] = {}
-        if seq is not None:
-            args["Sequence number"] = seq
-        if fwd is not None:
-            args["Fwd thread id"] = fwd
-        if dtypes is not None:
-            args["Input type"] = db.string(dtypes)
-        if shapes is not None:
-            args["Input Dims"] = db.string(shapes)
-        if chain is not None and chain in stacks:
-            args["Call stack"] = stacks[chain]
-        if conn is not None:
-            args["connection_id"] = conn
-        i = trace.add_slice(_thread_lane(layout, "Python", PYTHON_ORDER, _tid(gtid), lanes),
-                            start, end - start, name, cat, args or None)
-        if conn is not None:
-            torch.setdefault(conn, []).append(i)
-        made += 1
-    report_rows(trace, db, stats, "PYTORCH_API", made, bad)
+        name = string(sid) or f"string {sid}"
+        level = enum("ENUM_API_TYPE", typ)
+        got = names.get((name, level))
+        if got is None:
+            cat = PYTORCH_CAT.get(level or "") or (
+                ("dequeue" if name.startswith("Dequeue") else "enqueue") if level == "queue"
+                else (level or "pytorch"))
+            got = names[(name, level)] = len(named)
+            named.append((name, cat))
+        stack = stacks.get(chain) if chain is not None else None
+        has = (seq is not None) | (fwd is not None) << 1 | (dtypes is not None) << 2 \
+            | (shapes is not None) << 3 | (stack is not None) << 4 | (conn is not None) << 5
+        tid = _tid(gtid)
+        k = tids.get(tid)
+        if k is None:
+            k = tids[tid] = len(tid_list)
+            tid_list.append(tid)
+        yield (k, start, end - start, got, has, seq, fwd,
+               string(dtypes) if dtypes is not None else None,
+               string(shapes) if shapes is not None else None, stack, conn)
+    out["bad"] = bad
+
+
+def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, list[int]],
+                stats: dict[str, Any], rows: dict[str, Any] | None = None) -> None:
+    """One slice per usable PYTORCH_API row, on its thread's lane, with its call stack;
+    ``torch`` gets connectionId -> its slices.  ``rows``: ``pytorch_rows`` read by another
+    process (``ahead``), or None (then read here)."""
+    if "PYTORCH_API" not in db.tables:
+        return
+    if rows is None:
+        rows = pytorch_rows(db)
+    lanes: dict = {}
+    by_tid: list[int] = []      # the lanes, made in order of first use as the rows come
+    tids, names = rows["tids"], rows["names"]
+    slices = trace.slices
+    first = len(slices)
+    for k, start, dur, n, has, seq, fwd, dtypes, shapes, stack, conn in rows["rows"]:
+        if k == len(by_tid):
+            by_tid.append(_thread_lane(layout, "Python", PYTHON_ORDER, tids[k], lanes))
+        name, cat = names[n]
+        args: dict[str, Any] | None = None
+        if has:
+            args = {}
+            if has & 1:
+                args["Sequence number"] = seq
+            if has & 2:
+                args["Fwd thread id"] = fwd
+            if has & 4:
+                args["Input type"] = dtypes
+            if has & 8:
+                args["Input Dims"] = shapes
+            if has & 16:
+                args["Call stack"] = stack
+            if has & 32:
+                args["connection_id"] = conn
+                torch.setdefault(conn, []).append(len(slices))
+        slices.append(Slice(by_tid[k], start, dur, name, cat, args))
+    report_rows(trace, db, stats, "PYTORCH_API", len(slices) - first, rows["bad"])
 
 
 def add_mstx(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) -> None:
