@@ -557,7 +557,7 @@ _HOWS = ["as is", "unknown enum", "string ids", "bad times", "TASK fails", "CANN
 
 @pytest.mark.parametrize("run,how", [("msprof", h) for h in _HOWS]
                          + [("torch_npu", h) for h in [*_HOWS, "PYTORCH_API fails"]])
-def test_tables_read_ahead_by_other_processes(tmp_path, monkeypatch, run, how):
+def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     """A large database's TASK rows (with their task info), CANN_API and PYTORCH_API rows
     are read by a forked process (ahead.Ahead) while this one reads the PMU figures and
     makes the slices: the same model as reading them here, with what its lookups missed
