@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from ...model import ARG_LINES, INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
-from ..protowire import _pack_double, key_bytes, key_str, key_varint, varint
+from ..protowire import _pack_double, key_str, key_varint, tag, varint
 from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE,
                    _INTERNED, _LEN, _STRING_IID, _STRING_VALUE, _TE_DEBUG)
 
@@ -93,14 +93,23 @@ class _Interner:
     def __init__(self) -> None:
         self.tables: dict[int, dict[Any, tuple[int, bytes]]] = {
             _I_CATEGORY: {}, _I_NAME: {}, _I_ARG_NAME: {}, _I_STRING: {}}
+        self.tags = {table: tag(table, 2) for table in self.tables}
 
     def entry(self, table: int, text: str) -> tuple[int, bytes]:
-        """(iid, InternedData entry) of ``text`` in ``table``."""
+        """(iid, InternedData entry) of ``text`` in ``table``: ``key_bytes(table,
+        key_varint(1, iid) + key_str(2, text))``, built flat (the four generic calls cost
+        most of a new string arg: 1.5 of 2.3 us)."""
         d = self.tables[table]
         hit = d.get(text)
         if hit is None:
             iid = len(d) + 1
-            hit = d[text] = (iid, key_bytes(table, key_varint(1, iid) + key_str(2, text)))
+            b = text.encode("utf-8", "surrogatepass")
+            n = len(b)
+            body = (b"\x08" + (_LEN[iid] if iid < 16384 else varint(iid))      # iid = 1
+                    + b"\x12" + (_LEN[n] if n < 16384 else varint(n)) + b)    # name/str = 2
+            n = len(body)
+            hit = d[text] = (iid, self.tags[table] + (_LEN[n] if n < 16384 else varint(n))
+                             + body)
         return hit
 
 
