@@ -67,7 +67,9 @@ def _value(rng: random.Random, strings: list[str]):
     if kind == 4:
         return rng.choice([0, 1, 127, 128, 16383, 16384, rng.randrange(1 << 14)])
     if kind == 5:
-        return rng.choice([rng.randrange(1 << 40), 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30])
+        return rng.choice([rng.randrange(1 << 21), rng.randrange(1 << 28), rng.randrange(1 << 40),
+                           2**21 - 1, 2**21, 2**28 - 1, 2**28, 2**63 - 1, 2**63, 2**64 - 1,
+                           2**64, 10**30])
     if kind == 6:
         return rng.choice([-1, -2**63, -2**63 - 1, -rng.randrange(1 << 40)])
     if kind == 7:

@@ -12,8 +12,8 @@ from typing import Any
 
 from ...model import ARG_LINES, INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
 from ..protowire import _pack_double, key_str, key_varint, tag, varint
-from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT_VALUE,
-                   _INTERNED, _LEN, _STRING_IID, _STRING_VALUE, _TE_DEBUG)
+from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT3_LO,
+                   _INT_VALUE, _INTERNED, _LEN, _STRING_IID, _STRING_VALUE, _TE_DEBUG, _TS4_MID)
 
 
 # json.dumps with these options, without making an encoder per call (0.6 us of 3.5)
@@ -305,10 +305,15 @@ class _ArgEncoder:
                             pending.append(entry)
                     continue
                 if cls is float or cls is int and 0 <= value < INT64_END:
-                    if cls is int:
-                        field = _INT_VALUE + varint(value)
-                    else:
+                    if cls is float:
                         field = _DOUBLE_VALUE + _pack_double(value)
+                    elif value < 2097152:       # three bytes (at least 2^14 here): lookups,
+                        field = _INT3_LO[value & 127] + _LEN[value >> 7]   # not a call
+                    elif value < 268435456:     # four bytes
+                        field = (_INT3_LO[value & 127] + _TS4_MID[(value >> 7) & 127]
+                                 + _LEN[value >> 14])
+                    else:
+                        field = _INT_VALUE + varint(value)
                     head = names.get(name) or self._name_part(name)
                     body = head[0] + field
                     parts.append(_TE_DEBUG + _LEN[len(body)] + body)
