@@ -74,6 +74,10 @@ _DTS = [_TS + v for v in _LEN]     # timestamp field of the times below 2^14 ns
 # 128 there: _LEN's two-byte varints are the last two bytes.)
 _TS4_MID = [bytes((i | 0x80,)) for i in range(128)]     # 7 bits of a varint, more to come
 _TS3_LO = [_TS + b for b in _TS4_MID]
+# The same for an int arg's int_value field (``interning._ArgEncoder.encode``): a value in
+# [2^14, 2^21) is _INT3_LO[v & 127] + _LEN[v >> 7], one in [2^21, 2^28)
+# _INT3_LO[v & 127] + _TS4_MID[(v >> 7) & 127] + _LEN[v >> 14] (ids, counts and ns figures).
+_INT3_LO = [_INT_VALUE + b for b in _TS4_MID]
 
 
 def _len(n: int) -> bytes:
