@@ -267,9 +267,9 @@ class _ArgEncoder:
     def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
         """A slice's own args, defining on ``seq`` the entries they use.  Ints and floats
         (per-slice ids, times, PMU figures: mostly all different) are built here, without
-        the cache, but for ints below 16384 (``small``); so are strings (``_uncached_str``'s
-        rule inline: a call per arg costs more than the step); the rest comes from ``pair``.
-        The entries are defined inline too (``seq.use`` for one or two is mostly a call)."""
+        the cache, but for ints below 16384 (``small``); strings come from the cache (or
+        ``_uncached_str``, the one string rule), the rest from ``pair``.  The entries are
+        defined inline (``seq.use`` for one or two is mostly a call)."""
         defined, pending = seq.defined, seq.pending
         names, cache, small = self.names, self.cache, self.small
         parts = []
@@ -291,13 +291,7 @@ class _ArgEncoder:
                     continue
                 if cls is str:
                     key = (name, str, value)
-                    hit = cache.get(key)
-                    if hit is None:
-                        if key in self.once:    # its second use: interned from now on
-                            hit = cache[key] = self._str_pair(name, value, True)
-                        else:                   # its first: inline, and not kept
-                            self.once.add(key)
-                            hit = self._str_pair(name, value, False)
+                    hit = cache.get(key) or self._uncached_str(key, name, value)
                     parts.append(hit[0])
                     for entry in hit[1]:
                         if entry not in defined:
