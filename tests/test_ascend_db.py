@@ -624,8 +624,11 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     there = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=2))
     assert len(forked) == 1, "the tables were not read by another process"
     tables = ["TASK", "CANN_API", "PYTORCH_API"][:2 + torch]
+    # (the torch_npu run has no PMU figures to read meanwhile: TASK is read here)
+    ahead_of = tables[torch:]
     lost = {failing} | ({"CANN_API", "PYTORCH_API"} if how == "dies" else set())
-    assert [x for x in taken if x[0] in tables] == [(t, t not in lost) for t in tables]
+    assert [x for x in taken if x[0] in tables] == \
+        [(t, t in ahead_of and t not in lost) for t in tables]
     assert _model_facts(there) == _model_facts(here)
     warned = " ".join(here.meta.warnings)
     assert {"unknown enum": "ENUM_API_TYPE", "string ids": "string ids have no",

@@ -130,6 +130,17 @@ class Database:
             return 0
         return self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
+    def rows_about(self, table: str) -> int:
+        """About how many rows ``table`` has, at once (its largest rowid: a table's rows
+        are appended by the profiler, never deleted); 0 where that cannot be told."""
+        if table not in self.tables:
+            return 0
+        try:
+            n = self.conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+        except DB_ERRORS:
+            return 0
+        return n if isinstance(n, int) else 0
+
     def rows(self, table: str, want: list[str]):
         """(present columns, cursor over rows of those columns) — columns a version lacks
         come back as None so readers index by name."""
