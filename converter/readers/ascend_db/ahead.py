@@ -5,12 +5,12 @@ CPU.  The objects must be made here, but the rows need not be fetched here: a fo
 process fetches TASK's rows (with the task info the reader joins to them; where this one
 has PMU figures to read meanwhile), then CANN_API's and PYTORCH_API's (with their lookups),
 through a connection of its own, and hands each over as columns as soon as it has it, while
-this one makes the slices of the tables it has.  What comes back is exactly what this process would
-have read, values and types: a column of 64-bit ints or of floats as an array (iterated,
-it gives back the same numbers), anything else as it is.  A table that process fails on
-(or every table, where it cannot be forked or dies) is read here as before, so its errors
-are reported as they would have been.  What the forked lookups missed (string ids, enum
-values) is counted here once.
+this one makes the slices of the tables it has.  What comes back is exactly what this
+process would have read, values and types: a column of 64-bit ints or of floats as an
+array (iterated, it gives back the same numbers), anything else as it is.  A table that
+process fails on (or every table, where it cannot be forked or dies) is read here as
+before, so its errors are reported as they would have been.  What the forked lookups
+missed (string ids, enum values) is counted here once.
 """
 
 from __future__ import annotations
@@ -90,16 +90,20 @@ class Ahead:
 
     def __init__(self, db: Database, workers: int):
         self.db = db
-        self.tables = [t for t in PASSES if t in db.tables]
-        if 2 * db.rows_about("TASK_PMU_INFO") < db.rows_about("TASK"):
-            # TASK is the first table this process needs, and it has little to do before
-            # (the PMU figures): it reads TASK itself rather than wait for it (a torch_npu
-            # database: TASK 110,000 rows, no PMU figures, PYTORCH_API 492,000)
-            self.tables = self.tables[1:] if self.tables[:1] == ["TASK"] else self.tables
+        self.tables: list[str] = []
         self.pid = 0
         self.notices: IO[bytes] | None = None
         self.told: dict[str, tuple[int, int]] = {}
-        if workers < 2 or not self.tables or db.size() < PARALLEL_MIN_BYTES:
+        if workers < 2 or db.size() < PARALLEL_MIN_BYTES:
+            return
+        self.tables = [t for t in PASSES if t in db.tables]
+        if self.tables[:1] == ["TASK"] and \
+                2 * db.rows_about("TASK_PMU_INFO") < db.rows_about("TASK"):
+            # TASK is the first table this process needs, and it has little to do before
+            # (the PMU figures): it reads TASK itself rather than wait for it (a torch_npu
+            # database: TASK 110,000 rows, no PMU figures, PYTORCH_API 492,000)
+            del self.tables[0]
+        if not self.tables:
             return
         self.file = tempfile.TemporaryFile()
         forked = fork_child(self._read_ahead)

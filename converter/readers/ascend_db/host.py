@@ -113,10 +113,10 @@ def pytorch_rows(db: Database) -> dict[str, Any]:
     duration, its name and category (an index into "names"), "has", the bits of the args
     it has (1 "Sequence number", 2 "Fwd thread id", 4 "Input type", 8 "Input Dims", 16
     "Call stack", 32 "connection_id": an arg can be there with the value None, a string
-    id with no string), and their values in that order (None where it has none); "tids" and "names" grow as the
-    rows are read, and "bad" counts the rows without usable times once all are.  Every
-    lookup is made per row (a missing string counts each time).  Another process can read
-    them (``ahead``) while this one reads TASK."""
+    id with no string), and their values in that order (None where it has none).
+    "tids" and "names" grow as the rows are read, and "bad" counts the rows without
+    usable times once all are.  Every lookup is made per row (a missing string counts
+    each time).  Another process can read them (``ahead``) while this one reads TASK."""
     out: dict[str, Any] = {"names": [], "tids": [], "bad": 0}
     out["rows"] = _pytorch_rows(db, out)
     return out
