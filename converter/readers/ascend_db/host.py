@@ -182,6 +182,8 @@ def add_pytorch(trace: Trace, layout: Layout, db: Database, torch: dict[int, lis
         name, cat = names[n]
         args: dict[str, Any] | None = None
         if has:
+            # one test per arg, in pytorch_rows' order (a loop over the six bits made this
+            # pass 1.40 -> 1.56 s on 492,000 rows)
             args = {}
             if has & 1:
                 args["Sequence number"] = seq
