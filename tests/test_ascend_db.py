@@ -640,3 +640,33 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     if torch:
         assert sum(1 for s in here.slices if s.cat in ("cpu_op", "python_function")) > 1000
         assert any("Call stack" in (s.args or {}) for s in here.slices)
+
+
+@pytest.mark.parametrize("how", ["damaged gz", "gz of no database", "archive of no database"])
+def test_no_copy_left_behind(tmp_path, monkeypatch, how):
+    """A compressed or archived database is copied to a temporary file to be opened; where
+    the copy cannot be made or is no database, the error names the file and the copy is
+    removed (it was left behind, empty or not, once per such input)."""
+    import gzip
+    import tempfile
+    import zipfile
+    from conftest import cli
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    db = next(PROFS[0].glob("msprof_*.db"))
+    if how == "damaged gz":
+        data = gzip.compress(db.read_bytes())
+        bad = tmp_path / "msprof_1.db.gz"
+        bad.write_bytes(data[:len(data) // 2] + bytes(64))
+    elif how == "gz of no database":
+        bad = tmp_path / "msprof_1.db.gz"
+        bad.write_bytes(gzip.compress(b"SQLite format 3\x00" + bytes(200)))
+    else:
+        bad = tmp_path / "run.zip"
+        with zipfile.ZipFile(bad, "w") as z:
+            z.writestr("PROF_x/msprof_1.db", b"SQLite format 3\x00" + bytes(200))
+    res = cli("to-perfetto", "--from", "msprof-db", str(bad), "-o", str(tmp_path / "x.pftrace"))
+    assert res.exit_code != 0 and "Traceback" not in res.output, res.output
+    assert "msprof_1.db" in res.output, res.output
+    assert not list(temp.glob("tracecvt-*.db")), "a temporary copy was left behind"

@@ -52,7 +52,13 @@ class Database:
     def __init__(self, path: Path):
         self.path = path
         self._tmp: str | None = None
-        self.conn = self._open(path)
+        try:
+            self.conn = self._open(path)
+        except BaseException:
+            # a copy that could not be made or opened (a damaged .gz, an archive entry
+            # past the cap, no database in it) is not left behind
+            self._remove_copy()
+            raise
         try:
             self.tables = {r[0] for r in self.conn.execute(
                 "SELECT name FROM sqlite_master WHERE type='table'")}
@@ -105,12 +111,16 @@ class Database:
         try:
             self.conn.close()
         finally:
-            if self._tmp:
-                try:
-                    os.unlink(self._tmp)
-                except OSError:
-                    pass
-                self._tmp = None
+            self._remove_copy()
+
+    def _remove_copy(self) -> None:
+        """Remove the temporary copy of a compressed or archived database, if any."""
+        if self._tmp:
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+            self._tmp = None
 
     def __enter__(self):
         return self
