@@ -128,7 +128,10 @@ class Ahead:
             except Exception:                   # noqa: BLE001 - that table is read there
                 os.write(w, _NOTICE.pack(k, 0, -1))
                 continue
-            os.pwrite(self.file.fileno(), data, at)
+            view = memoryview(data)
+            done = 0
+            while done < len(data):         # (one call writes 2 GiB at most)
+                done += os.pwrite(self.file.fileno(), view[done:], at + done)
             os.write(w, _NOTICE.pack(k, at, len(data)))
             at += len(data)
         os.close(w)
@@ -147,7 +150,17 @@ class Ahead:
         at, length = self.told.pop(table)
         if length < 0:
             return None
-        got = pickle.loads(os.pread(self.file.fileno(), length, at))   # ours, not the input's
+        data = bytearray(length)
+        view = memoryview(data)
+        done = 0
+        while done < length:                # (one call reads 2 GiB at most)
+            n = os.preadv(self.file.fileno(), [view[done:]], at + done)
+            if not n:
+                return None
+            done += n
+        view.release()
+        got = pickle.loads(data)            # (ours, not the input's)
+        del data
         self.db.add_misses(got.pop("misses"))
         return PASSES[table][1](got)
 
