@@ -651,7 +651,7 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
 def test_no_copy_left_behind(tmp_path, monkeypatch, how):
     """A compressed or archived database is copied to a temporary file to be opened; where
     the copy cannot be made or is no database, the error names the file and the copy is
-    removed (it was left behind, empty or not, once per such input)."""
+    removed (one that could not be made was left behind, empty, once per such input)."""
     import gzip
     import tempfile
     import zipfile
