@@ -617,7 +617,7 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     failing = how.split()[0] if how.endswith("fails") else "CANN_API" if how == "dies" \
         else None
     if failing:
-        read, back = ahead.PASSES[failing]
+        read = ahead.PASSES[failing]
 
         def fails(d):
             if os.getpid() != parent:
@@ -625,7 +625,7 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
                     os._exit(3)
                 raise RuntimeError("no")
             return read(d)
-        monkeypatch.setitem(ahead.PASSES, failing, (fails, back))
+        monkeypatch.setitem(ahead.PASSES, failing, fails)
     there = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=2))
     assert len(forked) == 1, "the tables were not read by another process"
     tables = ["TASK", "CANN_API", "PYTORCH_API"][:2 + torch]

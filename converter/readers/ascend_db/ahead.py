@@ -28,52 +28,24 @@ from .tasks import task_tables
 
 # Below this size a fork does not pay (the database of a 100,000-task run is 20 MB).
 PARALLEL_MIN_BYTES = 8 << 20
-_CANN_NUMBERS = ("start", "dur", "tid", "name", "conn")
+
+# table -> what reads it (this process or the forked one): a dict whose "rows" are the
+# table's rows as the reader takes them, its other keys what reading them told
+PASSES: dict[str, Callable[[Database], dict]] = {
+    "TASK": task_tables, "CANN_API": cann_rows, "PYTORCH_API": pytorch_rows}
 
 
-def _task_ahead(db: Database) -> dict[str, Any]:
-    got = task_tables(db)
-    rows = got["rows"].fetchall()
-    got["rows"] = [pack_numbers(list(column)) for column in zip(*rows)]
+def _as_columns(got: dict[str, Any]) -> dict[str, Any]:
+    """In the forked process: every row read (its other keys told meanwhile), as columns
+    that pickle fast (``pack_numbers``)."""
+    got["rows"] = [pack_numbers(list(column)) for column in zip(*got["rows"])]
     return got
 
 
-def _task_back(got: dict[str, Any]) -> dict[str, Any]:
-    # rows as the cursor gives them; an array's ints are made as they are iterated, not
-    # all at once
+def _as_rows(got: dict[str, Any]) -> dict[str, Any]:
+    """Here: the columns as rows again (an array's ints made as they are iterated)."""
     got["rows"] = zip(*got["rows"])
     return got
-
-
-def _cann_ahead(db: Database) -> dict[str, Any]:
-    got = cann_rows(db)
-    for k in _CANN_NUMBERS:
-        got[k] = pack_numbers(got[k])
-    return got
-
-
-def _torch_ahead(db: Database) -> dict[str, Any]:
-    got = pytorch_rows(db)
-    columns = list(zip(*got["rows"]))       # (every row read: "names", "tids", "bad" told)
-    got["rows"] = [pack_numbers(list(c)) for c in columns]
-    return got
-
-
-def _torch_back(got: dict[str, Any]) -> dict[str, Any]:
-    got["rows"] = zip(*got["rows"])
-    return got
-
-
-def _as_is(got: dict[str, Any]) -> dict[str, Any]:
-    return got          # (arrays iterate as the lists they were made from)
-
-
-# table -> (what the forked process reads, how this one takes it back)
-PASSES: dict[str, tuple[Callable[[Database], dict], Callable[[dict], dict]]] = {
-    "TASK": (_task_ahead, _task_back),
-    "CANN_API": (_cann_ahead, _as_is),
-    "PYTORCH_API": (_torch_ahead, _torch_back),
-}
 
 
 _NOTICE = struct.Struct("<Bqq")    # a table's place in PASSES, its data's offset, length
@@ -122,7 +94,7 @@ class Ahead:
         for k, table in enumerate(self.tables):
             try:
                 before = db.misses()
-                got = PASSES[table][0](db)
+                got = _as_columns(PASSES[table](db))
                 got["misses"] = db.misses(before)
                 data = pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:                   # noqa: BLE001 - that table is read there
@@ -162,7 +134,7 @@ class Ahead:
         got = pickle.loads(data)            # (ours, not the input's)
         del data
         self.db.add_misses(got.pop("misses"))
-        return PASSES[table][1](got)
+        return _as_rows(got)
 
     def close(self) -> None:
         """Stop the forked process if it still runs, and let go of the pipe and file."""

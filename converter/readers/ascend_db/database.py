@@ -189,8 +189,8 @@ class Database:
         count, enums = self.missing_strings, self.unknown_enums
         if since is None:
             return count, {t: set(v) for t, v in enums.items()}
-        return count - since[0], {t: v - since[1].get(t, set()) for t, v in enums.items()
-                                  if v - since[1].get(t, set())}
+        new = {t: v - since[1].get(t, set()) for t, v in enums.items()}
+        return count - since[0], {t: v for t, v in new.items() if v}
 
     def add_misses(self, misses: tuple[int, dict[str, set[str]]]) -> None:
         """Count what another process's lookups missed (``misses``) as this one's."""

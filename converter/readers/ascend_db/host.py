@@ -33,15 +33,21 @@ def _tid(gtid) -> int:
 
 
 def cann_rows(db: Database) -> dict[str, Any]:
-    """CANN_API's usable rows as columns, for ``add_cann``: per row its start and duration,
-    its thread (an index into "tids", in order of first use), its name (an index into
-    "names": (level, api, slice name)) and connection id; "bad" counts the rows without
-    usable times.  Its own pass, so that another process can make it (``ahead``) while
-    this one reads TASK."""
+    """CANN_API's usable rows, for ``add_cann``: "rows" gives per row (as they are read)
+    its thread (an index into "tids", in order of first use), its start and duration, its
+    name (an index into "names": (level, api, slice name)) and connection id; "tids" and
+    "names" grow as the rows are read, and "bad" counts the rows without usable times
+    once all are.  Another process can read them (``ahead``) while this one reads TASK."""
+    out: dict[str, Any] = {"names": [], "tids": [], "bad": 0}
+    out["rows"] = _cann_rows(db, out)
+    return out
+
+
+def _cann_rows(db: Database, out: dict[str, Any]):
     names: dict[Any, int] = {}
-    named: list[tuple] = []
+    named = out["names"]
     tids: dict[int, int] = {}
-    start_col, dur_col, tid_col, name_col, conn_col = [], [], [], [], []
+    tid_list = out["tids"]
     bad = 0
     _, cur = db.rows("CANN_API", ["startNs", "endNs", "type", "globalTid", "connectionId",
                                   "name"])
@@ -59,34 +65,29 @@ def cann_rows(db: Database) -> dict[str, Any]:
         tid = _tid(gtid)
         k = tids.get(tid)
         if k is None:
-            k = tids[tid] = len(tids)
-        start_col.append(start)
-        dur_col.append(end - start)
-        tid_col.append(k)
-        name_col.append(got)
-        conn_col.append(plain(conn))
-    return {"start": start_col, "dur": dur_col, "tid": tid_col, "name": name_col,
-            "conn": conn_col, "names": named, "tids": list(tids), "bad": bad}
+            k = tids[tid] = len(tid_list)
+            tid_list.append(tid)
+        yield k, start, end - start, got, plain(conn)
+    out["bad"] = bad
 
 
 def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
              stats: dict[str, Any], rows: dict[str, Any] | None = None) -> None:
     """One slice per usable CANN_API row, on its thread's lane; ``cann`` gets connectionId
-    -> its first slice.  ``rows``: ``cann_rows`` made by another process (``ahead``), or
-    None (then made here)."""
+    -> its first slice.  ``rows``: ``cann_rows`` read by another process (``ahead``), or
+    None (then read here)."""
     if "CANN_API" not in db.tables:
         return
     if rows is None:
         rows = cann_rows(db)
     lanes: dict = {}
-    tids = rows["tids"]
-    # the lanes in order of first use, as the rows come
-    by_tid = [_thread_lane(layout, "CANN", CANN_ORDER, tid, lanes) for tid in tids]
-    names = rows["names"]
+    by_tid: list[int] = []      # the lanes, made in order of first use as the rows come
+    tids, names = rows["tids"], rows["names"]
     slices = trace.slices
     first = len(slices)
-    for k, start, dur, n, conn in zip(rows["tid"], rows["start"], rows["dur"], rows["name"],
-                                      rows["conn"]):
+    for k, start, dur, n, conn in rows["rows"]:
+        if k == len(by_tid):
+            by_tid.append(_thread_lane(layout, "CANN", CANN_ORDER, tids[k], lanes))
         level, api, name = names[n]
         if conn is not None:
             cann.setdefault(conn, len(slices))
