@@ -100,10 +100,8 @@ class Ahead:
             except Exception:                   # noqa: BLE001 - that table is read there
                 os.write(w, _NOTICE.pack(k, 0, -1))
                 continue
-            view = memoryview(data)
-            done = 0
-            while done < len(data):         # (one call writes 2 GiB at most)
-                done += os.pwrite(self.file.fileno(), view[done:], at + done)
+            self.file.write(data)           # (a file object writes it whole)
+            self.file.flush()
             os.write(w, _NOTICE.pack(k, at, len(data)))
             at += len(data)
         os.close(w)
