@@ -552,17 +552,20 @@ def _model_facts(trace):
 
 
 _HOWS = ["as is", "unknown enum", "string ids", "bad times", "TASK fails", "CANN_API fails",
-         "dies", "short reads"]
+         "dies", "short reads", "TASK fails part-way", "CANN_API fails part-way",
+         "CANN_API dies part-way"]
 
 
 @pytest.mark.parametrize("run,how", [("msprof", h) for h in _HOWS]
-                         + [("torch_npu", h) for h in [*_HOWS, "PYTORCH_API fails"]])
+                         + [("torch_npu", h) for h in [*_HOWS, "PYTORCH_API fails",
+                                                       "PYTORCH_API fails part-way"]])
 def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     """A large database's TASK rows (with their task info), CANN_API and PYTORCH_API rows
-    are read by a forked process (ahead.Ahead) while this one reads the PMU figures and
-    makes the slices: the same model as reading them here, with what its lookups missed
-    counted once (not lost, not twice); a table that process fails on, and every table
-    after it dies, is read here."""
+    are read by a forked process (ahead.Ahead), and handed over a few rows at a time, while
+    this one reads the PMU figures and makes the slices: the same model as reading them
+    here, with what its lookups missed counted once (not lost, not twice); a table that
+    process fails on, and every table after it dies, is read here; where it fails or dies
+    part-way through a table, the rest of that table is read here."""
     import os
     from tracecvt.readers.ascend_db import ahead
     from tracecvt.readers.base import ReadOptions
@@ -597,6 +600,20 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     forked, taken = [], []
     parent = os.getpid()
     real_fork, real_take = ahead.fork_child, ahead.Ahead.take
+    real_piece, real_rest = ahead.Ahead._piece, ahead.Ahead._rest
+    pieces, rests = [], []
+
+    def piece(self, table):
+        got = real_piece(self, table)
+        pieces.append((table, got is not None))
+        return got
+
+    def rest(self, table, got, done):
+        rests.append((table, done))
+        return real_rest(self, table, got, done)
+    monkeypatch.setattr(ahead.Ahead, "_piece", piece)
+    monkeypatch.setattr(ahead.Ahead, "_rest", rest)
+    monkeypatch.setattr(ahead, "CHUNK_ROWS", 97)      # many pieces a table
 
     def fork(body):
         forked.append(body)
@@ -613,16 +630,30 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
         monkeypatch.setattr(os, "preadv", lambda fd, bufs, at: real_preadv(
             fd, [memoryview(bufs[0])[:777]], at))
     monkeypatch.setattr(ahead.Ahead, "take", take)
-    failing = how.split()[0] if how.endswith("fails") else "CANN_API" if how == "dies" \
-        else None
+    partway = how.endswith("part-way")
+    failing = how.split()[0] if how.endswith(("fails", "part-way")) else \
+        "CANN_API" if how == "dies" else None
+    dies = "dies" in how
     if failing:
         read = ahead.PASSES[failing]
 
+        def cut(rows):          # the rows of three pieces, then the end
+            for n, row in enumerate(rows):
+                if n == 3 * 97 + 5:
+                    if dies:
+                        os._exit(3)
+                    raise RuntimeError("no")
+                yield row
+
         def fails(d):
             if os.getpid() != parent:
-                if how == "dies":
-                    os._exit(3)
-                raise RuntimeError("no")
+                if not partway:
+                    if dies:
+                        os._exit(3)
+                    raise RuntimeError("no")
+                got = read(d)
+                got["rows"] = cut(got["rows"])
+                return got
             return read(d)
         monkeypatch.setitem(ahead.PASSES, failing, fails)
     there = find_runs(db, "msprof-db")[0].read(ReadOptions(workers=2))
@@ -630,9 +661,15 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
     tables = ["TASK", "CANN_API", "PYTORCH_API"][:2 + torch]
     # (the torch_npu run has no PMU figures to read meanwhile: TASK is read here)
     ahead_of = tables[torch:]
-    lost = {failing} | ({"CANN_API", "PYTORCH_API"} if how == "dies" else set())
+    lost = ({failing} if not partway else set()) | \
+        ({"CANN_API", "PYTORCH_API"} - {failing} if dies else set())
     assert [x for x in taken if x[0] in tables] == \
         [(t, t in ahead_of and t not in lost) for t in tables]
+    # the tables handed over came in pieces; one cut part-way was read on here
+    for t in set(ahead_of) - lost:
+        handed = sum(1 for x in pieces if x == (t, True))
+        assert handed == 3 if partway and t == failing else handed > 3, (t, handed)
+    assert rests == ([(failing, 3 * 97)] if partway and failing in ahead_of else [])
     assert _model_facts(there) == _model_facts(here)
     warned = " ".join(here.meta.warnings)
     assert {"unknown enum": "ENUM_API_TYPE", "string ids": "string ids have no",
