@@ -1,10 +1,11 @@
 """The two-process paths on mutated inputs (tests/fuzzing.py's mutations of real PyPTO
-runs): reading with a second process gives exactly the model one process reads, or the same
-error; and a trace written by two processes (the run's own sequences in the other one while
-the derived tracks are made here) reads back as that model.
+runs and database exports): reading with a second process gives exactly the model one
+process reads, or the same error; and a trace written by two processes (the run's own
+sequences in the other one while the derived tracks are made here) reads back as that model.
 
 Large files take these paths by default; here the size thresholds are lowered to 0 so that
-the small seed runs take them too.
+the small seed runs take them too (and a database's tables are handed over a few rows at a
+time, so that a table cut short or damaged part-way is read on by this process).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from test_perfetto_roundtrip import assert_same_as_model
 RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
 
 
-def _read(root, workers):
+def _read(root, workers, fmt="pypto"):
     try:
-        (src,) = find_runs(root, "pypto")
+        (src,) = find_runs(root, fmt)
         return src.read(ReadOptions(workers=workers)), None
     except TracecvtError as e:
         return None, str(e)
@@ -71,3 +72,41 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
         assert_same_as_model(two, buf.getvalue())
 
     check()
+
+
+def test_mutated_databases_read_the_same_with_two_processes(tmp_path_factory, monkeypatch):
+    """A database's large tables read by a forked process (``ascend_db.ahead``), in pieces
+    of 5 rows: the model, warnings included, is the one a single process reads, or the error
+    is the same (a damaged table fails or is cut at the same row either way)."""
+    from tracecvt.readers.ascend_db import ahead
+    fam = family("msprof-db")
+    seeds = fam.seeds()
+    assert seeds, "no database sample runs"
+    monkeypatch.setattr(ahead, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ahead, "CHUNK_ROWS", 5)
+    forked = []
+    real_fork = ahead.fork_child
+
+    def fork(body):
+        forked.append(body)
+        return real_fork(body)
+    monkeypatch.setattr(ahead, "fork_child", fork)
+    where = tmp_path_factory.mktemp("parallel-db")
+
+    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        seed = data.draw(st.sampled_from(seeds))
+        target = data.draw(st.sampled_from(seed.targets))
+        raw, _ = mutate(target, data.draw)
+        root = materialize(seed, target, raw, where / "in")
+        one, error_one = _read(root, 1, "msprof-db")
+        two, error_two = _read(root, 2, "msprof-db")
+        assert error_one == error_two
+        if one is not None:
+            assert two.meta.warnings == one.meta.warnings
+            assert model_differences(one, two) == []
+
+    check()
+    assert forked, "no database was read by two processes"
