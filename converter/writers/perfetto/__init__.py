@@ -334,7 +334,7 @@ def _cost(trace: Trace) -> int:
     return _SLICE_COST * len(trace.slices) + sum(len(c.ts) for c in trace.counters)
 
 
-PARALLEL_MIN_COST = 200_000      # about 0.1 s of writing: below it, a fork does not pay
+PARALLEL_MIN_COST = 32_000       # about 20 ms of writing: below it, a fork does not pay
 
 
 def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
