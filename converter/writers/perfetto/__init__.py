@@ -117,7 +117,8 @@ def write_perfetto(trace: Trace, out: IO[bytes],
 def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
            workers: int, enrich: Callable[[Trace], Any] | None) -> dict[str, int]:
     parallel = workers > 1 and hasattr(os, "fork")
-    if enrich is not None and not (parallel and _cost(trace) >= PARALLEL_MIN_COST):
+    if enrich is not None and not (parallel and _cost(trace) >= min(OVERLAP_MIN_COST,
+                                                                    PARALLEL_MIN_COST)):
         enrich(trace)
         enrich = None
     w = SequenceWriter(trace, out, progress, CHUNK_PACKETS)
@@ -334,7 +335,12 @@ def _cost(trace: Trace) -> int:
     return _SLICE_COST * len(trace.slices) + sum(len(c.ts) for c in trace.counters)
 
 
-PARALLEL_MIN_COST = 32_000       # about 20 ms of writing: below it, a fork does not pay
+# Below these estimated costs a fork does not pay (measured: docs/performance.md, ninth
+# session): writing the run's own sequences in a forked process while the analyses run here
+# pays from about 20 ms of writing (``_write_enriched``); splitting the writing alone in two
+# halves, from about 0.1 s.  (The first is never above the second.)
+OVERLAP_MIN_COST = 32_000
+PARALLEL_MIN_COST = 200_000
 
 
 def _halves(slice_units: list, counter_units: list) -> tuple[tuple[list, list],
