@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...model import KERNEL, Slice, Trace
+from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
 from ..msprof.jsontrace import _describe_lane, _describe_process
 from ..msprof.layout import Layout
@@ -174,13 +174,18 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
         made += 1
         return i
 
+    # (The checks of every row are written out: 1 M rows; ``span`` and ``plain`` say what
+    # they check.)
     for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
-        if span(start, end) is None:
+        if start.__class__ is not int or end.__class__ is not int or start < 0 \
+                or end < start or end > MAX_NS:
             bad += 1
             if span(start, start) is None:  # a usable start: drawn zero-length
                 continue
             end = start
-        if bytes in map(type, (dev, conn, gid, ctx, stream, task, model)):
+        if dev.__class__ is bytes or conn.__class__ is bytes or gid.__class__ is bytes or \
+                ctx.__class__ is bytes or stream.__class__ is bytes or \
+                task.__class__ is bytes or model.__class__ is bytes:
             dev, conn, gid, ctx, stream, task, model = map(plain, (dev, conn, gid, ctx, stream,
                                                                     task, model))
         tname = types.get(ttype, "")
@@ -189,8 +194,12 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                 (text(ttype) if ttype is not None else None)
         c = compute.get(gid)
         h = comm.get(gid) if c is None else None
-        args: dict[str, Any] = {"model_id": _id(model), "task_type": tname,
-                                "stream_id": stream, "task_id": task, "context_id": _id(ctx),
+        if model is not None and (model == UINT32_MAX or model == -1):      # (``_id``)
+            model = None
+        if ctx is not None and (ctx == UINT32_MAX or ctx == -1):
+            ctx = None
+        args: dict[str, Any] = {"model_id": model, "task_type": tname,
+                                "stream_id": stream, "task_id": task, "context_id": ctx,
                                 "connection_id": conn, "device_id": dev}
         if c is not None:
             op_name, op_type, more = c
@@ -223,15 +232,15 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             cat = norm(tname) or KERNEL
         args["global_task_id"] = gid
         args["source"] = source
-        whole = (dev, stream, task, conn)
-        if c is None and h is None and args["context_id"] is None and \
-                str(tname).startswith("KERNEL"):
+        if c is None and h is None and ctx is None and str(tname).startswith("KERNEL"):
+            # (``ctx``: its args' context_id, as nothing was added to them)
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
-            containers.setdefault(whole, []).append((start, end, name, cat, args))
+            containers.setdefault((dev, stream, task, conn), []).append(
+                (start, end, name, cat, args))
             continue
         i = draw(dev, stream, start, end, name, cat, args, conn)
-        if c is not None and args["context_id"] is not None:
-            subtasks.setdefault(whole, i)
+        if c is not None and args["context_id"] is not None:    # (its figures may name it)
+            subtasks.setdefault((dev, stream, task, conn), i)
     merged = 0
     for whole, rows in containers.items():
         sub = subtasks.get(whole)
