@@ -233,8 +233,8 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
         args["global_task_id"] = gid
         args["source"] = source
         if c is None and h is None and ctx is None and str(tname).startswith("KERNEL"):
-            # (``ctx``: its args' context_id, as nothing was added to them)
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
+            # (``ctx`` is its context_id arg: nothing was added to its args)
             containers.setdefault((dev, stream, task, conn), []).append(
                 (start, end, name, cat, args))
             continue
