@@ -80,9 +80,9 @@ class Ahead:
     them (none for a small database or one process); ``take`` a table's result where the
     reader needs it, ``close`` at the end.
 
-    Each table's result goes into a file the two processes share, and a notice of where
-    it is through a pipe (a few bytes: the forked process never waits for this one to
-    read, as it would with the results themselves in a pipe)."""
+    Each piece of a table (``_pieces``) goes into a file the two processes share, and a
+    notice of where it is through a pipe (a few bytes: the forked process never waits for
+    this one to read, as it would with the pieces themselves in a pipe)."""
 
     def __init__(self, db: Database, workers: int):
         self.db = db

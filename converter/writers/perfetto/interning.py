@@ -313,10 +313,7 @@ class _ArgEncoder:
                 continue
             hit = self.pair(name, value)     # (ints outside [0, 2^63), bools, nested, ...)
             parts.append(hit[0])
-            for entry in hit[1]:
-                if entry not in defined:
-                    defined.add(entry)
-                    pending.append(entry)
+            seq.use(hit[1])                 # (rare: the call costs nothing that counts)
         return b"".join(parts)
 
     @staticmethod
