@@ -110,3 +110,36 @@ def test_mutated_databases_read_the_same_with_two_processes(tmp_path_factory, mo
 
     check()
     assert forked, "no database was read by two processes"
+
+
+def test_mutated_simpler_runs_read_the_same_with_two_processes(tmp_path_factory, monkeypatch):
+    """A simpler run's deps.json loaded by a forked process while this one loads the
+    records (``readers.simpler.deps.start_deps``): the model, warnings included, is the one
+    a single process reads, or the error is the same."""
+    from tracecvt.readers.simpler import deps as deps_mod
+    fam = family("simpler")
+    seeds = [s for s in fam.seeds() if any(t.name == "deps.json" for t in s.targets)]
+    assert seeds, "no simpler sample runs with a deps.json"
+    monkeypatch.setattr(deps_mod, "PARALLEL_MIN_BYTES", 0)
+    forked = []
+    real_fork = deps_mod.fork_pass
+    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn: forked.append(1) or real_fork(fn))
+    where = tmp_path_factory.mktemp("parallel-simpler")
+
+    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        seed = data.draw(st.sampled_from(seeds))
+        target = data.draw(st.sampled_from(seed.targets))
+        raw, _ = mutate(target, data.draw)
+        root = materialize(seed, target, raw, where / "in")
+        one, error_one = _read(root, 1, "simpler")
+        two, error_two = _read(root, 2, "simpler")
+        assert error_one == error_two
+        if one is not None:
+            assert two.meta.warnings == one.meta.warnings
+            assert model_differences(one, two) == []
+
+    check()
+    assert forked, "no deps.json was loaded by a second process"

@@ -12,7 +12,7 @@ from ...errors import InputError
 from ...fileio import read_text
 from ...model import GROUP, MAX_NS, Clock, RunMeta, Trace, split_overlaps
 from ..base import ReadOptions, Source
-from .deps import Deps, load_deps
+from .deps import Deps, finish_deps, start_deps
 from .files import TOOL_REPORTS
 from .flows import add_dependency_flows
 from .hostclock import host_mapping
@@ -41,26 +41,34 @@ def build(source: Source, options: ReadOptions) -> Trace:
             raise InputError(path, f"--clock-mhz {options.clock_mhz} is not a whole, "
                              "positive number of Hz")
         clock_hz = int(hz)
-    rec = load_records(path, warn, clock_hz)
-    clock = meta.clock = clock_of(rec.freq_hz) if not rec.microseconds else LEGACY_US
-    platform = platform_of(path)
-    meta.device = device_name(platform, rec.freq_hz if not rec.microseconds else None)
-    if rec.microseconds and clock_hz is not None:
-        warn(f"{path}: --clock-mhz ignored: this layout is already in microseconds")
-    missing: list[str] = []
+    # A large deps.json loads in a second process meanwhile (``start_deps``).
+    use_deps = "deps" in files and source.variant != "simpler-records"
+    helper = start_deps(files["deps"], options.workers) if use_deps else None
+    try:
+        rec = load_records(path, warn, clock_hz)
+        clock = meta.clock = clock_of(rec.freq_hz) if not rec.microseconds else LEGACY_US
+        platform = platform_of(path)
+        meta.device = device_name(platform, rec.freq_hz if not rec.microseconds else None)
+        if rec.microseconds and clock_hz is not None:
+            warn(f"{path}: --clock-mhz ignored: this layout is already in microseconds")
+        missing: list[str] = []
 
-    deps = None
-    if "deps" in files:
-        if source.variant == "simpler-records":
-            missing.append("deps.json ignored (--from simpler-records): no function names "
-                           "or dependencies")
+        deps = None
+        if "deps" in files:
+            if source.variant == "simpler-records":
+                missing.append("deps.json ignored (--from simpler-records): no function "
+                               "names or dependencies")
+            else:
+                deps = finish_deps(helper, files["deps"], warn)
+                if deps is not None:
+                    meta.source_files.append(str(files["deps"]))
         else:
-            deps = load_deps(files["deps"], warn)
-            if deps is not None:
-                meta.source_files.append(str(files["deps"]))
-    else:
-        missing.append("no deps.json: no function names or dependencies (run with "
-                       "enable_dep_gen=True / --enable-dep-gen)")
+            missing.append("no deps.json: no function names or dependencies (run with "
+                           "enable_dep_gen=True / --enable-dep-gen)")
+    except BaseException:
+        if helper is not None:
+            helper.abandon()            # (idempotent: finish_deps may have done it)
+        raise
     if deps is None and rec.deps is not None:
         deps = rec.deps
         missing[:] = [m for m in missing if not m.startswith("no deps.json")]

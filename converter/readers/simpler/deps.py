@@ -12,6 +12,7 @@ import msgspec
 
 from ...errors import InputError
 from ...fileio import UTF8_BOM, load_json, read_bytes
+from ...forkpass import ForkedPass, fork_pass
 from ...model import UINT64_END
 from .records import Warn
 
@@ -133,6 +134,46 @@ def load_deps(path: Path, warn: Warn) -> Deps | None:
     if bad:
         warn(f"{path}: {bad} of {len(raw)} edges dropped: pred/succ not task ids")
     return Deps(path, tasks, edges, order)
+
+
+# From this size on, a deps.json is loaded by a forked process while this one loads the
+# records (``start_deps``); below it the fork costs about what it saves (measured:
+# docs/performance.md, tenth session).
+PARALLEL_MIN_BYTES = 2 << 20
+
+
+def start_deps(path: Path, workers: int) -> ForkedPass | None:
+    """``load_deps(path)`` started in a forked process, where ``workers`` allows a second
+    one and the file is large enough to pay for it; None where it is loaded here
+    (``finish_deps`` then does it)."""
+    if workers < 2:
+        return None
+    try:
+        if path.stat().st_size < PARALLEL_MIN_BYTES:
+            return None
+    except OSError:
+        return None                     # load_deps says why, here
+
+    def run() -> tuple[Deps | None, list[str]]:
+        said: list[str] = []
+        return load_deps(path, said.append), said
+    return fork_pass(run)
+
+
+def finish_deps(helper: ForkedPass | None, path: Path, warn: Warn) -> Deps | None:
+    """What ``start_deps``'s process loaded, its warnings told through ``warn``; loaded
+    here where it was not started, failed or died (the same result, the same warnings)."""
+    if helper is not None:
+        try:
+            got = helper.result()
+        finally:
+            helper.abandon()
+        if got is not None:
+            deps, said = got
+            for line in said:
+                warn(line)
+            return deps
+    return load_deps(path, warn)
 
 
 def _edge_args(e: _Edge) -> dict[str, Any] | None:
