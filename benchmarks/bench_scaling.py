@@ -9,7 +9,11 @@ simpler: the real run ``RUN_DIR`` (default: the 1,000-task bgemm sample) and cop
 laid end to end (``bench_simpler.scaled_run``: task ids, dispatch counters, loop iterations
 and times shifted; **made by repeating a real run along the time axis**, not collected).
 PyPTO: the real runs given with ``--pypto`` (e.g. the samples' ffn_medium, ffn_large and a
-90,112-task run made with ../shared/tools/pypto-sample), as they are.
+90,112-task run made with ../shared/tools/pypto-sample), as they are; and with
+``--pypto-scales``, copies of the real run ``--pypto-run`` (default: the samples' ffn_medium)
+laid end to end (``pypto_scaled.scaled_merged``: its merged_swimlane.json alone, seqNo,
+taskId, event and flow ids and times shifted; **made by repeating a real run along the time
+axis**, not collected).
 
 Each conversion (``to-perfetto`` with derived tracks, ``--workers`` processes) runs in a
 fresh child process.  Events = slices + instants + counter samples + flows of the written
@@ -37,10 +41,12 @@ import time
 from pathlib import Path
 
 from bench_simpler import scaled_run
+from pypto_scaled import scaled_merged
 from childrun import compile_tracecvt, first_touch_cost, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 SIMPLER = REPO.parent / "shared" / "samples" / "simpler" / "a2a3sim_tmr_benchmark_bgemm_Case0_L4"
+PYPTO = REPO.parent / "shared" / "samples" / "pypto" / "ffn_medium"
 
 CONVERT = r"""
 import os, resource, sys, time
@@ -183,6 +189,10 @@ def main() -> None:
     ap.add_argument("--simpler", type=Path, default=SIMPLER)
     ap.add_argument("--scales", default="1,10,100", help="simpler copies, comma-separated")
     ap.add_argument("--pypto", type=Path, nargs="*", default=[], help="real PyPTO runs")
+    ap.add_argument("--pypto-run", type=Path, default=PYPTO,
+                    help="the real PyPTO run --pypto-scales copies")
+    ap.add_argument("--pypto-scales", default="",
+                    help="copies of --pypto-run laid end to end, comma-separated")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1,
                     help="conversions per simpler run (the median's figures are shown)")
@@ -211,6 +221,17 @@ def main() -> None:
         if a.pypto:
             rows = [measure(p.resolve(), out, a.workers) for p in a.pypto]
             figures.append(report("PyPTO 0.2 (real runs)", rows))
+        if a.pypto_scales:
+            rows = []
+            for k in (int(x) for x in a.pypto_scales.split(",")):
+                made = scaled_merged(a.pypto_run.resolve(), k, tmpd / f"pypto_x{k}")
+                runs = [measure(made, out, a.workers) for _ in range(a.repeat)]
+                rows.append({"scale": k, **sorted(runs, key=lambda r: r["convert_s"])[
+                    (len(runs) - 1) // 2]})
+                for p in made.iterdir():
+                    p.unlink()
+            figures.append(report(f"PyPTO 0.2 (copies of {a.pypto_run.name} laid end to end)",
+                                  rows))
     touch.append(first_touch_cost())
     print(f"\nfirst touch of new memory, again: {touch[1]['s_per_gib']} s / GiB "
           f"({touch[1]['system_s_per_gib']} s / GiB in the kernel)")
