@@ -449,7 +449,9 @@ class ChromeEventLoader:
                             "slice and were dropped")
 
 
-PARALLEL_MIN_BYTES = 32 << 20  # below it a second process does not pay for its fork
+# Below this size a second process does not pay for its fork (measured: docs/performance.md,
+# tenth session: 32 MB until then).
+PARALLEL_MIN_BYTES = 8 << 20
 THREAD_SHIFT = 63               # ns < 2^62 (MAX_NS): a thread's keys, and +-1, stay its own
 _DONE = object()                # an event slot already handled (and freed)
 
