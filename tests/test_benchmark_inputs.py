@@ -1,0 +1,57 @@
+"""The benchmarks' made inputs are what they say: K copies of a real run laid end to end read
+as K times its tasks, flows and counter samples, each copy later than the one before
+(``benchmarks/pypto_scaled.py``, ``bench_simpler.scaled_run``)."""
+
+from __future__ import annotations
+
+import sys
+
+from tracecvt.readers import ReadOptions, find_runs
+
+from conftest import REPO, SAMPLES
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_simpler import scaled_run  # noqa: E402
+from pypto_scaled import scaled_merged  # noqa: E402
+
+
+def _model(path):
+    (src,) = find_runs(path)
+    return src.read(ReadOptions())
+
+
+def _figures(trace):
+    return (len(trace.slices), len(trace.flows), sum(len(c.ts) for c in trace.counters),
+            trace.meta.extra.get("tasks"))
+
+
+def test_pypto_copies_read_as_k_times_the_run(tmp_path):
+    one = _model(scaled_merged(SAMPLES / "pypto" / "ffn_medium", 1, tmp_path / "x1"))
+    three = _model(scaled_merged(SAMPLES / "pypto" / "ffn_medium", 3, tmp_path / "x3"))
+    real = _model(next((SAMPLES / "pypto" / "ffn_medium").rglob("merged_swimlane.json")))
+    assert _figures(one) == _figures(real)
+    assert _figures(three) == tuple(3 * x for x in _figures(one))
+    span = one.time_span()
+    start, end = three.time_span()
+    assert start == span[0] and end > 3 * (span[1] - span[0])
+    # each copy's tasks are new ones: no two slices share a task's seqNo and taskId
+    keys = [(s.args or {}).get("seqNo", (s.shared_args or {}).get("seqNo")) for s in three.slices]
+    ids = [(s.args or {}).get("taskId", (s.shared_args or {}).get("taskId")) for s in three.slices]
+    pairs = [(k, i) for k, i in zip(keys, ids) if k is not None]
+    assert len(pairs) == len(three.slices)
+    assert len(set(pairs)) == len(set((k, i) for k, i in zip(
+        [(s.args or {}).get("seqNo", (s.shared_args or {}).get("seqNo")) for s in one.slices],
+        [(s.args or {}).get("taskId", (s.shared_args or {}).get("taskId"))
+         for s in one.slices]))) * 3
+
+
+def test_simpler_copies_read_as_k_times_the_run(tmp_path):
+    run = next((SAMPLES / "simpler" / "a2a3sim_tmr_benchmark_bgemm_Case0_L4").rglob(
+        "chip_swimlane_records.json")).parent
+    one = _model(run)
+    three = _model(scaled_run(run, 3, tmp_path))
+    (slices, flows, samples, tasks), (s1, f1, n1, t1) = _figures(three), _figures(one)
+    assert (slices, flows, tasks) == (3 * s1, 3 * f1, 3 * t1)
+    # a counter is sampled where its value changes: where a copy ends with the value the
+    # next one starts with, one sample fewer
+    assert 3 * n1 - 2 * len(one.counters) <= samples <= 3 * n1
