@@ -30,8 +30,9 @@ from .database import Database
 from .host import cann_rows, pytorch_rows
 from .tasks import task_tables
 
-# Below this size a fork does not pay (the database of a 100,000-task run is 20 MB).
-PARALLEL_MIN_BYTES = 8 << 20
+# Below this size a fork does not pay (measured: docs/performance.md, tenth session; the
+# database of a 100,000-task run is 20 MB).
+PARALLEL_MIN_BYTES = 4 << 20
 
 # table -> what reads it (this process or the forked one): a dict whose "rows" are the
 # table's rows as the reader takes them, its other keys what reading them told
