@@ -24,11 +24,17 @@ WITH_DEPS = [r for r in RUNS if (r / "deps.json").is_file()]
 
 @pytest.fixture
 def forks(monkeypatch):
-    """Every deps.json takes the forked path; the list counts the forks started."""
+    """Every deps.json takes the forked path; the list holds the pid of each process
+    started."""
     started = []
     real = deps_mod.fork_pass
+
+    def fork(fn):
+        helper = real(fn)
+        started.append(helper.pid)
+        return helper
     monkeypatch.setattr(deps_mod, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn: started.append(1) or real(fn))
+    monkeypatch.setattr(deps_mod, "fork_pass", fork)
     return started
 
 
@@ -37,9 +43,12 @@ def _read(run, workers):
     return src.read(ReadOptions(workers=workers))
 
 
-def _no_child_left():
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)
+def _reaped(pids):
+    """Each of ``pids`` has ended and been waited for (none is left running or a zombie)."""
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    return True
 
 
 @pytest.mark.parametrize("run", WITH_DEPS, ids=lambda r: r.parents[1].name)
@@ -47,10 +56,9 @@ def test_deps_loaded_by_a_second_process_give_the_same_model(run, forks):
     one = _read(run, 1)
     assert forks == []
     two = _read(run, 2)
-    assert forks == [1]
+    assert len(forks) == 1 and _reaped(forks)
     assert two.meta.warnings == one.meta.warnings
     assert model_differences(one, two) == []
-    _no_child_left()
 
 
 def test_one_process_below_the_size_where_a_fork_pays(monkeypatch):
@@ -79,7 +87,7 @@ def test_the_second_process_warnings_are_told_in_their_place(tmp_path, forks):
     said = [w for w in one.meta.warnings if "deps.json" in w]
     assert len(said) == 2 and "tasks[] entries" in said[0] and "edges dropped" in said[1]
     two = _read(run, 2)
-    assert forks == [1]
+    assert len(forks) == 1 and _reaped(forks)
     assert two.meta.warnings == one.meta.warnings
     assert model_differences(one, two) == []
 
@@ -101,10 +109,9 @@ def test_a_second_process_that_fails_or_dies_is_replaced_by_this_one(tmp_path, f
         return real(path, warn)
     monkeypatch.setattr(deps_mod, "load_deps", load)
     two = _read(run, 2)
-    assert forks == [1]
+    assert len(forks) == 1 and _reaped(forks)
     assert two.meta.warnings == one.meta.warnings     # nothing of the failed process
     assert model_differences(one, two) == []
-    _no_child_left()
 
 
 def test_records_that_fail_leave_no_second_process_behind(tmp_path, forks):
@@ -112,5 +119,4 @@ def test_records_that_fail_leave_no_second_process_behind(tmp_path, forks):
     (run / "chip_swimlane_records.json").write_text('{"chip_swimlane_level": 4, "aicore_')
     with pytest.raises(InputError, match="chip_swimlane_records.json"):
         _read(run, 2)
-    assert forks == [1]
-    _no_child_left()
+    assert len(forks) == 1 and _reaped(forks)
