@@ -74,13 +74,33 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
     check()
 
 
+def _reads_the_same(seeds, fmt, where) -> None:
+    """Mutated ``seeds`` (the fuzzing family's) read as ``fmt`` by one process and by two:
+    the model, warnings included, is the same, or the error is."""
+    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        seed = data.draw(st.sampled_from(seeds))
+        target = data.draw(st.sampled_from(seed.targets))
+        raw, _ = mutate(target, data.draw)
+        root = materialize(seed, target, raw, where / "in")
+        one, error_one = _read(root, 1, fmt)
+        two, error_two = _read(root, 2, fmt)
+        assert error_one == error_two
+        if one is not None:
+            assert two.meta.warnings == one.meta.warnings
+            assert model_differences(one, two) == []
+
+    check()
+
+
 def test_mutated_databases_read_the_same_with_two_processes(tmp_path_factory, monkeypatch):
     """A database's large tables read by a forked process (``ascend_db.ahead``), in pieces
     of 5 rows: the model, warnings included, is the one a single process reads, or the error
     is the same (a damaged table fails or is cut at the same row either way)."""
     from tracecvt.readers.ascend_db import ahead
-    fam = family("msprof-db")
-    seeds = fam.seeds()
+    seeds = family("msprof-db").seeds()
     assert seeds, "no database sample runs"
     monkeypatch.setattr(ahead, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(ahead, "CHUNK_ROWS", 5)
@@ -91,24 +111,7 @@ def test_mutated_databases_read_the_same_with_two_processes(tmp_path_factory, mo
         forked.append(body)
         return real_fork(body)
     monkeypatch.setattr(ahead, "fork_child", fork)
-    where = tmp_path_factory.mktemp("parallel-db")
-
-    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
-              database=None, suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from(seed.targets))
-        raw, _ = mutate(target, data.draw)
-        root = materialize(seed, target, raw, where / "in")
-        one, error_one = _read(root, 1, "msprof-db")
-        two, error_two = _read(root, 2, "msprof-db")
-        assert error_one == error_two
-        if one is not None:
-            assert two.meta.warnings == one.meta.warnings
-            assert model_differences(one, two) == []
-
-    check()
+    _reads_the_same(seeds, "msprof-db", tmp_path_factory.mktemp("parallel-db"))
     assert forked, "no database was read by two processes"
 
 
@@ -117,29 +120,12 @@ def test_mutated_simpler_runs_read_the_same_with_two_processes(tmp_path_factory,
     records (``readers.simpler.deps.start_deps``): the model, warnings included, is the one
     a single process reads, or the error is the same."""
     from tracecvt.readers.simpler import deps as deps_mod
-    fam = family("simpler")
-    seeds = [s for s in fam.seeds() if any(t.name == "deps.json" for t in s.targets)]
+    seeds = [s for s in family("simpler").seeds()
+             if any(t.name == "deps.json" for t in s.targets)]
     assert seeds, "no simpler sample runs with a deps.json"
     monkeypatch.setattr(deps_mod, "PARALLEL_MIN_BYTES", 0)
     forked = []
     real_fork = deps_mod.fork_pass
     monkeypatch.setattr(deps_mod, "fork_pass", lambda fn: forked.append(1) or real_fork(fn))
-    where = tmp_path_factory.mktemp("parallel-simpler")
-
-    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
-              database=None, suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from(seed.targets))
-        raw, _ = mutate(target, data.draw)
-        root = materialize(seed, target, raw, where / "in")
-        one, error_one = _read(root, 1, "simpler")
-        two, error_two = _read(root, 2, "simpler")
-        assert error_one == error_two
-        if one is not None:
-            assert two.meta.warnings == one.meta.warnings
-            assert model_differences(one, two) == []
-
-    check()
+    _reads_the_same(seeds, "simpler", tmp_path_factory.mktemp("parallel-simpler"))
     assert forked, "no deps.json was loaded by a second process"
