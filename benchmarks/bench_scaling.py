@@ -184,6 +184,22 @@ def report(family: str, rows: list[dict]) -> dict:
     return fig
 
 
+def _scaled_rows(scales: str, make, real: Path | None, out: Path, a) -> list[dict]:
+    """Per scale of ``scales`` (comma-separated copies): the run ``make(k)`` converted
+    ``a.repeat`` times, the median's figures; a made run's files are deleted after (``real``,
+    the real run itself, is kept)."""
+    rows = []
+    for k in (int(x) for x in scales.split(",")):
+        made = make(k)
+        runs = [measure(made, out, a.workers) for _ in range(a.repeat)]
+        rows.append({"scale": k, **sorted(runs, key=lambda r: r["convert_s"])[
+            (len(runs) - 1) // 2]})
+        if made != real:
+            for p in made.iterdir():
+                p.unlink()
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--simpler", type=Path, default=SIMPLER)
@@ -207,29 +223,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
         out = tmpd / "out.pftrace"
-        rows = []
         run = _records_dir(a.simpler.resolve())
-        for k in (int(x) for x in a.scales.split(",")):
-            made = run if k == 1 else scaled_run(run, k, tmpd / f"x{k}")
-            runs = [measure(made, out, a.workers) for _ in range(a.repeat)]
-            rows.append({"scale": k, **sorted(runs, key=lambda r: r["convert_s"])[
-                (len(runs) - 1) // 2]})
-            if made is not run:
-                for p in made.iterdir():
-                    p.unlink()
+        rows = _scaled_rows(a.scales, lambda k: run if k == 1 else
+                            scaled_run(run, k, tmpd / f"x{k}"), run, out, a)
         figures.append(report("simpler (copies of a real run laid end to end)", rows))
         if a.pypto:
             rows = [measure(p.resolve(), out, a.workers) for p in a.pypto]
             figures.append(report("PyPTO 0.2 (real runs)", rows))
         if a.pypto_scales:
-            rows = []
-            for k in (int(x) for x in a.pypto_scales.split(",")):
-                made = scaled_merged(a.pypto_run.resolve(), k, tmpd / f"pypto_x{k}")
-                runs = [measure(made, out, a.workers) for _ in range(a.repeat)]
-                rows.append({"scale": k, **sorted(runs, key=lambda r: r["convert_s"])[
-                    (len(runs) - 1) // 2]})
-                for p in made.iterdir():
-                    p.unlink()
+            rows = _scaled_rows(a.pypto_scales, lambda k: scaled_merged(
+                a.pypto_run.resolve(), k, tmpd / f"pypto_x{k}"), None, out, a)
             figures.append(report(f"PyPTO 0.2 (copies of {a.pypto_run.name} laid end to end)",
                                   rows))
     touch.append(first_touch_cost())

@@ -20,6 +20,7 @@ other files (bubble_analysis.log, program.json, ...) describe the original.
 
 from __future__ import annotations
 
+import gzip
 import re
 import sys
 from pathlib import Path
@@ -31,18 +32,19 @@ _HINT = re.compile(r"Task:\[(\d+)-")
 _TASK_ID = re.compile(r"TaskId:(\d+)")
 
 
-def merged_file(run: Path) -> Path:
-    """The run's ``merged_swimlane.json`` (``run`` is the file, or a folder holding one)."""
-    if run.is_file():
-        return run
-    return next(p for p in sorted(run.rglob("merged_swimlane.json")))
+def merged_events(run: Path) -> list:
+    """The events of the run's ``merged_swimlane.json`` or ``.json.gz`` (``run`` is the
+    file, or a folder holding one, as ``bench_pypto.py`` finds it)."""
+    path = run if run.is_file() else sorted(run.rglob("merged_swimlane.json*"))[0]
+    data = path.read_bytes()
+    doc = orjson.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
 
 
 def scaled_merged(run: Path, k: int, out: Path) -> Path:
     """``out``/merged_swimlane.json: K copies of ``run``'s (see the module docstring);
     returns ``out``."""
-    doc = orjson.loads(merged_file(run).read_bytes())
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    events = merged_events(run)
     meta = [e for e in events if e.get("ph") == "M"]
     rest = [e for e in events if e.get("ph") != "M"]
     lo = min(e["ts"] for e in rest)

@@ -65,10 +65,9 @@ def build(source: Source, options: ReadOptions) -> Trace:
         else:
             missing.append("no deps.json: no function names or dependencies (run with "
                            "enable_dep_gen=True / --enable-dep-gen)")
-    except BaseException:
-        if helper is not None:
-            helper.abandon()            # (idempotent: finish_deps may have done it)
-        raise
+    finally:
+        if helper is not None:          # (a failure before finish_deps: not left running)
+            helper.abandon()
     if deps is None and rec.deps is not None:
         deps = rec.deps
         missing[:] = [m for m in missing if not m.startswith("no deps.json")]
