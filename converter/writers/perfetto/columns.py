@@ -6,11 +6,9 @@ give; the Perfetto writer takes them from a list instead of building each in the
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from .wire import _DOUBLE_VALUE, _INT_VALUE, _PACKET, _TE_DEBUG, _TS
+from .wire import _PACKET, _TS
 
 _MAX = 10                                       # bytes of the longest (64-bit) varint
 _SHIFTS = np.arange(_MAX, dtype=np.uint64) * np.uint64(7)
@@ -66,31 +64,23 @@ def _rows(matrix: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     return [data[o:o + m] for o, m in zip(range(0, n * width, width), lengths.tolist())]
 
 
-def _framed(values: np.ndarray, head: bytes, tail: bytes, length_byte: bool,
-            first: bytes = _PACKET) -> list[bytes]:
-    """Per value: [``first``, the length of the rest (one byte),] ``head``, its varint,
+def _framed(values: np.ndarray, head: bytes, tail: bytes, length_byte: bool) -> list[bytes]:
+    """Per value: [``_PACKET``, the length of the rest (one byte),] ``head``, its varint,
     ``tail``."""
-    return _rows(*_framed_matrix(values, head, tail, length_byte, first))
-
-
-def _framed_matrix(values: np.ndarray, head: bytes, tail: bytes, length_byte: bool,
-                   first: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """``_framed``'s rows as a matrix (n x w uint8; ``first`` the leading byte where there
-    is a length byte) and each row's length."""
     groups, lengths = varint_matrix(values)
     n, w = groups.shape
     lead = 2 if length_byte else 0
     at = lead + len(head)
     matrix = np.empty((n, at + w + len(tail)), dtype=np.uint8)
     if length_byte:
-        matrix[:, 0] = first[0]
+        matrix[:, 0] = _PACKET[0]
         matrix[:, 1] = len(head) + lengths + len(tail)
     matrix[:, lead:at] = np.frombuffer(head, dtype=np.uint8)
     matrix[:, at:at + w] = groups
     rows = np.arange(n)
     for j, byte in enumerate(tail):           # right after each row's varint
         matrix[rows, at + lengths + j] = byte
-    return matrix, at + lengths + len(tail)
+    return _rows(matrix, at + lengths + len(tail))
 
 
 def _deltas(times: list[int], base: int) -> np.ndarray | None:
@@ -132,28 +122,3 @@ def end_packets(times: list[int], base: int, tail: bytes) -> list[bytes] | None:
     if v is None:
         return None
     return _framed(v, _TS, tail, True)
-
-
-def int_annotations(values: np.ndarray, name_part: bytes, flat: bool = False) -> Any:
-    """Per value of ``values`` (int64, each in [0, 2^63)): the whole ``debug_annotations``
-    field of an int arg, ``name_part`` its name's iid field (the bytes
-    ``interning._ArgEncoder.encode`` builds one at a time).  ``flat``: the fields laid end
-    to end (uint8) and each one's length, rather than one ``bytes`` each."""
-    matrix, lengths = _framed_matrix(values.astype(np.uint64), name_part + _INT_VALUE, b"",
-                                     True, _TE_DEBUG)
-    if flat:
-        return matrix[np.arange(matrix.shape[1]) < lengths[:, None]], lengths
-    return _rows(matrix, lengths)
-
-
-def double_annotations(values: np.ndarray, name_part: bytes, flat: bool = False) -> Any:
-    """``int_annotations`` of floats (float64): the value as a little-endian double."""
-    n = len(values)
-    head = _TE_DEBUG + bytes((len(name_part) + 9,)) + name_part + _DOUBLE_VALUE
-    matrix = np.empty((n, len(head) + 8), dtype=np.uint8)
-    matrix[:, :len(head)] = np.frombuffer(head, dtype=np.uint8)
-    matrix[:, len(head):] = values.astype("<f8").view(np.uint8).reshape(n, 8)
-    lengths = np.full(n, len(head) + 8, dtype=np.int64)
-    if flat:
-        return matrix.ravel(), lengths
-    return _rows(matrix, lengths)

@@ -25,8 +25,6 @@ from ...same_work import copies_work, own_work
 from ...slice_columns import by_track, columns_of
 from .attributes import attributes_packet
 from .flow_ids import add_flow_ids, flow_columns
-from .arg_columns import ARGS_FROM, lane_args
-from .lanes import BATCH_FROM, write_lane
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
 from .riders import ride
@@ -283,21 +281,7 @@ class SequenceWriter:
             begin_ts = _timestamps(starts, base)
             # A lane whose slices each end before the next begins: every END right after
             # its BEGIN (those that carry more through the stack below, as on other lanes).
-            if record is None and cols is not None and len(ids) >= BATCH_FROM \
-                    and write_lane(self, track_id, ids, starts, ends, begin_ts, end_pk, head):
-                done += len(ids)
-                if len(chunk) >= limit:
-                    self.done = done
-                    self.report()
-                    limit = self.next_report
-                continue
             flat = _one_after_another(ends, starts)
-            # The lane's own args, a column at a time where enough slices have them.
-            pre_args = pre_fresh = None
-            if record is None and len(ids) >= ARGS_FROM:
-                got = lane_args(self, ids)
-                if got is not None:
-                    pre_args, pre_fresh = got
             # One last step (id -1) at a time past every end: the END step closes what is open.
             starts.append(UINT64_END)
             stack: list[int] = []   # open slice ends, innermost last
@@ -357,16 +341,7 @@ class SequenceWriter:
                         seq.use(hit[1])
                     event += enc
                 if s.args:
-                    if pre_args is None:
-                        event += encode_args(s.args, seq)
-                    else:               # encoded a column at a time (``arg_columns``)
-                        event += pre_args[k]
-                        fresh = pre_fresh.get(k)
-                        if fresh is not None:
-                            for entry in fresh:
-                                if entry not in defined:
-                                    defined.add(entry)
-                                    pending.append(entry)
+                    event += encode_args(s.args, seq)
                 fb = flow_bytes.get(i)
                 if fb is not None:
                     event += fb
