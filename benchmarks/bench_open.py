@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from childrun import compile_tracecvt, run_child
+from pypto_scaled import merged_file
 
 REPO = Path(__file__).resolve().parents[1]
 UI_TOOL = REPO.parent / "shared" / "tools" / "perfetto-ui" / "perfetto_ui.py"
@@ -114,7 +115,7 @@ def main() -> None:
     if not os.access(TP, os.X_OK):
         raise SystemExit(f"no trace_processor_shell at {TP}")
     compile_tracecvt(REPO)
-    merged = min(a.run.rglob("merged_swimlane.json*"), default=None)
+    merged = merged_file(a.run)
     if merged is None:
         raise SystemExit(f"{a.run}: no merged_swimlane.json under it")
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from childrun import compile_tracecvt, side_by_side_slowdown, run_child
+from pypto_scaled import merged_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -110,10 +111,9 @@ def main() -> None:
     compile_tracecvt(REPO)
     slowdown_before = side_by_side_slowdown()
 
-    merged = sorted(a.run.rglob("merged_swimlane.json*"))
-    if not merged:
+    merged = merged_file(a.run)
+    if merged is None:
         sys.exit(f"{a.run}: no merged_swimlane.json(.gz) below it")
-    merged = merged[0]
     size_in = merged.stat().st_size
     times: dict[str, list[float]] = {}
     rss: dict[str, list[float]] = {}

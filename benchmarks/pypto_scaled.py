@@ -32,10 +32,18 @@ _HINT = re.compile(r"Task:\[(\d+)-")
 _TASK_ID = re.compile(r"TaskId:(\d+)")
 
 
+def merged_file(run: Path) -> Path | None:
+    """The run's ``merged_swimlane.json`` or ``.json.gz``: ``run`` itself where it is a
+    file, else the first one below it (the benchmarks' one way of finding it); None where
+    there is none."""
+    return run if run.is_file() else min(run.rglob("merged_swimlane.json*"), default=None)
+
+
 def merged_events(run: Path) -> list:
-    """The events of the run's ``merged_swimlane.json`` or ``.json.gz`` (``run`` is the
-    file, or a folder holding one, as ``bench_pypto.py`` finds it)."""
-    path = run if run.is_file() else sorted(run.rglob("merged_swimlane.json*"))[0]
+    """The events of the run's ``merged_swimlane.json`` (``merged_file``)."""
+    path = merged_file(run)
+    if path is None:
+        raise SystemExit(f"{run}: no merged_swimlane.json(.gz) below it")
     data = path.read_bytes()
     doc = orjson.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)
     return doc["traceEvents"] if isinstance(doc, dict) else doc

@@ -54,14 +54,13 @@ def build(source: Source, options: ReadOptions) -> Trace:
         missing: list[str] = []
 
         deps = None
-        if "deps" in files:
-            if source.variant == "simpler-records":
-                missing.append("deps.json ignored (--from simpler-records): no function "
-                               "names or dependencies")
-            else:
-                deps = finish_deps(helper, files["deps"], warn)
-                if deps is not None:
-                    meta.source_files.append(str(files["deps"]))
+        if use_deps:
+            deps = finish_deps(helper, files["deps"], warn)
+            if deps is not None:
+                meta.source_files.append(str(files["deps"]))
+        elif "deps" in files:
+            missing.append("deps.json ignored (--from simpler-records): no function names "
+                           "or dependencies")
         else:
             missing.append("no deps.json: no function names or dependencies (run with "
                            "enable_dep_gen=True / --enable-dep-gen)")
