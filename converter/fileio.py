@@ -255,7 +255,7 @@ def read_text(path: Path) -> str:
         raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
 
 
-def _json_bytes(path: Path, data: bytes | None) -> bytes:
+def json_bytes(path: Path, data: bytes | None = None) -> bytes:
     """A JSON file's bytes (``data``, or read from ``path``) without a UTF-8 BOM; an empty
     file is an InputError."""
     if data is None:
@@ -269,7 +269,7 @@ def _json_bytes(path: Path, data: bytes | None) -> bytes:
 
 def load_json(path: Path, data: bytes | None = None):
     """Parse a JSON file; malformed or truncated content is a one-line InputError."""
-    data = _json_bytes(path, data)
+    data = json_bytes(path, data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:
@@ -314,7 +314,7 @@ def load_json_records(path: Path, data: bytes | None = None,
     the file held before the cut is kept.  Returns (document, Truncation or None); content
     that is malformed before the end, or cut before its first record, is an InputError.
     """
-    data = _json_bytes(path, data)
+    data = json_bytes(path, data)
     try:
         return orjson.loads(data), None
     except orjson.JSONDecodeError as e:

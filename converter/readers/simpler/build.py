@@ -228,8 +228,8 @@ def _host_clock(rec: Records, ns: Callable[[int], int], host_phases: list[dict[s
             lo = c
         elif c > hi:
             hi = c
-    ends = [r["end_host_ns"] for t in rec.host_orch or () for r in t]
-    ends += [r["end_host_ns"] for r in rec.uploads or ()]
+    ends = [r.end_host_ns for t in rec.host_orch or () for r in t]
+    ends += [r.end_host_ns for r in rec.uploads or ()]
     ends += [r["end_ns"] for r in host_phases]
     mapping, facts = host_mapping(rec.meta.get("clock_anchors"),
                                   clock_of(rec.freq_hz).ns_per_unit, lo, hi,
@@ -264,8 +264,8 @@ def _device_cycles(rec: Records) -> Iterator[int]:
         yield r[3]
     for thread in rec.sched or ():
         for r in thread:
-            yield r["start_cycles"]
-            yield r["end_cycles"]
+            yield r.start_cycles
+            yield r.end_cycles
 
 
 def platform_of(path: Path) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 from ...model import MAX_NS
 from .deps import Deps
 from .records import Records, Warn
+from .typed import PhaseRecord, from_dict
 
 _US_LEVEL_KEYS = ("l2_swimlane_level", "l2_perf_level")
 
@@ -101,7 +102,7 @@ def from_microseconds(path: Path, doc: dict, warn: Warn) -> tuple[Records, Deps 
     return rec, deps
 
 
-def _phases(value: Any, orchestrator: bool) -> list[list[dict[str, Any]]] | None:
+def _phases(value: Any, orchestrator: bool) -> list[list[PhaseRecord]] | None:
     """Phase records in the current shape (``kind``, ``start_cycles`` ... in ns)."""
     if not isinstance(value, list):
         return None
@@ -118,6 +119,6 @@ def _phases(value: Any, orchestrator: bool) -> list[list[dict[str, Any]]] | None
             q["start_cycles"], q["end_cycles"] = s, e
             if not orchestrator:
                 q["kind"] = p.get("phase")
-            recs.append(q)
+            recs.append(from_dict(PhaseRecord, q))
         out.append(recs)
     return out

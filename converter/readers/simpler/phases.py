@@ -3,7 +3,7 @@ orchestrators: device (2.7), host with its uploads and host phase records (2.7, 
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import attrgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -23,7 +23,8 @@ QUEUE_KINDS = ("complete", "dispatch")
 _QUEUES = ("AIC", "AIV", "MIX")
 _INT = {int}
 _SUBMITS = ("submit_task", "alloc_tensors", "graph_submit")
-_START, _END = itemgetter("start_cycles"), itemgetter("end_cycles")
+_HOST_TIMES = attrgetter("start_host_ns", "end_host_ns")
+_START, _END = attrgetter("start_cycles"), attrgetter("end_cycles")
 
 
 def _int(v: Any) -> int | None:
@@ -54,28 +55,30 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
         records = sorted(records, key=_END, reverse=True)
         records.sort(key=_START)                            # by start, the longer first
         for r in records:
-            kind = r.get("kind")
+            kind = r.kind
             if type(kind) is not str or not kind:
                 kind = "?"
             kinds[kind] = kinds.get(kind, 0) + 1
-            s = ns(r["start_cycles"])
-            dur = ns(r["end_cycles"]) - s
+            s = ns(r.start_cycles)
+            dur = ns(r.end_cycles) - s
             args: dict[str, Any] = {"phase": kind}
-            v = r.get("loop_iter")
+            v = r.loop_iter
             if type(v) is int and lo <= v < hi:
                 args["loop_iter"] = v
-            tp = r.get("tasks_processed")
+            tp = r.tasks_processed
             if type(tp) is int and lo <= tp < hi:
                 args["tasks_processed"] = tp
             else:
                 tp = ""
             if kind == "dispatch":
-                for k in ("pop_hit", "pop_miss"):
-                    v = r.get(k)
-                    if type(v) is int and lo <= v < hi:
-                        args[k] = v
+                v = r.pop_hit
+                if type(v) is int and lo <= v < hi:
+                    args["pop_hit"] = v
+                v = r.pop_miss
+                if type(v) is int and lo <= v < hi:
+                    args["pop_miss"] = v
             elif kind in MARKER_KINDS:
-                tid = r.get("task_id")
+                tid = r.task_id
                 if type(tid) is int and 0 <= tid < 1 << 64:
                     tok = token(tid)
                     args[TASK_ID] = tid
@@ -90,7 +93,7 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
                     continue
             slices.append(Slice(lane, s, dur, f"{kind}({tp})", "scheduler", args))
             if kind in QUEUE_KINDS:
-                q = r.get("shared_at_end")
+                q = r.shared_at_end
                 if type(q) is list and len(q) == 3 and set(map(type, q)) == _INT \
                         and min(q) >= 0 and max(q) < 1 << 53:
                     samples.append((s + dur, thread, q))
@@ -143,7 +146,7 @@ def add_device_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
     """``aicpu_orchestrator_phases``: a lane per orchestrator thread, ``submit(<task>)`` per
     record, ``alloc(<task>)`` for alloc_tensors records (2.7)."""
     return _orchestrator(trace, rec.orch or [], deps, built, order, "AICPU Orchestrator",
-                         "Orch", ("start_cycles", "end_cycles"), ns,
+                         "Orch", attrgetter("start_cycles", "end_cycles"), ns,
                          "submit_task() / alloc_tensors() calls of the device orchestrator")[0]
 
 
@@ -153,7 +156,7 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
     """``host_orchestrator_phases`` (host ns mapped onto the device timeline), the
     ``host_device_uploads`` lane and the host phase records."""
     n, group = _orchestrator(trace, rec.host_orch or [], deps, built, order,
-                             "Host Orchestrator", "Host", ("start_host_ns", "end_host_ns"),
+                             "Host Orchestrator", "Host", _HOST_TIMES,
                              host, "host_build_graph submits on the host (host ns mapped "
                              "onto the device timeline through the clock anchors)")
     if rec.uploads or host_phases:
@@ -163,11 +166,11 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
             lane = trace.add_track("H2D", group, LANE, 50, "host -> device uploads",
                                    nesting=False)
             for u in rec.uploads:
-                ph = u.get("phase")
-                span = _span(built, host, u["start_host_ns"], u["end_host_ns"])
+                ph = u.phase
+                span = _span(built, host, u.start_host_ns, u.end_host_ns)
                 if span is None:
                     continue
-                args = {"bytes": u["detail"]} if _int(u.get("detail")) is not None else None
+                args = {"bytes": u.detail} if _int(u.detail) is not None else None
                 trace.add_slice(lane, *span, ph if isinstance(ph, str) else "upload",
                                 "host_h2d", args)
         lanes: dict[Any, int] = {}
@@ -194,7 +197,8 @@ def add_host_orchestrator(trace: Trace, rec: Records, deps: Deps | None,
 
 
 def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, order: int,
-                  title: str, prefix: str, keys: tuple[str, str], to_ns: Callable[[int], int],
+                  title: str, prefix: str, times: Callable[[Any], tuple[int, int]],
+                  to_ns: Callable[[int], int],
                   description: str) -> tuple[int, int | None]:
     """(records drawn, the group track: None when there are no records)."""
     if not any(threads):
@@ -207,13 +211,13 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
             continue
         lane = trace.add_track(f"{prefix}_{k}", group, LANE, k, nesting=False)
         for r in records:
-            tid = r.get("task_id")
-            span = _span(built, to_ns, r[keys[0]], r[keys[1]])
+            tid = r.task_id
+            span = _span(built, to_ns, *times(r))
             if span is None:
                 continue
             s, dur = span
             args: dict[str, Any] = {}
-            idx = _int(r.get("submit_idx"))
+            idx = _int(r.submit_idx)
             if idx is not None:
                 args["submit_idx"] = idx
             n += 1
@@ -229,7 +233,7 @@ def _orchestrator(trace: Trace, threads: list, deps: Deps | None, built: Built, 
                 i = trace.add_slice(lane, s, dur, f"alloc({tok})", "alloc", args)
                 built.markers.setdefault(tid, i)
             else:
-                step = r.get("phase")        # pre-June-2026 records: orch_submit, orch_alloc …
+                step = r.phase               # pre-June-2026 records: orch_submit, orch_alloc …
                 step = step if isinstance(step, str) and step != "orch_submit" else "submit"
                 trace.add_slice(lane, s, dur, f"{step}({tok})", "orchestrator", args)
     return n, group

@@ -10,14 +10,17 @@ loss; what is left is trusted by the builders (``lanes``, ``phases``, ``flows``)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
 from ...errors import InputError
-from ...fileio import load_json, load_json_records, read_bytes
+from ...fileio import json_bytes, load_json, load_json_records, read_bytes
 from ...model import MAX_NS, UINT64_END
+from . import typed
+from .typed import HostRecord, PhaseRecord, from_dict
 
 if TYPE_CHECKING:
     from .deps import Deps
@@ -46,17 +49,22 @@ class Records:
     # [core, task_id, reg_task_id, start, end, receive_to_start] (receive_to_start None: 5 cols)
     aicore: list[list[Any]]
     aicpu: list[list[int]]                     # [core, reg_task_id, dispatch, finish]
-    sched: list[list[dict[str, Any]]] | None   # per AICPU thread slot
-    orch: list[list[dict[str, Any]]] | None    # device orchestrator records
-    host_orch: list[list[dict[str, Any]]] | None
-    uploads: list[dict[str, Any]] | None
+    sched: list[list[PhaseRecord]] | None      # per AICPU thread slot
+    orch: list[list[PhaseRecord]] | None       # device orchestrator records
+    host_orch: list[list[HostRecord]] | None
+    uploads: list[HostRecord] | None
     five_columns: int = 0
     microseconds: bool = False                 # the pre-June-2026 layout: times already ns
     deps: Deps | None = None                   # its functions and fanout edges (legacy)
 
 
 def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records:
-    doc, cut = load_json_records(path, None, (2, 3), rows=True)
+    raw = read_bytes(path)
+    doc = typed.decode(json_bytes(path, raw))
+    checked = doc is not None               # row and record types checked by the decoder
+    cut = None
+    if doc is None:
+        doc, cut = load_json_records(path, raw, (2, 3), rows=True)
     if not isinstance(doc, dict):
         raise InputError(path, "not a chip swimlane records file (no JSON object)")
     if cut is not None:
@@ -96,25 +104,26 @@ def load_records(path: Path, warn: Warn, clock_hz: int | None = None) -> Records
         warn(f"{path}: metadata.core_to_thread is not a list of integers; ignored")
         c2t = None
     limit = MAX_NS * freq // 10**9          # the last cycle whose ns fits the model
-    aicore, five = _aicore(path, doc.get("aicore_tasks"), limit, warn)
+    aicore, five = _aicore(path, doc.get("aicore_tasks"), limit, warn, checked)
     rec = Records(path, level, level_key, meta, freq, core_types, c2t, aicore, [], None, None,
                   None, None)
     rec.five_columns = five
-    rec.aicpu = _aicpu(path, doc.get("aicpu_tasks"), level, limit, warn)
-    rec.sched = _thread_lists(path, doc, "aicpu_scheduler_phases", ("start_cycles",
-                              "end_cycles"), limit, warn)
-    rec.orch = _thread_lists(path, doc, "aicpu_orchestrator_phases", ("start_cycles",
-                             "end_cycles"), limit, warn)
-    rec.host_orch = _thread_lists(path, doc, "host_orchestrator_phases", ("start_host_ns",
-                                  "end_host_ns"), MAX_NS, warn)
+    rec.aicpu = _aicpu(path, doc.get("aicpu_tasks"), level, limit, warn, checked)
+    rec.sched = _thread_lists(path, doc, "aicpu_scheduler_phases", PhaseRecord, limit, warn,
+                              checked)
+    rec.orch = _thread_lists(path, doc, "aicpu_orchestrator_phases", PhaseRecord, limit, warn,
+                             checked)
+    rec.host_orch = _thread_lists(path, doc, "host_orchestrator_phases", HostRecord, MAX_NS,
+                                  warn, checked)
     ups = doc.get("host_device_uploads")
     if ups is not None:
         rec.uploads = _records(path, "host_device_uploads", ups if isinstance(ups, list)
-                               else None, ("start_host_ns", "end_host_ns"), MAX_NS, warn)
+                               else None, HostRecord, MAX_NS, warn, checked)
     return rec
 
 
-def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> tuple[list[list[Any]], int]:
+def _aicore(path: Path, rows: Any, limit: int, warn: Warn, checked: bool = False
+            ) -> tuple[list[list[Any]], int]:
     """The AICore rows, each of 6 (a 5-column row gets None for receive_to_start), and how
     many had 5 columns."""
     if rows is None:
@@ -127,14 +136,15 @@ def _aicore(path: Path, rows: Any, limit: int, warn: Warn) -> tuple[list[list[An
                     "[core_id, task_id, reg_task_id, start, end, receive_to_start]",
                     lambda r: r[3] <= r[4] <= limit and (len(r) == 5 or r[5] <= r[3]),
                     "end before start, receive before cycle 0, or times beyond the model's "
-                    "range", warn)
+                    "range", warn, checked)
     five = [r for r in out if len(r) == 5]
     for r in five:
         r.append(None)
     return out, len(five)
 
 
-def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn) -> list[list[int]]:
+def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn, checked: bool = False
+           ) -> list[list[int]]:
     if rows is None:
         if level >= 2:
             warn(f"{path}: no aicpu_tasks at level {level}: dispatch/finish times missing")
@@ -144,23 +154,30 @@ def _aicpu(path: Path, rows: Any, level: int, limit: int, warn: Warn) -> list[li
         return []
     return _int_rows(path, "aicpu_tasks", rows, (4,), "4 non-negative integers [core_id, "
                      "reg_task_id, dispatch, finish]", lambda r: r[2] <= r[3] <= limit,
-                     "finish before dispatch or beyond the model's time range", warn)
+                     "finish before dispatch or beyond the model's time range", warn, checked)
 
 
 def _int_rows(path: Path, key: str, rows: list, widths: tuple[int, ...], shape: str,
-              in_order: Callable[[list[int]], bool], why: str, warn: Warn) -> list[list[int]]:
+              in_order: Callable[[list[int]], bool], why: str, warn: Warn,
+              checked: bool = False) -> list[list[int]]:
     """The rows of ``key`` that are ``widths`` unsigned 64-bit integers whose times are
-    ``in_order``; the others dropped, counted in one warning per kind."""
-    out = []
-    bad = backwards = 0
-    for r in rows:
-        if not (type(r) is list and len(r) in widths and set(map(type, r)) == _INT
-                and min(r) >= 0 and max(r) < UINT64_END):
-            bad += 1
-        elif in_order(r):
-            out.append(r)
-        else:
-            backwards += 1
+    ``in_order``; the others dropped, counted in one warning per kind.  ``checked``: rows
+    the typed decoder made, lists of such integers already."""
+    if checked:
+        sized = [r for r in rows if len(r) in widths]
+        out = [r for r in sized if in_order(r)]
+        bad, backwards = len(rows) - len(sized), len(sized) - len(out)
+    else:
+        out = []
+        bad = backwards = 0
+        for r in rows:
+            if not (type(r) is list and len(r) in widths and set(map(type, r)) == _INT
+                    and min(r) >= 0 and max(r) < UINT64_END):
+                bad += 1
+            elif in_order(r):
+                out.append(r)
+            else:
+                backwards += 1
     if bad:
         warn(f"{path}: {bad} of {len(rows)} {key} rows dropped: not {shape}")
     if backwards:
@@ -168,8 +185,8 @@ def _int_rows(path: Path, key: str, rows: list, widths: tuple[int, ...], shape: 
     return out
 
 
-def _thread_lists(path: Path, doc: dict, key: str, times: tuple[str, str], limit: int,
-                  warn: Warn) -> list[list[dict[str, Any]]] | None:
+def _thread_lists(path: Path, doc: dict, key: str, cls: type, limit: int, warn: Warn,
+                  checked: bool = False) -> list[list[Any]] | None:
     value = doc.get(key)
     if value is None:
         return None
@@ -183,22 +200,30 @@ def _thread_lists(path: Path, doc: dict, key: str, times: tuple[str, str], limit
             lost += 1
             out.append([])
             continue
-        out.append(_records(path, key, thread, times, limit, warn, quiet=True))
+        out.append(_records(path, key, thread, cls, limit, warn, checked, quiet=True))
         lost += len(thread) - len(out[-1])
     if lost:
+        a, b = cls.__struct_fields__[:2]
         warn(f"{path}: {lost} {key} records dropped: not objects with integer "
-             f"{times[0]} <= {times[1]} in range")
+             f"{a} <= {b} in range")
     return out
 
 
-def _records(path: Path, key: str, rows: list | None, times: tuple[str, str], limit: int,
-             warn: Warn, quiet: bool = False) -> list[dict[str, Any]]:
+def _records(path: Path, key: str, rows: list | None, cls: type, limit: int, warn: Warn,
+             checked: bool = False, quiet: bool = False) -> list[Any]:
+    """The records of ``rows`` with integer times in order up to ``limit``, as ``cls``
+    (``typed.PhaseRecord`` or ``HostRecord``, whose first two fields are the times)."""
     if rows is None:
         warn(f"{path}: {key} is not a list; not read")
         return []
-    a, b = times
-    out = [r for r in rows if type(r) is dict and type(x := r.get(a)) is int
-           and type(y := r.get(b)) is int and 0 <= x <= y <= limit]
+    a, b = cls.__struct_fields__[:2]
+    if checked:                     # cls objects with times of 0 and more already
+        start, end = attrgetter(a), attrgetter(b)
+        out = [r for r in rows if start(r) <= end(r) <= limit]
+    else:
+        out = [from_dict(cls, r) for r in rows if type(r) is dict
+               and type(x := r.get(a)) is int and type(y := r.get(b)) is int
+               and 0 <= x <= y <= limit]
     if not quiet and len(out) < len(rows):
         warn(f"{path}: {len(rows) - len(out)} {key} records dropped: not objects with "
              f"integer {a} <= {b} in range")
