@@ -519,6 +519,20 @@ def mutate(path: Path, draw) -> tuple[bytes, list[str]]:
 
 # -- building an input and running the CLI --------------------------------------------------
 
+def read_model(root: Path, fmt: str, workers: int = 1) -> tuple[Any, str | None]:
+    """(the model of the one run of ``fmt`` under ``root``, None), or (None, the error's
+    text): what a reader gives for a mutated input, to compare two ways of reading it."""
+    from tracecvt.errors import TracecvtError
+    from tracecvt.readers import ReadOptions
+    try:
+        (src,) = find_runs(root, fmt)
+        return src.read(ReadOptions(workers=workers)), None
+    except TracecvtError as e:
+        return None, str(e)
+    except ValueError as e:                 # find_runs: no run / several runs
+        return None, f"{type(e).__name__}: {e}"
+
+
 def materialize(seed: Seed, target: Path, data: bytes, where: Path) -> Path:
     """A copy of the seed run under ``where``: its files linked (relative to their common
     directory), ``target`` replaced by ``data``.  Returns the path to convert."""

@@ -16,25 +16,17 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracecvt.errors import TracecvtError
 from tracecvt.modelfile.compare import model_differences
-from tracecvt.readers import ReadOptions, find_runs
 from tracecvt.readers.pypto import merged
 from tracecvt.writers import perfetto
-from fuzzing import budget, family, materialize, mutate
+from fuzzing import budget, family, materialize, mutate, read_model
 from test_perfetto_roundtrip import assert_same_as_model
 
 RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
 
 
 def _read(root, workers, fmt="pypto"):
-    try:
-        (src,) = find_runs(root, fmt)
-        return src.read(ReadOptions(workers=workers)), None
-    except TracecvtError as e:
-        return None, str(e)
-    except ValueError as e:                 # find_runs: no run / several runs
-        return None, f"{type(e).__name__}: {e}"
+    return read_model(root, fmt, workers)
 
 
 def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_factory,

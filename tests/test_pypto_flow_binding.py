@@ -13,13 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracecvt.errors import TracecvtError
 from tracecvt.modelfile.compare import model_differences
-from tracecvt.readers import ReadOptions, find_runs
 from tracecvt.readers.pypto import merged
 from tracecvt.readers.pypto.flow_binding import XSlices, bind_flows
 from conftest import SAMPLES
-from fuzzing import budget, family, materialize, mutate
+from fuzzing import budget, family, materialize, mutate, read_model
 
 RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
 
@@ -28,13 +26,7 @@ def _read(root, each: bool, monkeypatch):
     with monkeypatch.context() as m:
         if each:
             m.setattr(merged, "bind_flows", lambda *a: None)
-        try:
-            (src,) = find_runs(root, "pypto")
-            return src.read(ReadOptions(workers=1)), None
-        except TracecvtError as e:
-            return None, str(e)
-        except ValueError as e:
-            return None, f"{type(e).__name__}: {e}"
+        return read_model(root, "pypto")
 
 
 def _same(root, monkeypatch):

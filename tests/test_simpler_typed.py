@@ -15,13 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracecvt.errors import TracecvtError
 from tracecvt.modelfile.compare import model_differences
-from tracecvt.readers import ReadOptions, find_runs
 from tracecvt.readers.simpler import records as records_mod
 from tracecvt.readers.simpler import typed
 from conftest import SAMPLES
-from fuzzing import budget, family, materialize, mutate
+from fuzzing import budget, family, materialize, mutate, read_model
 
 RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
 
@@ -31,13 +29,7 @@ def _read(root, plain: bool, monkeypatch):
     with monkeypatch.context() as m:
         if plain:
             m.setattr(typed, "decode", lambda data: None)
-        try:
-            (src,) = find_runs(root, "simpler")
-            return src.read(ReadOptions(workers=1)), None
-        except TracecvtError as e:
-            return None, str(e)
-        except ValueError as e:
-            return None, f"{type(e).__name__}: {e}"
+        return read_model(root, "simpler")
 
 
 def _same(root, monkeypatch) -> None:

@@ -71,12 +71,10 @@ def add_scheduler_phases(trace: Trace, rec: Records, deps: Deps | None,
             else:
                 tp = ""
             if kind == "dispatch":
-                v = r.pop_hit
-                if type(v) is int and lo <= v < hi:
-                    args["pop_hit"] = v
-                v = r.pop_miss
-                if type(v) is int and lo <= v < hi:
-                    args["pop_miss"] = v
+                for k in ("pop_hit", "pop_miss"):
+                    v = getattr(r, k)
+                    if type(v) is int and lo <= v < hi:
+                        args[k] = v
             elif kind in MARKER_KINDS:
                 tid = r.task_id
                 if type(tid) is int and 0 <= tid < 1 << 64:
