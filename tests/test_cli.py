@@ -271,9 +271,9 @@ def test_jobs_sets_the_processes_a_conversion_may_use(tmp_path, monkeypatch):
     forks = []
     real = forkpass.fork_pass
 
-    def counting(fn):
+    def counting(fn, *wire):
         forks.append(1)
-        return real(fn)
+        return real(fn, *wire)
     monkeypatch.setattr(merged, "fork_pass", counting)
     monkeypatch.setattr(perfetto, "fork_pass", counting)
     counts = {}

@@ -246,7 +246,7 @@ def test_a_killed_conversion_leaves_no_second_process_behind(big_input, tmp_path
              "m.PARALLEL_MIN_BYTES = 0\nw.PARALLEL_MIN_COST = 0\n")
     if stage == "writing":      # hold the parent inside the writer once its part started
         lower += ("import time, tracecvt.writers.perfetto as w\n_f = w.fork_pass\n"
-                  "def fp(fn):\n    p = _f(fn)\n    time.sleep(30)\n    return p\n"
+                  "def fp(fn, *wire):\n    p = _f(fn, *wire)\n    time.sleep(30)\n    return p\n"
                   "w.fork_pass = fp\n")
     else:                       # hold the parent while the reader's helper runs
         lower += ("import time\n_f = m.fork_series_pass\n"

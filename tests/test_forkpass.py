@@ -3,6 +3,8 @@
 import os
 import signal
 import time
+from fractions import Fraction
+from typing import Any
 
 from tracecvt.forkpass import fork_child, fork_pass, reap
 
@@ -23,6 +25,21 @@ def test_fork_pass_returns_the_result_or_says_why_not():
     helper.abandon()
     helper.abandon()
     assert helper.pid == 0 and helper.pipe == -1
+
+
+def test_a_typed_result_comes_back_equal_in_its_types_whichever_way_it_travels():
+    """With ``wire``, a result comes as msgpack and reads back as that type (tuples as
+    tuples, ints and floats as they were); one msgpack cannot carry (a Fraction, an int
+    past 64 bits) comes pickled, the same value."""
+    wire = tuple[dict[tuple[Any, str], list], list[tuple[int, int]]]
+    value = ({(1, "a"): [1, 2.0, None], ("p", "b"): [True]}, [(2**63, -1)])
+    got = fork_pass(lambda: value, wire).result()
+    assert got == value and type(got[1][0]) is tuple and type(got[0][(1, "a")][1]) is float
+    for odd in ({(1, "a"): [Fraction(1, 3)]}, {(1, "a"): [2**70]}):
+        got = fork_pass(lambda: (odd, []), wire).result()
+        assert got == (odd, []) and type(got[0][(1, "a")][0]) is type(odd[(1, "a")][0])
+    helper = fork_pass(lambda: "not the type said", wire)
+    assert helper.result() is None and "did not read back" in helper.error
 
 
 def test_fork_child_leaves_with_the_code_of_its_body():

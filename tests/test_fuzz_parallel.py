@@ -25,10 +25,6 @@ from test_perfetto_roundtrip import assert_same_as_model
 RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
 
 
-def _read(root, workers, fmt="pypto"):
-    return read_model(root, fmt, workers)
-
-
 def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_factory,
                                                                         monkeypatch):
     from tracecvt.convert import add_derived_tracks
@@ -47,8 +43,8 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
         target = data.draw(st.sampled_from([t for t in seed.targets if "merged" in t.name]))
         raw, _ = mutate(target, data.draw)
         root = materialize(seed, target, raw, where / "in")
-        one, error_one = _read(root, 1)
-        two, error_two = _read(root, 2)
+        one, error_one = read_model(root, "pypto", 1)
+        two, error_two = read_model(root, "pypto", 2)
         assert error_one == error_two
         if one is None:
             return
@@ -77,8 +73,8 @@ def _reads_the_same(seeds, fmt, where) -> None:
         target = data.draw(st.sampled_from(seed.targets))
         raw, _ = mutate(target, data.draw)
         root = materialize(seed, target, raw, where / "in")
-        one, error_one = _read(root, 1, fmt)
-        two, error_two = _read(root, 2, fmt)
+        one, error_one = read_model(root, fmt, 1)
+        two, error_two = read_model(root, fmt, 2)
         assert error_one == error_two
         if one is not None:
             assert two.meta.warnings == one.meta.warnings
@@ -118,6 +114,6 @@ def test_mutated_simpler_runs_read_the_same_with_two_processes(tmp_path_factory,
     monkeypatch.setattr(deps_mod, "PARALLEL_MIN_BYTES", 0)
     forked = []
     real_fork = deps_mod.fork_pass
-    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn: forked.append(1) or real_fork(fn))
+    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn, *wire: forked.append(1) or real_fork(fn, *wire))
     _reads_the_same(seeds, "simpler", tmp_path_factory.mktemp("parallel-simpler"))
     assert forked, "no deps.json was loaded by a second process"

@@ -29,8 +29,8 @@ def forks(monkeypatch):
     started = []
     real = deps_mod.fork_pass
 
-    def fork(fn):
-        helper = real(fn)
+    def fork(fn, *wire):
+        helper = real(fn, *wire)
         started.append(helper.pid)
         return helper
     monkeypatch.setattr(deps_mod, "PARALLEL_MIN_BYTES", 0)
@@ -63,7 +63,7 @@ def test_deps_loaded_by_a_second_process_give_the_same_model(run, forks):
 
 def test_one_process_below_the_size_where_a_fork_pays(monkeypatch):
     started = []
-    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn: started.append(1))
+    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn, *wire: started.append(1))
     _read(VECTOR, 2)
     assert (VECTOR / "deps.json").stat().st_size < deps_mod.PARALLEL_MIN_BYTES
     assert started == []
