@@ -64,7 +64,8 @@ from tracecvt.convert import convert_source
 from tracecvt.readers import ReadOptions, find_runs
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1])
-result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions())
+result = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions(),
+                        keep=[])     # the model kept, as the command keeps it
 dt = time.perf_counter() - t
 print(dt, peak_rss_kb(), result.size)
 """

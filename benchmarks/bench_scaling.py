@@ -85,12 +85,12 @@ def counted(fn):
 _fork_pass = fp.fork_pass
 for m in list(sys.modules.values()):
     if getattr(m, "fork_pass", None) is _fork_pass:
-        m.fork_pass = lambda fn: _fork_pass(counted(fn))
+        m.fork_pass = lambda fn, *wire: _fork_pass(counted(fn), *wire)
 ru = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 (src,) = find_runs(sys.argv[1])
 r = convert_source(src, "perfetto", Path(sys.argv[2]), True, ReadOptions(), derived=True,
-                   workers=int(sys.argv[4]))
+                   workers=int(sys.argv[4]), keep=[])    # (kept, as the command keeps it)
 dt = time.perf_counter() - t
 c = r.counts
 events = c.get("slices", 0) + c.get("instants", 0) + c.get("counter_samples", 0) \
