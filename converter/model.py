@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterator
 
+from .arg_rows import ArgRow
+
 # Track kinds.
 GROUP = "group"      # holds other tracks (a device, a process, a core group)
 LANE = "lane"        # holds slices and instants
@@ -197,7 +199,8 @@ class Track:
 class Slice:
     """A timed interval on a lane.
 
-    ``args`` maps names to str/int/float/bool, lists or dicts.  ``shared_args`` is an optional
+    ``args`` maps names to str/int/float/bool, lists or dicts (a dict, or a row of a table
+    of args: ``arg_rows.ArgRow``).  ``shared_args`` is an optional
     dict that many slices hold by reference (e.g. everything a task inherits from the call it
     runs); the slice's full args are ``shared_args`` updated with ``args``.  Treat both as
     read-only: writers cache the encoding of a shared dict by identity.
@@ -218,11 +221,14 @@ class Slice:
 
     @property
     def all_args(self) -> dict[str, Any]:
+        args = self.args
+        if args.__class__ is ArgRow:            # a row of a table (``arg_rows``): a dict
+            args = dict(args.items())
         if self.shared_args is None:
-            return self.args or {}
-        if not self.args:
+            return args or {}
+        if not args:
             return self.shared_args
-        return {**self.shared_args, **self.args}
+        return {**self.shared_args, **args}
 
     @property
     def end(self) -> int:

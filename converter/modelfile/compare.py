@@ -14,6 +14,7 @@ import dataclasses
 import math
 from typing import Any
 
+from ..arg_rows import ArgRow
 from ..model import Trace
 
 _TRACK_FIELDS = ("index", "name", "kind", "parent", "order", "description", "unit",
@@ -60,6 +61,14 @@ class _Sharing:
         self.a_to_b: dict[int, int] = {}
         self.b_to_a: dict[int, int] = {}
         self.done: set[tuple[int, int]] = set()
+        self.rows: dict[int, tuple[ArgRow, dict]] = {}     # id of a row -> (it, its dict)
+
+    def _as_dict(self, row: ArgRow) -> dict:
+        """``row`` as a dict, one per row (held: the ids stay theirs)."""
+        hit = self.rows.get(id(row))
+        if hit is None:
+            hit = self.rows[id(row)] = (row, dict(row.items()))
+        return hit[1]
 
     def check(self, where: str, x: Any, y: Any) -> None:
         problem = self._walk(x, y)
@@ -68,7 +77,12 @@ class _Sharing:
                            f"{where}: {x!r:.120} != {y!r:.120}")
 
     def _walk(self, x: Any, y: Any) -> str:
-        """"" when equal with the same sharing; a reason otherwise (" " for plain unequal)."""
+        """"" when equal with the same sharing; a reason otherwise (" " for plain unequal).
+        A row of a table of args (``arg_rows``) is the dict it stands for."""
+        if x.__class__ is ArgRow:
+            x = self._as_dict(x)
+        if y.__class__ is ArgRow:
+            y = self._as_dict(y)
         if not isinstance(x, (list, tuple, dict)) or type(x) is not type(y):
             return "" if same_value(x, y) else " "
         pair = (id(x), id(y))

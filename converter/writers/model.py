@@ -19,6 +19,7 @@ from typing import IO, Any, Callable
 import orjson
 
 from .. import __version__
+from ..arg_rows import as_dict
 from ..model import INT64_END, INT64_MIN, UINT64_END, RunMeta, Trace
 from ..modelfile import (DICT, DICT_TYPED_KEYS, END_PREFIX, FORMAT_VERSION, JSON, LIST,
                          MAGIC_TEXT, META_FIELDS, REF, TUPLE, pack_crc)
@@ -414,7 +415,7 @@ def encode_model(trace: Trace) -> bytes:
 
     # Slices.
     sl = trace.slices
-    s_args = dicts.column([s.args for s in sl], "slice args")
+    s_args = dicts.column([as_dict(s.args) for s in sl], "slice args")    # (rows: dicts)
     s_shared = dicts.column([s.shared_args for s in sl], "slice shared_args")
     i_args = dicts.column([i.args for i in trace.instants], "instant args")
     f_args = dicts.column([f.args for f in trace.flows], "flow args")

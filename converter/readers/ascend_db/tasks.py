@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...arg_rows import ArgRow, ArgTable
 from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
 from ..msprof.jsontrace import _describe_lane, _describe_process
@@ -145,7 +146,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     types: dict[Any, str | None] = {}
     made = bad = 0
     containers: dict[tuple, list] = {}
-    plans: dict[tuple, list] = {}
+    plans: dict[tuple, tuple] = {}     # PMU names -> their pipe plan, a number
     norms: dict[Any, str | None] = {}
 
     def norm(v):
@@ -156,6 +157,16 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             return out
     subtasks: dict[tuple, int] = {}
     slices = trace.slices
+    tables: dict[tuple, Any] = {}       # the shape of a task's args -> their ArgTable
+    # id of a task info's args (held by ``got``) -> a number for their names
+    more_keys: dict[int, int] = {}
+    key_sets: dict[tuple, int] = {}
+
+    def keys_of(more: dict) -> int:
+        hit = more_keys.get(id(more))
+        if hit is None:
+            hit = more_keys[id(more)] = key_sets.setdefault(tuple(more), len(key_sets))
+        return hit
 
     def draw(dev, stream, start, end, name, cat, args, conn) -> int:
         nonlocal made
@@ -198,24 +209,27 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             model = None
         if ctx is not None and (ctx == UINT32_MAX or ctx == -1):
             ctx = None
-        args: dict[str, Any] = {"model_id": model, "task_type": tname,
-                                "stream_id": stream, "task_id": task, "context_id": ctx,
-                                "connection_id": conn, "device_id": dev}
+        # The args: names and values in the order a dict of them had (``_TASK_ARGS``, then
+        # the task info's, the PMU figures...), a row of the table of those names
+        # (``arg_rows``).
+        values = (model, tname, stream, task, ctx, conn, dev)
         if c is not None:
             op_name, op_type, more = c
             name = op_name or tname or "task"
             cat = norm(op_type) or norm(tname) or KERNEL
-            args.update(more)
-            args["op_name"] = op_name
             extra = pmu.get(gid)
             if extra:
-                args.update(extra)
-                plan = plans.get(tuple(extra))
+                ek = tuple(extra)
+                plan = plans.get(ek)
                 if plan is None:
-                    plan = plans[tuple(extra)] = _pipe_plan(extra)
-                pipes = _pipes(extra, plan)
-                if pipes:
-                    args["pipe_ratio"] = pipes
+                    plan = plans[ek] = (_pipe_plan(extra), len(plans))
+                pipes = _pipes(extra, plan[0])
+                values = (*values, *more.values(), op_name, *extra.values(),
+                          *((pipes,) if pipes else ()), gid, source)
+                shape = (keys_of(more), plan[1], not pipes)
+            else:
+                values = (*values, *more.values(), op_name, gid, source)
+                shape = (keys_of(more), None, None)
         elif h is not None:
             # communication subtasks sit on their hardware stream, named by the task type
             # (as the text timeline draws them); the op they belong to is an arg
@@ -223,15 +237,21 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             name = tname or op_name or "task"
             htype = cell_value(op_type or "")
             cat = normalize_task_type(htype) or "hccl"
-            args["op_name"] = op_name
-            args.update(more)
             if htype is not None:
-                args["hccl_task_type"] = htype
+                values = (*values, op_name, *more.values(), htype, gid, source)
+            else:
+                values = (*values, op_name, *more.values(), gid, source)
+            shape = (keys_of(more), htype is None)
         else:
             name = tname or "task"
             cat = norm(tname) or KERNEL
-        args["global_task_id"] = gid
-        args["source"] = source
+            values = (*values, gid, source)
+            shape = ()
+        table = tables.get(shape)
+        if table is None:
+            table = tables[shape] = _table(shape, c, h, more if c is not None or h is not None
+                                           else None, extra if c is not None else None)
+        args = table.add(values) if table.__class__ is ArgTable else dict(zip(table, values))
         if c is None and h is None and ctx is None and str(tname).startswith("KERNEL"):
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
             # (``ctx`` is its context_id arg: nothing was added to its args)
@@ -248,9 +268,16 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             if sub is not None:
                 a = trace.slices[sub].args
                 if "hardware_task_start_ns" not in a:
-                    a["hardware_task_start_ns"] = start
-                    a["hardware_task_dur_ns"] = end - start
-                    a["hardware_global_task_id"] = args["global_task_id"]
+                    more = (start, end - start, args["global_task_id"])
+                    if a.__class__ is ArgRow:       # a row of the table with these too
+                        wider = tables.get(a.table)
+                        if wider is None:
+                            wider = tables[a.table] = _table_with(a.table, _HARDWARE)
+                        trace.slices[sub].args = wider.add((*a.values(), *more)) \
+                            if wider.__class__ is ArgTable else dict(zip(wider, (*a.values(),
+                                                                                 *more)))
+                    else:
+                        a.update(zip(_HARDWARE, more))
                     merged += 1
                     continue
             draw(whole[0], whole[1], start, end, name, cat, args, whole[3])
@@ -262,6 +289,36 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     if bad:
         trace.warn(f"{db.path}: {bad} TASK rows without a usable start/end time "
                    "(drawn as zero-length where the start is known, else not converted)")
+
+
+_TASK_ARGS = ("model_id", "task_type", "stream_id", "task_id", "context_id", "connection_id",
+              "device_id")
+
+
+def _table(shape: tuple, compute, comm, more: dict | None, pmu: dict | None):
+    """The ``ArgTable`` of the args of a task of ``shape`` (``add_tasks``): the names in the
+    order a dict of them had; where a name repeats (a PMU metric spelled as a task arg),
+    the names as a tuple: the args are then a dict, built as ``dict.update`` would (the
+    value of the last, at the place of the first)."""
+    names = _TASK_ARGS
+    if compute is not None:
+        names += (*more, "op_name")
+        if shape[1] is not None:
+            names += (*pmu, *(() if shape[2] else ("pipe_ratio",)))
+    elif comm is not None:
+        names += ("op_name", *more, *(() if shape[1] else ("hccl_task_type",)))
+    names += ("global_task_id", "source")
+    return ArgTable(names) if len(set(names)) == len(names) else names
+
+
+_HARDWARE = ("hardware_task_start_ns", "hardware_task_dur_ns", "hardware_global_task_id")
+
+
+def _table_with(table: ArgTable, names: tuple[str, ...]):
+    """The table of ``table``'s names and ``names`` after them (as ``_table``: the names
+    alone where one repeats)."""
+    wider = table.names + names
+    return ArgTable(wider) if len(set(wider)) == len(wider) else wider
 
 
 def _pipe_plan(pmu: dict[str, Any]) -> list[tuple[str, str, str]]:

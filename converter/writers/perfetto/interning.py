@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...arg_rows import ArgRow
 from ...model import ARG_LINES, INPUTS, INT64_END, INT64_MIN, OUTPUTS, UINT64_END
 from ..protowire import _pack_double, key_str, key_varint, tag, varint
+from .row_args import RowPlans
 from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, _INT3_LO,
                    _INT_VALUE, _INTERNED, _LEN, _STRING_IID, _STRING_VALUE, _TE_DEBUG, _TS4_MID,
                    _len)
@@ -153,6 +155,7 @@ class _ArgEncoder:
         # arg name -> (its entry, {int below 16384: the whole annotation}): small ints
         # repeat (counts, indexes, zeros), and one lookup costs less than building them
         self.small: dict[str, tuple[bytes, dict[int, bytes]]] = {}
+        self.rows = RowPlans(self.names, self.cache, self.encode_pairs)     # args held as table rows
 
     def clear(self) -> None:
         """Let go of the caches (the writer is done encoding)."""
@@ -160,6 +163,7 @@ class _ArgEncoder:
             table.clear()
         self.keep.clear()
         self.once.clear()
+        self.rows.clear()
 
     def _name_part(self, name: str) -> tuple[bytes, bytes]:
         """(``name_iid`` field, its InternedData entry) of an arg name."""
@@ -258,15 +262,22 @@ class _ArgEncoder:
         return b"".join(parts), tuple(deps)
 
     def encode(self, args: dict[str, Any], seq: _Sequence) -> bytes:
-        """A slice's own args, defining on ``seq`` the entries they use.  Ints and floats
-        (per-slice ids, times, PMU figures: mostly all different) are built here, without
-        the cache, but for ints below 16384 (``small``); strings come from the cache (or
-        ``_uncached_str``, the one string rule), the rest from ``pair``.  The entries are
-        defined inline (``seq.use`` for one or two is mostly a call)."""
+        """A slice's own args, defining on ``seq`` the entries they use (a row of a table
+        of args: ``row_args``)."""
+        if args.__class__ is ArgRow:
+            return self.rows.encode(args, seq)
+        return self.encode_pairs(args.items(), seq)
+
+    def encode_pairs(self, pairs, seq: _Sequence) -> bytes:
+        """Args given as (name, value) pairs, defining on ``seq`` the entries they use.  Ints
+        and floats (per-slice ids, times, PMU figures: mostly all different) are built
+        here, without the cache, but for ints below 16384 (``small``); strings come from the
+        cache (or ``_uncached_str``, the one string rule), the rest from ``pair``.  The
+        entries are defined inline (``seq.use`` for one or two is mostly a call)."""
         defined, pending = seq.defined, seq.pending
         names, cache, small = self.names, self.cache, self.small
         parts = []
-        for name, value in args.items():
+        for name, value in pairs:
             cls = value.__class__
             if name.__class__ is str:
                 if cls is int and 0 <= value < 16384:

@@ -1,0 +1,232 @@
+"""Own args held as rows of a table (``arg_rows.ArgRow``), encoded a column at a time.
+
+A table's columns whose every value is a number an arg writes as itself (a float, or an
+int in [0, 2^63)) are "static": their DebugAnnotations depend on the value and the arg
+name's iid only, so a run of such columns is built for every row of the table at once with
+numpy, and each row takes its run's bytes from a list.  A column whose every value is None
+writes nothing.  The other columns ("dynamic": strings, which are written inline first and
+interned from their second use, nested values, None among values...) are encoded per
+row, in the table's order, as the encoder's usual path does (a string seen before is
+taken from its cache here).  The bytes, and the order in which
+interned entries are defined, are those of encoding the row as a dict: a table's first row
+in a process is encoded that way (which gives its static columns' names their iids, in the
+dict way's order), and a run's name entries are defined on a sequence before its first use
+there, in column order, as the dict way defines them arg by arg.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ...arg_rows import ArgRow, ArgTable
+from .columns import varint_matrix
+from .wire import _DOUBLE_VALUE, _INT_VALUE, _TE_DEBUG
+
+_CHUNK = 65536          # rows built at once (bounds the byte matrix)
+
+
+class _Run:
+    """A run of static columns: the name entries they use, and each row's bytes."""
+
+    __slots__ = ("entries", "token", "pieces", "optional")
+
+    def __init__(self, entries: tuple[bytes, ...], pieces: list[bytes], optional: bool):
+        self.entries = entries
+        self.token = id(self)       # marks the run's entries defined on a sequence
+        self.pieces = pieces
+        self.optional = optional    # one column with None values: no bytes, no entry there
+
+
+class RowPlans:
+    """Per writer process: how each ``ArgTable`` met is encoded (``encode``)."""
+
+    def __init__(self, names: dict[str, tuple[bytes, bytes]], cache: dict,
+                 encode_pairs: Callable[[Any, Any], bytes]):
+        self.names = names                  # the encoder's: arg name -> (name field, entry)
+        self.cache = cache                  # and its (name, str, value) -> (bytes, entries)
+        self.encode_pairs = encode_pairs    # the encoder's (name, value) pairs, seq -> bytes
+        self.plans: dict[int, list] = {}
+        self.tables: list[ArgTable] = []    # keeps the planned tables (ids) alive
+
+    def clear(self) -> None:
+        self.plans.clear()
+        self.tables.clear()
+
+    def encode(self, row: ArgRow, seq) -> bytes:
+        """``row``'s DebugAnnotations, defining on ``seq`` the entries they use."""
+        table = row.table
+        plan = self.plans.get(id(table))
+        values = table.rows[row.row]
+        if plan is None:
+            out = self.encode_pairs(zip(table.names, values), seq)   # (names their iids)
+            self.tables.append(table)
+            self.plans[id(table)] = _plan(table, self.names)
+            return out
+        parts = []
+        cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
+        for seg in plan:
+            if seg.__class__ is _Run:
+                piece = seg.pieces[row.row]
+                if seg.token not in seq.seen and (piece or not seg.optional):
+                    seq.seen.add(seg.token)
+                    seq.use(seg.entries)
+                parts.append(piece)
+                continue
+            name, value = seg[1], values[seg[0]]
+            if value.__class__ is str:      # a string seen before, as ``encode_pairs``
+                hit = cache.get((name, str, value))     # takes it
+                if hit is not None:
+                    parts.append(hit[0])
+                    for entry in hit[1]:
+                        if entry not in defined:
+                            defined.add(entry)
+                            seq.pending.append(entry)
+                    continue
+            elif value is None:
+                continue                    # (nothing, as ``encode_pairs``)
+            parts.append(encode_pairs(((name, value),), seq))
+        return b"".join(parts)
+
+
+def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> list:
+    """How ``table``'s rows are encoded, in column order: a ``_Run`` per run of static
+    columns, (column, name) per dynamic column; columns of None only are left out (they
+    write nothing)."""
+    plan: list = []
+    run: list[tuple[bytes, _Column]] = []
+    for c, values in enumerate(zip(*table.rows)):
+        column = _column(values)
+        if column is _NONE:
+            continue                # (neither ends a run nor starts one)
+        name = table.names[c]
+        if column is _DYNAMIC or column.optional:
+            if run:
+                plan.append(_make_run(run))
+                run = []
+            # a number or None: a run of its own, whose entry is defined where it has one;
+            # dynamic where the row encoded first had None (its name has no iid yet)
+            plan.append(_make_run([(names[name], column)], True)
+                        if column is not _DYNAMIC and name in names else (c, name))
+        else:
+            run.append((names[name], column))
+    if run:
+        plan.append(_make_run(run))
+    return plan
+
+
+class _Column:
+    """A static column's values: its floats and its ints (rows ``at_float``, ``at_int``
+    where both are there; None: every row) as arrays; rows of None have neither."""
+
+    __slots__ = ("n", "floats", "ints", "at_float", "at_int", "optional")
+
+    def __init__(self, n, floats, ints, at_float=None, at_int=None, optional=False):
+        self.n, self.floats, self.ints = n, floats, ints
+        self.at_float, self.at_int, self.optional = at_float, at_int, optional
+
+
+_NONE, _DYNAMIC = object(), object()
+_FLOATS, _INTS = frozenset({float}), frozenset({int})
+_ONLY_NONE = frozenset({type(None)})
+_NUMBERS = frozenset({int, float, type(None)})
+_CLASS_CODE = {float: 0, int: 1, type(None): 2}
+
+
+def _column(values: tuple):
+    """A column's values as a ``_Column`` where it is static (every value a float, an int
+    in [0, 2^63) or None, not all None), else ``_NONE`` (every value None) or
+    ``_DYNAMIC``."""
+    n = len(values)
+    classes = frozenset(map(type, values))
+    if classes == _ONLY_NONE:
+        return _NONE
+    if not classes or not classes <= _NUMBERS:
+        return _DYNAMIC
+    try:
+        if classes == _FLOATS:
+            return _Column(n, np.fromiter(values, dtype="<f8", count=n), None)
+        if classes == _INTS:
+            ints = np.fromiter(values, dtype=np.int64, count=n)
+            return _Column(n, None, ints) if int(ints.min()) >= 0 else _DYNAMIC
+        code = np.fromiter(map(_CLASS_CODE.__getitem__, map(type, values)), dtype=np.int8,
+                           count=n)
+        at_float, at_int = np.flatnonzero(code == 0), np.flatnonzero(code == 1)
+        floats = np.array([values[k] for k in at_float.tolist()], dtype="<f8")
+        ints = np.array([values[k] for k in at_int.tolist()], dtype=np.int64)
+    except OverflowError:               # an int from 2^63 on
+        return _DYNAMIC
+    if len(ints) and int(ints.min()) < 0:
+        return _DYNAMIC
+    return _Column(n, floats, ints, at_float, at_int, type(None) in classes)
+
+
+def _make_run(columns: list[tuple[tuple[bytes, bytes], _Column]],
+              optional: bool = False) -> _Run:
+    """The run of ``columns`` ((name field, entry), values): each row's DebugAnnotations."""
+    entries = tuple(dict.fromkeys(e for (_, e), _ in columns))
+    n = columns[0][1].n
+    pieces: list[bytes] = []
+    for first in range(0, n, _CHUNK):
+        rows = slice(first, min(n, first + _CHUNK))
+        cells = [_cells(column, rows, head) for (head, _), column in columns]
+        if len(cells) == 1:
+            matrix, keep = cells[0]
+        else:
+            matrix = np.concatenate([m for m, _ in cells], axis=1)
+            keep = np.concatenate([k for _, k in cells], axis=1)
+        data = matrix[keep].tobytes()
+        ends = np.cumsum(keep.sum(axis=1)).tolist()
+        pieces += [data[a:b] for a, b in zip([0, *ends], ends)]
+    return _Run(entries, pieces, optional)
+
+
+def _cells(column: _Column, rows: slice, head: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's DebugAnnotation (``_TE_DEBUG``, the body's length, ``head``: the name
+    field, the value field) as a row of a uint8 matrix, and which of its bytes are used
+    (none for a None), for ``rows`` of ``column``."""
+    if column.at_float is None:         # one kind in every row
+        if column.floats is not None:
+            return _float_cells(column.floats[rows], head)
+        return _int_cells(column.ints[rows].astype(np.uint64), head)
+    n = rows.stop - rows.start
+    parts = []
+    for at, values, cells in ((column.at_float, column.floats, _float_cells),
+                              (column.at_int, column.ints, _int_cells)):
+        lo, hi = np.searchsorted(at, (rows.start, rows.stop))
+        if hi > lo:
+            m, k = cells(values[lo:hi] if cells is _float_cells
+                         else values[lo:hi].astype(np.uint64), head)
+            parts.append((at[lo:hi] - rows.start, m, k))
+    if not parts:
+        return np.zeros((n, 0), dtype=np.uint8), np.zeros((n, 0), dtype=bool)
+    width = max(m.shape[1] for _, m, _ in parts)
+    matrix = np.zeros((n, width), dtype=np.uint8)
+    keep = np.zeros((n, width), dtype=bool)             # (a None: nothing)
+    for at, m, k in parts:
+        matrix[at, :m.shape[1]] = m
+        keep[at, :m.shape[1]] = k
+    return matrix, keep
+
+
+def _float_cells(values: np.ndarray, head: bytes) -> tuple[np.ndarray, np.ndarray]:
+    h = len(head)
+    matrix = np.empty((len(values), 3 + h + 8), dtype=np.uint8)
+    matrix[:, :3 + h] = np.frombuffer(_TE_DEBUG + bytes((h + 9,)) + head + _DOUBLE_VALUE,
+                                      dtype=np.uint8)
+    matrix[:, 3 + h:] = values.view(np.uint8).reshape(-1, 8)
+    return matrix, np.ones(matrix.shape, dtype=bool)
+
+
+def _int_cells(values: np.ndarray, head: bytes) -> tuple[np.ndarray, np.ndarray]:
+    h = len(head)
+    groups, sizes = varint_matrix(values) if len(values) else \
+        (np.zeros((0, 1), dtype=np.uint8), np.zeros(0, dtype=np.int64))
+    matrix = np.empty((len(values), 3 + h + groups.shape[1]), dtype=np.uint8)
+    matrix[:, 0] = _TE_DEBUG[0]
+    matrix[:, 1] = h + 1 + sizes                # the body's length (< 128: one byte)
+    matrix[:, 2:2 + h] = np.frombuffer(head, dtype=np.uint8)
+    matrix[:, 2 + h] = _INT_VALUE[0]
+    matrix[:, 3 + h:] = groups
+    return matrix, np.arange(matrix.shape[1]) < (3 + h + sizes)[:, None]

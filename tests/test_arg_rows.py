@@ -1,0 +1,207 @@
+"""Own args held as rows of a table (``tracecvt.arg_rows``): a row is the dict it stands
+for, to every reader of the model; and the Perfetto writer's column-at-a-time encoding of
+rows (``writers.perfetto.row_args``) writes the very bytes the dict way writes, on tables
+made of the pathologies it must tell apart, on every database sample (whose device tasks
+the reader gives as rows) and on mutated databases."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tracecvt.arg_rows import ArgRow, ArgTable, as_dict
+from tracecvt.model import RunMeta, Slice, Trace
+from tracecvt.modelfile.compare import model_differences
+from tracecvt.writers import perfetto
+from tracecvt.writers.chrome import write_chrome
+from tracecvt.writers.perfetto import row_args
+from fuzzing import budget, family, materialize, mutate, read_model
+
+RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
+
+
+def test_a_row_is_the_dict_it_stands_for():
+    table = ArgTable(("b", "a", "none", "nested"))
+    nested = [1, {"x": 2}]
+    row = table.add((2, "text", None, nested))
+    plain = {"b": 2, "a": "text", "none": None, "nested": nested}
+    assert row == plain and plain == row and not (row != plain)
+    assert list(row) == ["b", "a", "none", "nested"] and len(row) == 4
+    assert list(row.items()) == list(plain.items())
+    assert list(row.keys()) == list(plain) and tuple(row.values()) == tuple(plain.values())
+    assert row["a"] == "text" and row.get("none", 5) is None and row.get("zz", 5) == 5
+    assert "none" in row and "zz" not in row
+    with pytest.raises(KeyError):
+        row["zz"]
+    assert {**row} == plain and dict(row) == plain and row.copy() == plain
+    assert type(as_dict(row)) is dict and as_dict(row) == plain and as_dict(plain) is plain
+    back = pickle.loads(pickle.dumps(row))
+    assert type(back) is dict and list(back.items()) == list(plain.items())
+    assert row != {**plain, "b": 3} and row != {"b": 2}
+    with pytest.raises(TypeError):
+        hash(row)
+    with pytest.raises(TypeError):
+        row["a"] = 1                        # read-only, as the model's args are
+
+
+def test_slice_all_args_of_a_row_is_a_dict():
+    table = ArgTable(("x", "y"))
+    s = Slice(0, 0, 1, "s", args=table.add((1, 2)))
+    assert type(s.all_args) is dict and s.all_args == {"x": 1, "y": 2}
+    s.shared_args = {"y": 0, "z": 3}
+    assert list(s.all_args.items()) == [("y", 2), ("z", 3), ("x", 1)]
+
+
+def test_a_table_refuses_repeated_names_and_rows_of_another_width():
+    with pytest.raises(ValueError):
+        ArgTable(("a", "b", "a"))
+    with pytest.raises(ValueError):
+        ArgTable(("a", "b")).add((1,))
+
+
+# -- the writer ---------------------------------------------------------------------------
+
+_NAMES = ("none_first", "mixed", "with_none", "neg", "big", "flag", "nested", "text",
+          "f", "i", "huge", "all_none", "small", "late_none")
+_SHARED_NESTED = {"shared": [1, 2]}
+
+
+def _values(r: int) -> tuple:
+    floats = (0.5, -0.0, math.nan, math.inf, -math.inf, 1e-300, 3.0)
+    return (None if r == 0 else r * 3,                          # interned after the plan
+            r * 1.5 if r % 2 else r,                            # ints and floats
+            None if r % 3 == 1 else r * 1000,                   # a number or None
+            -r,                                                 # negative: as it is
+            (1 << 63) + r,                                      # past int64
+            r % 2 == 0,                                         # bools
+            _SHARED_NESTED if r % 4 == 0 else [r, {"a": r}],    # nested values
+            f"name-{r % 4}-long" if r % 5 else "short",         # inline first, then interned
+            floats[r % len(floats)],
+            r << (r % 50),                                      # varints of every length
+            (1 << 62) + r,
+            None,
+            r % 7,                                              # ints below 2^14
+            r if r < 5 else None)                               # None from the sixth row on
+
+
+def _trace(as_rows: bool, tables: int = 2) -> Trace:
+    """Three lanes whose slices take turns; their own args rows of ``tables`` tables (the
+    second with some of the first's names), or the dicts they stand for; a few slices with
+    dict args of the same names between them."""
+    t = Trace(RunMeta("rows", "test"))
+    dev = t.add_track("device", kind="group")
+    lanes = [t.add_track(f"lane {k}", dev, nesting=False) for k in range(3)]
+    made = [ArgTable(_NAMES), ArgTable(("i", "text", "extra", "f"))][:tables]
+    for r in range(60):
+        lane = lanes[r % 3]
+        if r % 11 == 10:
+            args = dict(zip(_NAMES, _values(r)))
+        elif r % 2 or len(made) == 1:
+            args = made[0].add(_values(r))
+        else:
+            args = made[1].add((r * 5, f"name-{r % 3}-long", r * 0.25, float(r)))
+        if not as_rows:
+            args = as_dict(args)
+        t.add_slice(lane, 1000 * r, 500, f"task {r % 6}", "kernel", args)
+    return t
+
+
+def _written(trace: Trace, workers: int = 1) -> bytes:
+    buf = io.BytesIO()
+    perfetto.write_perfetto(trace, buf, None, workers=workers)
+    return buf.getvalue()
+
+
+def test_rows_write_the_bytes_their_dicts_write(monkeypatch):
+    planned = []
+    real = row_args._plan
+    monkeypatch.setattr(row_args, "_plan", lambda *a: planned.append(1) or real(*a))
+    assert _written(_trace(True)) == _written(_trace(False))
+    assert len(planned) == 2, "the rows were not encoded by their plans"
+    for tables in (1, 2):
+        rows, dicts = _trace(True, tables), _trace(False, tables)
+        assert model_differences(rows, dicts) == []
+        a, b = io.BytesIO(), io.BytesIO()
+        write_chrome(rows, a)
+        write_chrome(dicts, b)
+        assert a.getvalue() == b.getvalue()
+
+
+def test_rows_write_the_bytes_their_dicts_write_in_two_processes(monkeypatch):
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    assert _written(_trace(True), 2) == _written(_trace(False), 2)
+
+
+def test_the_plan_sorts_columns_as_the_dict_way_needs():
+    """Which columns the plan builds a column at a time: numbers only, never a column whose
+    first row was None (its name has no iid yet), nor ints outside [0, 2^63), bools,
+    strings or nested values; columns of None only are left out."""
+    table = ArgTable(_NAMES)
+    for r in range(40):
+        table.add(_values(r))
+    names = {n: (b"\x08" + bytes((k + 1,)), b"entry " + n.encode())
+             for k, n in enumerate(_NAMES) if n != "none_first"}
+    plan = row_args._plan(table, names)
+    dynamic = [seg[1] for seg in plan if seg.__class__ is tuple]
+    runs = [seg for seg in plan if seg.__class__ is row_args._Run]
+    assert dynamic == ["none_first", "neg", "big", "flag", "nested", "text"]
+    static = [e.decode()[6:] for run in runs for e in run.entries]
+    assert static == ["mixed", "with_none", "f", "i", "huge", "small", "late_none"]
+    assert [run.optional for run in runs] == [False, True, False, True]
+    assert all(len(run.pieces) == 40 for run in runs)
+
+
+# -- the database reader ------------------------------------------------------------------
+
+def _with_dicts(trace: Trace) -> Trace:
+    """``trace`` with every row of args replaced by the dict it stands for (a copy of the
+    slices)."""
+    out = Trace(trace.meta)
+    out.tracks, out.instants, out.counters, out.flows = (trace.tracks, trace.instants,
+                                                         trace.counters, trace.flows)
+    out._roots = trace._roots
+    out.slices = [Slice(s.track, s.ts, s.dur, s.name, s.cat, as_dict(s.args), s.shared_args)
+                  for s in trace.slices]
+    return out
+
+
+def _same_both_ways(trace: Trace) -> None:
+    dicts = _with_dicts(trace)
+    assert model_differences(trace, dicts) == []
+    assert _written(trace) == _written(dicts)
+
+
+def test_database_samples_write_the_same_as_dicts():
+    seeds = family("msprof-db").seeds()
+    assert seeds, "no database sample runs"
+    rows = 0
+    for seed in seeds:
+        trace, error = read_model(seed.root, "msprof-db")
+        assert error is None, error
+        rows += sum(s.args.__class__ is ArgRow for s in trace.slices)
+        _same_both_ways(trace)
+    assert rows, "the database reader gave no rows of args"
+
+
+def test_mutated_databases_write_the_same_as_dicts(tmp_path_factory):
+    seeds = family("msprof-db").seeds()
+    where = tmp_path_factory.mktemp("rows-db")
+
+    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        seed = data.draw(st.sampled_from(seeds))
+        target = data.draw(st.sampled_from(seed.targets))
+        raw, _ = mutate(target, data.draw)
+        trace, _ = read_model(materialize(seed, target, raw, where / "in"), "msprof-db")
+        if trace is not None:
+            _same_both_ways(trace)
+
+    check()
