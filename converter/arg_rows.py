@@ -27,8 +27,8 @@ class ArgTable:
     __slots__ = ("names", "index", "rows", "__weakref__")
 
     def __init__(self, names: tuple[str, ...]):
-        if len(set(names)) != len(names):
-            raise ValueError(f"arg names repeat: {names!r}")
+        if len(set(names)) != len(names) or not all(n.__class__ is str for n in names):
+            raise ValueError(f"arg names must be distinct strings: {names!r}")
         self.names = tuple(names)
         self.index = {n: k for k, n in enumerate(self.names)}
         self.rows: list[tuple] = []

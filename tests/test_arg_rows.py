@@ -62,6 +62,8 @@ def test_a_table_refuses_repeated_names_and_rows_of_another_width():
     with pytest.raises(ValueError):
         ArgTable(("a", "b", "a"))
     with pytest.raises(ValueError):
+        ArgTable(("a", 1))
+    with pytest.raises(ValueError):
         ArgTable(("a", "b")).add((1,))
 
 
@@ -133,6 +135,19 @@ def test_rows_write_the_bytes_their_dicts_write(monkeypatch):
         assert a.getvalue() == b.getvalue()
 
 
+def test_a_row_added_after_its_tables_plan_is_written_the_dict_way():
+    from tracecvt.writers.perfetto.interning import _ArgEncoder, _Interner, _Sequence
+    table = ArgTable(_NAMES)
+    rows = [table.add(_values(r)) for r in range(8)]
+    enc, seq = _ArgEncoder(_Interner(), {}), _Sequence(2)
+    got = [enc.encode(r, seq) for r in rows[:4]]
+    rows.append(table.add(_values(8)))          # after the plan: not in it
+    got += [enc.encode(r, seq) for r in rows[4:]]
+    plain, seq2 = _ArgEncoder(_Interner(), {}), _Sequence(2)
+    assert got == [plain.encode(as_dict(r), seq2) for r in rows]
+    assert seq.pending == seq2.pending
+
+
 def test_rows_write_the_bytes_their_dicts_write_in_two_processes(monkeypatch):
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
     assert _written(_trace(True), 2) == _written(_trace(False), 2)
@@ -147,7 +162,8 @@ def test_the_plan_sorts_columns_as_the_dict_way_needs():
         table.add(_values(r))
     names = {n: (b"\x08" + bytes((k + 1,)), b"entry " + n.encode())
              for k, n in enumerate(_NAMES) if n != "none_first"}
-    plan = row_args._plan(table, names)
+    rows, plan = row_args._plan(table, names)
+    assert rows == 40
     dynamic = [seg[1] for seg in plan if seg.__class__ is tuple]
     runs = [seg for seg in plan if seg.__class__ is row_args._Run]
     assert dynamic == ["none_first", "neg", "big", "flag", "nested", "text"]

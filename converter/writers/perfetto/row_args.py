@@ -47,7 +47,7 @@ class RowPlans:
         self.names = names                  # the encoder's: arg name -> (name field, entry)
         self.cache = cache                  # and its (name, str, value) -> (bytes, entries)
         self.encode_pairs = encode_pairs    # the encoder's (name, value) pairs, seq -> bytes
-        self.plans: dict[int, list] = {}
+        self.plans: dict[int, tuple[int, list]] = {}
         self.tables: list[ArgTable] = []    # keeps the planned tables (ids) alive
 
     def clear(self) -> None:
@@ -59,14 +59,17 @@ class RowPlans:
         table = row.table
         plan = self.plans.get(id(table))
         values = table.rows[row.row]
-        if plan is None:
-            out = self.encode_pairs(zip(table.names, values), seq)   # (names their iids)
-            self.tables.append(table)
-            self.plans[id(table)] = _plan(table, self.names)
+        if plan is None or row.row >= plan[0]:
+            # the table's first row here, or one added since its plan: the dict way (which
+            # gives the names their iids)
+            out = self.encode_pairs(zip(table.names, values), seq)
+            if plan is None:
+                self.tables.append(table)
+                self.plans[id(table)] = _plan(table, self.names)
             return out
         parts = []
         cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
-        for seg in plan:
+        for seg in plan[1]:
             if seg.__class__ is _Run:
                 piece = seg.pieces[row.row]
                 if seg.token not in seq.seen and (piece or not seg.optional):
@@ -90,10 +93,10 @@ class RowPlans:
         return b"".join(parts)
 
 
-def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> list:
-    """How ``table``'s rows are encoded, in column order: a ``_Run`` per run of static
-    columns, (column, name) per dynamic column; columns of None only are left out (they
-    write nothing)."""
+def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> tuple[int, list]:
+    """How ``table``'s rows (the number it has now, then how) are encoded, in column
+    order: a ``_Run`` per run of static columns, (column, name) per dynamic column; columns
+    of None only are left out (they write nothing)."""
     plan: list = []
     run: list[tuple[bytes, _Column]] = []
     for c, values in enumerate(zip(*table.rows)):
@@ -113,7 +116,7 @@ def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> list:
             run.append((names[name], column))
     if run:
         plan.append(_make_run(run))
-    return plan
+    return len(table.rows), plan
 
 
 class _Column:
