@@ -517,6 +517,30 @@ def mutate(path: Path, draw) -> tuple[bytes, list[str]]:
     return data, applied
 
 
+# Whether the mutation tests draw new inputs each run (TRACECVT_FUZZ_RANDOM=1) or the same
+# ones (the default: a failure comes back on the next run).
+RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
+
+
+def on_mutated(seeds: list, where: Path, check: Callable[[Path, bytes], None],
+               targets: Callable[[Any], list] | None = None, share: int = 1) -> None:
+    """``check(root, data)`` on mutated copies of ``seeds`` (a family's): each a seed run
+    whose file of ``targets(seed)`` (default: its targets) is replaced by ``data``, a
+    mutation of it, at ``root`` under ``where``; ``budget() // share`` of them."""
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(max_examples=max(1, budget() // share), deadline=None, derandomize=not RANDOM,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def run(data):
+        seed = data.draw(st.sampled_from(seeds))
+        target = data.draw(st.sampled_from(targets(seed) if targets else seed.targets))
+        raw, _ = mutate(target, data.draw)
+        check(materialize(seed, target, raw, where / "in"), raw)
+
+    run()
+
+
 # -- building an input and running the CLI --------------------------------------------------
 
 def read_model(root: Path, fmt: str, workers: int = 1) -> tuple[Any, str | None]:

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import pickle
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tracecvt.arg_rows import ArgRow, ArgTable, as_dict
 from tracecvt.model import RunMeta, Slice, Trace
@@ -21,9 +18,7 @@ from tracecvt.modelfile.compare import model_differences
 from tracecvt.writers import perfetto
 from tracecvt.writers.chrome import write_chrome
 from tracecvt.writers.perfetto import row_args
-from fuzzing import budget, family, materialize, mutate, read_model
-
-RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
+from fuzzing import family, on_mutated, read_model
 
 
 def test_a_row_is_the_dict_it_stands_for():
@@ -206,18 +201,10 @@ def test_database_samples_write_the_same_as_dicts():
 
 
 def test_mutated_databases_write_the_same_as_dicts(tmp_path_factory):
-    seeds = family("msprof-db").seeds()
-    where = tmp_path_factory.mktemp("rows-db")
-
-    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
-              database=None, suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from(seed.targets))
-        raw, _ = mutate(target, data.draw)
-        trace, _ = read_model(materialize(seed, target, raw, where / "in"), "msprof-db")
+    def check(root, _):
+        trace, _ = read_model(root, "msprof-db")
         if trace is not None:
             _same_both_ways(trace)
 
-    check()
+    on_mutated(family("msprof-db").seeds(), tmp_path_factory.mktemp("rows-db"), check,
+               share=4)

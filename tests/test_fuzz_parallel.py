@@ -11,18 +11,12 @@ time, so that a table cut short or damaged part-way is read on by this process).
 from __future__ import annotations
 
 import io
-import os
-
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tracecvt.modelfile.compare import model_differences
 from tracecvt.readers.pypto import merged
 from tracecvt.writers import perfetto
-from fuzzing import budget, family, materialize, mutate, read_model
+from fuzzing import family, on_mutated, read_model
 from test_perfetto_roundtrip import assert_same_as_model
-
-RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
 
 
 def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_factory,
@@ -35,14 +29,7 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
     where = tmp_path_factory.mktemp("parallel")
 
-    @settings(max_examples=budget(), deadline=None, derandomize=not RANDOM,
-              database=None, suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from([t for t in seed.targets if "merged" in t.name]))
-        raw, _ = mutate(target, data.draw)
-        root = materialize(seed, target, raw, where / "in")
+    def check(root, _):
         one, error_one = read_model(root, "pypto", 1)
         two, error_two = read_model(root, "pypto", 2)
         assert error_one == error_two
@@ -59,20 +46,14 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
         perfetto.write_perfetto(two, buf, None, workers=2, enrich=add_derived_tracks)
         assert_same_as_model(two, buf.getvalue())
 
-    check()
+    on_mutated(seeds, where, check, lambda seed: [t for t in seed.targets
+                                                  if "merged" in t.name])
 
 
 def _reads_the_same(seeds, fmt, where) -> None:
     """Mutated ``seeds`` (the fuzzing family's) read as ``fmt`` by one process and by two:
     the model, warnings included, is the same, or the error is."""
-    @settings(max_examples=max(1, budget() // 4), deadline=None, derandomize=not RANDOM,
-              database=None, suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from(seed.targets))
-        raw, _ = mutate(target, data.draw)
-        root = materialize(seed, target, raw, where / "in")
+    def check(root, _):
         one, error_one = read_model(root, fmt, 1)
         two, error_two = read_model(root, fmt, 2)
         assert error_one == error_two
@@ -80,7 +61,7 @@ def _reads_the_same(seeds, fmt, where) -> None:
             assert two.meta.warnings == one.meta.warnings
             assert model_differences(one, two) == []
 
-    check()
+    on_mutated(seeds, where, check, share=4)
 
 
 def test_mutated_databases_read_the_same_with_two_processes(tmp_path_factory, monkeypatch):

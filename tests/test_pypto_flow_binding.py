@@ -5,21 +5,16 @@ mutated ones (tests/fuzzing.py) and on pathologies named for what they show."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tracecvt.modelfile.compare import model_differences
 from tracecvt.readers.pypto import merged
 from tracecvt.readers.pypto.flow_binding import XSlices, bind_flows
 from conftest import SAMPLES
-from fuzzing import budget, family, materialize, mutate, read_model
-
-RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
+from fuzzing import family, on_mutated, read_model
 
 
 def _read(root, each: bool, monkeypatch):
@@ -50,18 +45,9 @@ def test_every_pypto_sample_binds_the_same_flows(monkeypatch):
 def test_mutated_pypto_runs_bind_the_same_flows(tmp_path_factory, monkeypatch):
     seeds = [s for s in family("pypto-merged").seeds()
              if any("merged" in t.name for t in s.targets)]
-    where = tmp_path_factory.mktemp("binding")
-
-    @settings(max_examples=budget(), deadline=None, derandomize=not RANDOM, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from([t for t in seed.targets if "merged" in t.name]))
-        raw, _ = mutate(target, data.draw)
-        _same(materialize(seed, target, raw, where / "in"), monkeypatch)
-
-    check()
+    on_mutated(seeds, tmp_path_factory.mktemp("binding"),
+               lambda root, _: _same(root, monkeypatch),
+               lambda seed: [t for t in seed.targets if "merged" in t.name])
 
 
 def _flow_ends(doc):

@@ -7,21 +7,16 @@ show."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tracecvt.modelfile.compare import model_differences
 from tracecvt.readers.simpler import records as records_mod
 from tracecvt.readers.simpler import typed
 from conftest import SAMPLES
-from fuzzing import budget, family, materialize, mutate, read_model
-
-RANDOM = os.environ.get("TRACECVT_FUZZ_RANDOM", "").lower() in ("1", "true", "yes")
+from fuzzing import family, on_mutated, read_model
 
 
 def _read(root, plain: bool, monkeypatch):
@@ -59,21 +54,13 @@ def test_every_simpler_sample_reads_the_same_typed_and_plain(monkeypatch):
 
 def test_mutated_simpler_records_read_the_same_typed_and_plain(tmp_path_factory, monkeypatch):
     seeds = [s for s in family("simpler").seeds() if _records_files(s)]
-    where = tmp_path_factory.mktemp("typed")
     taken = []
 
-    @settings(max_examples=budget(), deadline=None, derandomize=not RANDOM, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def check(data):
-        seed = data.draw(st.sampled_from(seeds))
-        target = data.draw(st.sampled_from(_records_files(seed)))
-        raw, _ = mutate(target, data.draw)
-        root = materialize(seed, target, raw, where / "in")
+    def check(root, raw):
         taken.append(typed.decode(raw) is not None)
         _same(root, monkeypatch)
 
-    check()
+    on_mutated(seeds, tmp_path_factory.mktemp("typed"), check, _records_files)
     assert any(taken) and not all(taken), "the mutations must reach both ways"
 
 
