@@ -95,6 +95,7 @@ def test_mutated_simpler_runs_read_the_same_with_two_processes(tmp_path_factory,
     monkeypatch.setattr(deps_mod, "PARALLEL_MIN_BYTES", 0)
     forked = []
     real_fork = deps_mod.fork_pass
-    monkeypatch.setattr(deps_mod, "fork_pass", lambda fn, *wire: forked.append(1) or real_fork(fn, *wire))
+    monkeypatch.setattr(deps_mod, "fork_pass",
+                        lambda fn, *wire: forked.append(1) or real_fork(fn, *wire))
     _reads_the_same(seeds, "simpler", tmp_path_factory.mktemp("parallel-simpler"))
     assert forked, "no deps.json was loaded by a second process"

@@ -155,7 +155,7 @@ class _ArgEncoder:
         # arg name -> (its entry, {int below 16384: the whole annotation}): small ints
         # repeat (counts, indexes, zeros), and one lookup costs less than building them
         self.small: dict[str, tuple[bytes, dict[int, bytes]]] = {}
-        self.rows = RowPlans(self.names, self.cache, self.encode_pairs)     # args held as table rows
+        self.rows = RowPlans(self.names, self.cache, self.encode_pairs)  # args as table rows
 
     def clear(self) -> None:
         """Let go of the caches (the writer is done encoding)."""
