@@ -74,8 +74,10 @@ def _edited(tmp_path, edit):
     (path,) = run.rglob("chip_swimlane_records*.json")
     doc = orjson.loads(path.read_bytes())
     edit(doc)
-    # orjson writes no number past 64 bits: an edit puts BIG there, made the number here
-    path.write_bytes(orjson.dumps(doc).replace(b'"BIG"', str(2**64).encode()))
+    # orjson writes no number past 64 bits (nor bytes that are not UTF-8): an edit puts BIG
+    # (NOT_UTF8) there, made the number (the bytes) here
+    path.write_bytes(orjson.dumps(doc).replace(b'"BIG"', str(2**64).encode())
+                     .replace(b"NOT_UTF8", b"\xff\xfe\xc0"))
     return run, path
 
 
@@ -95,6 +97,10 @@ def _first_phase(doc):
      False),
     ("kind_a_number", lambda d: _first_phase(d).__setitem__("kind", 7), True),
     ("unknown_fields", lambda d: _first_phase(d).__setitem__("later_field", [1, {}]), True),
+    ("not_utf8_in_a_field_not_kept",
+     lambda d: _first_phase(d).__setitem__("later_field", "a NOT_UTF8 b"), False),
+    ("utf8_beyond_ascii_in_a_field_not_kept",
+     lambda d: _first_phase(d).__setitem__("later_field", "µs → é"), True),
     ("level_zero", lambda d: d.__setitem__("chip_swimlane_level", 0), False),
     ("no_metadata", lambda d: d.pop("metadata"), False),
 ])

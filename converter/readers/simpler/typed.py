@@ -6,7 +6,8 @@ the fields the builders use (absent: None), whichever way the file was decoded:
 - ``decode`` reads a well-formed file in one typed pass, its row and time types checked by
   msgspec (about 2x faster than a plain parse followed by our checks in Python);
 - a file that does not decode this way (a row or a time of another type, a number past 64
-  bits, a cut or malformed file, an older layout) is read the plain way in ``records``, where
+  bits, a cut or malformed file, bytes that are not UTF-8 anywhere in it, an older layout)
+  is read the plain way in ``records``, where
   each malformed record is dropped and counted; its kept records become the same Structs
   (``from_dict``).
 
@@ -78,6 +79,13 @@ def decode(data: bytes) -> dict[str, Any] | None:
     """The file as the plain way's document, with typed rows and records; None where the
     plain way must read it (see the module's text).  Only the current layout is taken: a
     ``chip_swimlane_level`` number, ``metadata`` and ``aicore_tasks``."""
+    if not data.isascii():
+        # msgspec skips the values of fields it does not keep without checking their
+        # UTF-8; the plain parser refuses the whole file for any byte that is not
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     try:
         doc = _DECODER.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
