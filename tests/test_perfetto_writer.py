@@ -71,3 +71,32 @@ def _flow_marks_all(data: bytes) -> list[tuple[list[int], list[int]]]:
     return [(list(p.track_event.flow_ids), list(p.track_event.terminating_flow_ids))
             for p in decode_pftrace(data).packet
             if p.HasField("track_event") and p.track_event.type == 1]
+
+
+def test_counters_only_in_a_group_below_a_top_level_group_of_counters():
+    """A top-level group of counters only is the row of its first counter with samples
+    (``tracks._counter_rows``); where that counter sits in a group below, that group does not
+    take the same counter as its own row (``_sub_rows``): the counter would be its own
+    ancestor (a database whose every table but its counters was unreadable, found by the
+    fuzzing run)."""
+    from tracecvt.model import GROUP
+    from tracecvt.validate import validate_bytes
+    t = Trace(RunMeta("counters", "test"))
+    npu = t.add_track("NPU 0", kind=GROUP)
+    freq = t.add_track("AI Core Freq", npu, kind=GROUP)
+    for name, parent in (("AI Core Freq", freq), ("MHz too", freq), ("HBM", npu)):
+        c = t.add_counter(name, parent, "MHz")
+        c.add(0, 1.0)
+        c.add(10, 2.0)
+    buf = io.BytesIO()
+    write_perfetto(t, buf)
+    report = validate_bytes(buf.getvalue())
+    assert report.ok, report.text()
+    tracks = {p.track_descriptor.uuid: p.track_descriptor
+              for p in decode_pftrace(buf.getvalue()).packet if p.HasField("track_descriptor")}
+    for uuid in tracks:         # every parent chain ends
+        seen, u = set(), uuid
+        while u in tracks and tracks[u].parent_uuid:
+            assert u not in seen, f"track {uuid} is its own ancestor"
+            seen.add(u)
+            u = tracks[u].parent_uuid

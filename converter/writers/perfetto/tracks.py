@@ -99,7 +99,9 @@ class Layout:
             if (t.kind != GROUP or t.parent is None or index in self.hidden
                     or index in self.hoist):
                 continue
-            children = trace.children(index)
+            # (a counter that is a top-level group's row already stays that: it would be
+            # its own ancestor, the row of a group below the group it is the row of)
+            children = [c for c in trace.children(index) if c not in self.hoisted]
             first = next((c for c in children
                           if tracks[c].kind == COUNTER and c in samples), None)
             if first is None and any(tracks[c].kind == LANE and c not in self.tid
