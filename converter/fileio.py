@@ -255,6 +255,20 @@ def read_text(path: Path) -> str:
         raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
 
 
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 throughout (ASCII, the usual profile, is told at once:
+    23 ms for 213 MB).  A typed msgspec decoding skips the values of the fields it does not
+    keep without checking them, where orjson refuses the whole file: the typed readers ask
+    this first, so that a file reads the same whichever parser reads it."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def json_bytes(path: Path, data: bytes | None = None) -> bytes:
     """A JSON file's bytes (``data``, or read from ``path``) without a UTF-8 BOM; an empty
     file is an InputError."""

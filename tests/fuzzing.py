@@ -557,6 +557,19 @@ def read_model(root: Path, fmt: str, workers: int = 1) -> tuple[Any, str | None]
         return None, f"{type(e).__name__}: {e}"
 
 
+def same_reading(a: tuple[Any, str | None], b: tuple[Any, str | None]) -> Any:
+    """Two readings of one input (``read_model``'s (model, error) each) are the same: the
+    same error, or models alike in every field, warnings included.  Returns the first
+    model (None for an error)."""
+    from tracecvt.modelfile.compare import model_differences
+    (one, error_one), (two, error_two) = a, b
+    assert error_one == error_two
+    if one is not None:
+        assert two.meta.warnings == one.meta.warnings
+        assert model_differences(one, two) == []
+    return one
+
+
 def materialize(seed: Seed, target: Path, data: bytes, where: Path) -> Path:
     """A copy of the seed run under ``where``: its files linked (relative to their common
     directory), ``target`` replaced by ``data``.  Returns the path to convert."""

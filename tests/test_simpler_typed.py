@@ -12,11 +12,10 @@ import shutil
 import orjson
 import pytest
 
-from tracecvt.modelfile.compare import model_differences
 from tracecvt.readers.simpler import records as records_mod
 from tracecvt.readers.simpler import typed
 from conftest import SAMPLES
-from fuzzing import family, on_mutated, read_model
+from fuzzing import family, on_mutated, read_model, same_reading
 
 
 def _read(root, plain: bool, monkeypatch):
@@ -28,12 +27,7 @@ def _read(root, plain: bool, monkeypatch):
 
 
 def _same(root, monkeypatch) -> None:
-    fast, error_fast = _read(root, False, monkeypatch)
-    plain, error_plain = _read(root, True, monkeypatch)
-    assert error_fast == error_plain
-    if fast is not None:
-        assert fast.meta.warnings == plain.meta.warnings
-        assert model_differences(fast, plain) == []
+    same_reading(_read(root, False, monkeypatch), _read(root, True, monkeypatch))
 
 
 def _records_files(seed):

@@ -16,7 +16,7 @@ import msgspec
 
 from ...errors import InputError
 from ...forkpass import ForkedPass, fork_pass
-from ...fileio import UTF8_BOM, load_json_records, read_bytes
+from ...fileio import UTF8_BOM, is_utf8, load_json_records, read_bytes
 from ...model import GROUP, INT64_END, INT64_MIN, LANE, MAX_NS, Flow, Slice, Trace
 from .common import HintParser, MachineView, SharedTaskArgs, task_category
 from .flow_binding import XSlices, bind_flows
@@ -102,6 +102,8 @@ def _typed_events(decoder: msgspec.json.Decoder, data: bytes) -> list | str | No
     types them; None for an event it cannot type (another decoder may), MALFORMED where no
     decoder can: malformed, cut short, bad UTF-8 (the general path, ``load_json_records``,
     then says which)."""
+    if not is_utf8(data):
+        return MALFORMED
     try:
         doc = decoder.decode(data[3:] if data[:3] == UTF8_BOM else data)
     except msgspec.ValidationError:

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ...errors import InputError
-from ...fileio import UTF8_BOM, load_json, read_bytes
+from ...fileio import UTF8_BOM, is_utf8, load_json, read_bytes
 from ...forkpass import ForkedPass, fork_pass
 from ...model import UINT64_END
 from .records import Warn
@@ -83,17 +83,24 @@ def _id(v: Any) -> int | None:
     return None
 
 
+def _typed(data: bytes) -> _DepsDoc | None:
+    """The file decoded typed, or None where the plain parser must read it (not UTF-8
+    throughout, malformed, fields of other types)."""
+    if not is_utf8(data):
+        return None
+    try:
+        return _DEPS.decode(data[3:] if data[:3] == UTF8_BOM else data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 def load_deps(path: Path, warn: Warn) -> Deps | None:
     """``deps.json``, or None (with a warning) when it cannot be used at all."""
     try:
         data = read_bytes(path)
-        doc = _DEPS.decode(data[3:] if data[:3] == UTF8_BOM else data)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        try:
+        doc = _typed(data)
+        if doc is None:
             doc = _tolerant(load_json(path, data))  # or the one-line reason it is not JSON
-        except InputError as e:
-            warn(f"{e}; no function names or dependencies")
-            return None
     except InputError as e:
         warn(f"{e}; no function names or dependencies")
         return None

@@ -23,6 +23,8 @@ from typing import Annotated, Any
 import msgspec
 import orjson
 
+from ...fileio import is_utf8
+
 # msgspec bounds fit int64: a value from 2**63 (none seen) sends the file the plain way.
 _MAX = (1 << 63) - 1
 _U64 = Annotated[int, msgspec.Meta(ge=0, le=_MAX)]
@@ -79,13 +81,8 @@ def decode(data: bytes) -> dict[str, Any] | None:
     """The file as the plain way's document, with typed rows and records; None where the
     plain way must read it (see the module's text).  Only the current layout is taken: a
     ``chip_swimlane_level`` number, ``metadata`` and ``aicore_tasks``."""
-    if not data.isascii():
-        # msgspec skips the values of fields it does not keep without checking their
-        # UTF-8; the plain parser refuses the whole file for any byte that is not
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+    if not is_utf8(data):
+        return None
     try:
         doc = _DECODER.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
