@@ -24,7 +24,7 @@ from typing import Any, Iterator
 class ArgTable:
     """Arg names (distinct, in order) and one tuple of values per row."""
 
-    __slots__ = ("names", "index", "rows", "__weakref__")
+    __slots__ = ("names", "index", "rows")
 
     def __init__(self, names: tuple[str, ...]):
         if len(set(names)) != len(names) or not all(n.__class__ is str for n in names):
@@ -39,9 +39,6 @@ class ArgTable:
             raise ValueError(f"{len(values)} values for {len(self.names)} arg names")
         self.rows.append(values)
         return ArgRow(self, len(self.rows) - 1)
-
-    def __len__(self) -> int:
-        return len(self.rows)
 
     def __repr__(self) -> str:
         return f"ArgTable({len(self.names)} names, {len(self.rows)} rows)"

@@ -158,6 +158,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     subtasks: dict[tuple, int] = {}
     slices = trace.slices
     tables: dict[tuple, Any] = {}       # the shape of a task's args -> their ArgTable
+    more = extra = None                 # a task's task info and PMU figures (``_table``)
     # id of a task info's args (held by ``got``) -> a number for their names
     more_keys: dict[int, int] = {}
     key_sets: dict[tuple, int] = {}
@@ -249,8 +250,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
             shape = ()
         table = tables.get(shape)
         if table is None:
-            table = tables[shape] = _table(shape, c, h, more if c is not None or h is not None
-                                           else None, extra if c is not None else None)
+            table = tables[shape] = _table(shape, more, extra)
         args = table.add(values) if table.__class__ is ArgTable else dict(zip(table, values))
         if c is None and h is None and ctx is None and str(tname).startswith("KERNEL"):
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
@@ -295,17 +295,19 @@ _TASK_ARGS = ("model_id", "task_type", "stream_id", "task_id", "context_id", "co
               "device_id")
 
 
-def _table(shape: tuple, compute, comm, more: dict | None, pmu: dict | None):
-    """The ``ArgTable`` of the args of a task of ``shape`` (``add_tasks``): the names in the
-    order a dict of them had; where a name repeats (a PMU metric spelled as a task arg),
-    the names as a tuple: the args are then a dict, built as ``dict.update`` would (the
-    value of the last, at the place of the first)."""
+def _table(shape: tuple, more: dict | None, pmu: dict | None):
+    """The ``ArgTable`` of the args of a task of ``shape`` (``add_tasks``: (task info
+    names, PMU names or None, no pipe ratios?) for an op, (task info names, no HCCL task
+    type?) for a communication task, () for the rest; ``more``, ``pmu``: that task's task
+    info and PMU figures): the names in the order a dict of them had; where a name repeats
+    (a PMU metric spelled as a task arg), the names as a tuple: the args are then a dict,
+    built as ``dict.update`` would (the value of the last, at the place of the first)."""
     names = _TASK_ARGS
-    if compute is not None:
+    if len(shape) == 3:
         names += (*more, "op_name")
         if shape[1] is not None:
             names += (*pmu, *(() if shape[2] else ("pipe_ratio",)))
-    elif comm is not None:
+    elif shape:
         names += ("op_name", *more, *(() if shape[1] else ("hccl_task_type",)))
     names += ("global_task_id", "source")
     return ArgTable(names) if len(set(names)) == len(names) else names

@@ -121,7 +121,7 @@ class _Sequence:
         self.field = key_varint(10, seq_id)
         self.defined: set[bytes] = set()    # InternedData entries defined on this sequence
         self.pending: list[bytes] = []      # entries to define on the next packet
-        self.seen: set[bytes] = set()       # encoded fragments whose entries are defined
+        self.seen: set = set()    # encoded fragments (and row_args runs) whose entries are defined
 
     def use(self, deps) -> None:
         defined = self.defined

@@ -30,12 +30,11 @@ _CHUNK = 65536          # rows built at once (bounds the byte matrix)
 class _Run:
     """A run of static columns: the name entries they use, and each row's bytes."""
 
-    __slots__ = ("entries", "token", "pieces", "optional")
+    __slots__ = ("entries", "pieces", "optional")
 
     def __init__(self, entries: tuple[bytes, ...], pieces: list[bytes], optional: bool):
-        self.entries = entries
-        self.token = id(self)       # marks the run's entries defined on a sequence
-        self.pieces = pieces
+        self.entries = entries      # (the run itself, in a sequence's ``seen``: its entries
+        self.pieces = pieces        # are defined there)
         self.optional = optional    # one column with None values: no bytes, no entry there
 
 
@@ -47,33 +46,30 @@ class RowPlans:
         self.names = names                  # the encoder's: arg name -> (name field, entry)
         self.cache = cache                  # and its (name, str, value) -> (bytes, entries)
         self.encode_pairs = encode_pairs    # the encoder's (name, value) pairs, seq -> bytes
-        self.plans: dict[int, tuple[int, list]] = {}
-        self.tables: list[ArgTable] = []    # keeps the planned tables (ids) alive
+        self.plans: dict[ArgTable, tuple[int, list]] = {}     # (tables hash as themselves)
 
     def clear(self) -> None:
         self.plans.clear()
-        self.tables.clear()
 
     def encode(self, row: ArgRow, seq) -> bytes:
         """``row``'s DebugAnnotations, defining on ``seq`` the entries they use."""
         table = row.table
-        plan = self.plans.get(id(table))
+        plan = self.plans.get(table)
         values = table.rows[row.row]
         if plan is None or row.row >= plan[0]:
             # the table's first row here, or one added since its plan: the dict way (which
             # gives the names their iids)
             out = self.encode_pairs(zip(table.names, values), seq)
             if plan is None:
-                self.tables.append(table)
-                self.plans[id(table)] = _plan(table, self.names)
+                self.plans[table] = _plan(table, self.names)
             return out
         parts = []
         cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
         for seg in plan[1]:
             if seg.__class__ is _Run:
                 piece = seg.pieces[row.row]
-                if seg.token not in seq.seen and (piece or not seg.optional):
-                    seq.seen.add(seg.token)
+                if seg not in seq.seen and (piece or not seg.optional):
+                    seq.seen.add(seg)
                     seq.use(seg.entries)
                 parts.append(piece)
                 continue
