@@ -18,6 +18,8 @@ from array import array
 from itertools import compress
 from typing import IO, Any, Callable
 
+import numpy as np
+
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
@@ -27,6 +29,7 @@ from .attributes import attributes_packet
 from .flow_ids import add_flow_ids, flow_columns
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
+from .plain_lanes import PLAIN_FROM, plain_lane
 from .riders import ride
 from .times import (_COLUMNS_FROM, _end_packets, _lane_times, _one_after_another,
                     _timestamps, _ts_field)
@@ -135,6 +138,19 @@ class SequenceWriter:
         self.spill.write(b"".join(self.chunk))
         self.spilled.extend(map(len, self.chunk))
         self.chunk.clear()
+
+    def _add(self, data: bytes, lengths: np.ndarray, stamps: np.ndarray) -> None:
+        """Packets built elsewhere (``plain_lanes``): their bytes end to end, each one's
+        length and stamp (int64 arrays); straight into the spill file where this process
+        spills."""
+        if self.spilling:
+            self._spill()
+            self.spill.write(data)
+            self.spilled.frombytes(lengths.astype(np.int64).tobytes())
+        else:
+            ends = np.cumsum(lengths).tolist()
+            self.chunk.extend(map(data.__getitem__, map(slice, [0, *ends], ends)))
+        self.stamps.frombytes(stamps.astype(np.int64).tobytes())
 
     def write_sorted(self, part: tuple[Any, Any, Any] | None = None) -> None:
         """Write every packet built here (those spilled first), and those of a forked
@@ -269,6 +285,18 @@ class SequenceWriter:
             seq = _Sequence(seq_ids[track_id])
             append(_sequence_start(seq, track_id))
             stamp(-1)
+            if cols is not None and len(ids) >= PLAIN_FROM and \
+                    (record is None or not self.spilling):
+                made = plain_lane(self, track_id, ids, seq, record, len(chunk))
+                if made is not None:                # (a lane of plain slices)
+                    for piece in made:
+                        self._add(*piece)
+                    done += len(ids)
+                    if record is None:
+                        self.done = done
+                        self.report()
+                        limit = self.next_report
+                    continue
             seqb = seq.field
             defined = seq.defined
             pending = seq.pending
@@ -393,6 +421,8 @@ class SequenceWriter:
         encode_all = self.args_enc.encode_all
         pos, tsb, head, flushed = place
         s = self.slices[i]
+        if tsb is None:                     # (``plain_lanes``: made here)
+            tsb = _ts_field(s.ts - self.base)
         deps = []
         hit = names.get(s.name) or name_field(s.name)
         event = _BEGIN + hit[0]

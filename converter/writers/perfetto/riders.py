@@ -73,7 +73,11 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     ends, first = np.unique(end, return_index=True)
     end_track = track[first]
     held = np.zeros(len(begins) + len(ends), dtype=np.int64)     # values on each key
-    keys, rows, lengths = [], [], []
+    # Each sample's extra counter fields are those of its (counter, value): a few values
+    # repeat (counts), so each distinct one is encoded once (``rows``, ``lengths``) and
+    # each sample refers to it (``which``).
+    keys, rows, lengths, which = [], [], [], []
+    made = 0
     for counter, t in zip(counters, times):
         key = _keys(t, begins, ends)
         ok = key >= 0
@@ -93,31 +97,35 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         rode = rides[id(counter)] = np.zeros(len(t), dtype=bool)
         rode[at] = True
         head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
-        row, length = flat_rows(varint_matrix(values[at].astype(np.uint64)), head)
+        distinct, inverse = _distinct(values[at])
+        row, length = flat_rows(varint_matrix(distinct.astype(np.uint64)), head)
         keys.append(key[at])
         rows.append(row)
         lengths.append(length)
+        which.append(inverse + made)
+        made += len(distinct)
     if not keys:
         return
     # Each key's values, in the order of ``counters``: a stable sort of the rows by key,
     # the keys of BEGINs first (by slice time), then those of ENDs by track and time.
     key = np.concatenate(keys)
-    length = np.concatenate(lengths)
     data = np.concatenate(rows)
+    row_length = np.concatenate(lengths)
+    row_start = np.cumsum(row_length) - row_length
+    which = np.concatenate(which)
     n_begins = len(begins)
     on_end = key >= n_begins
     track = np.where(on_end, end_track[np.where(on_end, key - n_begins, 0)], -1)
     order = np.lexsort((key, track, on_end))
-    key, track = key[order], track[order]
+    key, track, which = key[order], track[order], which[order]
     firsts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    starts = np.cumsum(length) - length
     if len(firsts) == len(key):         # one value per key: each piece is a row
         raw = data.tobytes()
-        at = starts[order].tolist()
-        pieces = [raw[a:a + n] for a, n in zip(at, length[order].tolist())]
+        made_rows = [raw[a:a + n] for a, n in zip(row_start.tolist(), row_length.tolist())]
+        pieces = list(map(made_rows.__getitem__, which.tolist()))
     else:
-        data = gather(data, starts, length, order)
-        at_out = np.cumsum(length[order]) - length[order]
+        data = gather(data, row_start, row_length, which)
+        at_out = np.cumsum(row_length[which]) - row_length[which]
         bounds = np.append(at_out[firsts], len(data)).tolist()
         pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]
     key, track = key[firsts], track[firsts]
@@ -154,6 +162,17 @@ def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         hit[hit] = begins[at[hit]] == t[hit]
         key[hit] = at[hit]
     return key
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``values`` (int64) and each one's place among them: counted
+    where they are small and not negative (the usual counts), else sorted."""
+    if len(values) and int(values.min()) >= 0 and int(values.max()) < 1 << 16:
+        present = np.flatnonzero(np.bincount(values))
+        place = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+        place[present] = np.arange(len(present))
+        return present, place[values]
+    return np.unique(values, return_inverse=True)
 
 
 def _int64_values(values: list, wanted: np.ndarray) -> np.ndarray:

@@ -1,0 +1,254 @@
+"""A lane of plain slices written a column at a time (issue 26): the bubbles the analyses
+add (a few names, no args of their own), the pickup and completion lanes of simpler.
+
+A lane is plain where its slices come one after another (each ends before the next
+begins), none has args of its own, and no flow ends on one's END.  Its packets are those
+``SequenceWriter.write_slices``' loop builds, byte for byte, in the same order (each
+BEGIN, then its END): the loop's work per slice is done once per kind of slice (its name,
+category and shared args: a "label", its interned entries defined where the loop defines
+them, at the first slice of that kind), and the rest per slice (times, lengths, what
+rides on a slice and its flows and correlation id) a column at a time with numpy, the
+packets laid end to end by one gather of their pieces.
+"""
+
+from __future__ import annotations
+
+from itertools import count, repeat
+from operator import attrgetter
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..protowire import varint
+from .columns import flat_rows, varint_matrix
+from .interning import _Sequence
+from .wire import _BEGIN, _END, _FLAGS_NEEDS, _INTERNED, _PACKET, _TRACK_EVENT, _TS
+
+PLAIN_FROM = 256            # slices of a lane from which this pays (numpy's cost per call)
+_STEP = 1 << 16             # slices built at a time at most,
+_STEP_BYTES = 1 << 20       # and about this many bytes of their packets
+_SLICE_BYTES = 40           # a slice's two packets but its args and extras, about
+_ARGS, _NAME, _CAT, _SHARED = (attrgetter("args"), attrgetter("name"), attrgetter("cat"),
+                               attrgetter("shared_args"))
+
+
+def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
+               record: dict | None = None, place: int = 0) -> Iterator | None:
+    """The packets of the lane of slices ``ids`` (in order of start) of ``track`` on its
+    sequence ``seq`` of ``SequenceWriter`` ``w``, in pieces of about ``_STEP_BYTES`` made
+    as they are asked for: each (their bytes end to end, each one's length, each one's
+    stamp: int64 arrays); or None where the lane is not plain (``write_slices``' loop
+    then).  The lane's interned entries are defined on ``seq`` here, the pieces then made
+    in order.  ``record``: each BEGIN's place, as ``write_slices`` records it (the packets
+    to be added one by one to ``chunk`` from its place ``place``; the timestamp field left
+    to ``begin_again``)."""
+    cols = w.cols
+    at = np.array(ids, dtype=np.int64)
+    ts, end = cols.ts[at], cols.end[at]
+    if not (end[:-1] <= ts[1:]).all() or int(ts[0]) < w.base \
+            or int(end.max()) - w.base >= 1 << 63:
+        return None
+    lane = list(map(w.slices.__getitem__, ids))
+    args = list(map(_ARGS, lane))
+    end_flows = w.end_flow_bytes
+    if end_flows and not end_flows.keys().isdisjoint(ids):
+        return None
+    labels, kinds, interned, own = _labels(w, lane, seq, args if any(args) else None)
+    del args
+    begin_extra = _extras(w, ids, at)
+    end_extra = _end_extras(w.end_riders.get(track), end)
+    fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END)
+    ts, end = ts - w.base, end - w.base
+
+    if own is None:
+        own = [b""] * len(ids)
+    if record is not None:
+        flushed: list[tuple] = [()] * len(ids)
+        for k, (_, entries) in interned.items():
+            flushed[k] = entries
+        record.update(zip(ids, zip(range(place, place + 2 * len(ids), 2), repeat(None),
+                                   repeat(fixed[1]), flushed)))
+    # pieces of about _STEP_BYTES of packets (the gather's index takes 4 bytes a byte)
+    size = np.fromiter(map(len, own), np.int64, len(own)) + _SLICE_BYTES
+    size += np.fromiter(map(len, begin_extra), np.int64, len(own))
+    size += np.fromiter(map(len, end_extra), np.int64, len(own))
+    cuts = np.searchsorted(np.cumsum(size), np.arange(1, int(size.sum()) // _STEP_BYTES + 1)
+                           * _STEP_BYTES)
+    bounds = sorted({0, *cuts.tolist(), *range(0, len(ids), _STEP), len(ids)})
+
+    def piece(a: int, b: int) -> tuple[bytes, np.ndarray, np.ndarray]:
+        data, lengths = _pieces(fixed, labels, kinds[a:b], interned, a, own[a:b],
+                                begin_extra[a:b], end_extra[a:b], ts[a:b], end[a:b])
+        stamps = np.empty(2 * (b - a), dtype=np.int64)
+        stamps[0::2], stamps[1::2] = ts[a:b], end[a:b]
+        return data, lengths, stamps
+    return map(piece, bounds[:-1], bounds[1:])
+
+
+def _labels(w: Any, lane: list, seq: _Sequence, args: list | None
+            ) -> tuple[list[bytes], np.ndarray, dict, list[bytes] | None]:
+    """Each kind of slice's event start (BEGIN, name, category, shared args), in order of
+    first use; each slice's kind; the InternedData field of the slices that define
+    entries and those entries (by place), the loop's rule: at its first use on the sequence, in the order
+    name, category, shared args, own args; and each slice's own args encoded (``args``:
+    each one's, None where none has any)."""
+    kind_of: dict[tuple, int] = {}
+    first = list(map(kind_of.setdefault, zip(map(_NAME, lane), map(_CAT, lane),
+                                             map(id, map(_SHARED, lane))), count()))
+    firsts = sorted(kind_of.values())
+    kinds = np.searchsorted(np.array(firsts, dtype=np.int64), np.array(first, dtype=np.int64))
+    names, cats, name_field, cat_field = w.names, w.cats, w.name_field, w.cat_field
+    shared_cache, encode_all = w.shared_cache, w.args_enc.encode_all
+    defined, pending, seen = seq.defined, seq.pending, seq.seen
+
+    def label(s) -> bytes:
+        hit = names.get(s.name) or name_field(s.name)
+        event = _BEGIN + hit[0]
+        if hit[1] is not None and hit[1] not in defined:
+            defined.add(hit[1])
+            pending.append(hit[1])
+        if s.cat:
+            hit = cats.get(s.cat) or cat_field(s.cat)
+            event += hit[0]
+            if hit[1] not in defined:
+                defined.add(hit[1])
+                pending.append(hit[1])
+        sh = s.shared_args
+        if sh is not None:
+            hit = shared_cache.get(id(sh))
+            if hit is None:
+                hit = shared_cache[id(sh)] = encode_all(sh, True)
+            if hit[0] not in seen:
+                seen.add(hit[0])
+                seq.use(hit[1])
+            event += hit[0]
+        return event
+
+    def flush() -> tuple[bytes, tuple[bytes, ...]]:
+        entries = tuple(pending)
+        pending.clear()
+        data = b"".join(entries)
+        return _INTERNED + varint(len(data)) + data, entries
+
+    labels = []
+    interned = {}
+    if args is None:
+        for k in firsts:
+            labels.append(label(lane[k]))
+            if pending:
+                interned[k] = flush()
+        return labels, kinds, interned, None
+    own = []
+    encode = w.args_enc.encode
+    is_first = dict.fromkeys(firsts)
+    for k, a in enumerate(args):
+        if k in is_first:
+            labels.append(label(lane[k]))
+        own.append(encode(a, seq) if a else b"")
+        if pending:
+            interned[k] = flush()
+    return labels, kinds, interned, own
+
+
+def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
+    """What each slice's BEGIN carries after its label (b"": nothing): the flows that
+    start or end there, the samples riding on it, its correlation id (the loop's order)."""
+    got = []
+    if w.flow_bytes:
+        got.append(list(map(w.flow_bytes.get, ids, repeat(b""))))
+        got.append(list(map(w.flow_bytes.get, (~at).tolist(), repeat(b""))))
+    if w.riders:
+        got.append(list(map(w.riders.get, ids, repeat(b""))))
+    if w.work:
+        got.append(list(map(w.work.get, ids, repeat(b""))))
+    got = [g for g in got if any(g)]
+    if not got:
+        return [b""] * len(ids)
+    if len(got) == 1:
+        return got[0]
+    return list(map(b"".join, zip(*got)))
+
+
+def _end_extras(at_end: dict | None, end: np.ndarray) -> list[bytes]:
+    """What each slice's END carries (b"": nothing): the samples riding at its end time,
+    on the first END there (the loop takes them out of ``at_end``)."""
+    if not at_end:
+        return [b""] * len(end)
+    firsts = np.flatnonzero(np.concatenate(([True], end[1:] != end[:-1])))
+    got = list(map(at_end.pop, end[firsts].tolist(), repeat(b"")))
+    if len(firsts) == len(end):
+        return got
+    out = np.full(len(end), b"", dtype=object)
+    out[firsts] = got
+    return out.tolist()
+
+
+def _pieces(fixed: tuple[bytes, ...], labels: list[bytes], kinds: np.ndarray,
+            interned: dict[int, bytes], offset: int, own: list[bytes], begin_extra: list,
+            end_extra: list, begin_d: np.ndarray, end_d: np.ndarray
+            ) -> tuple[bytes, np.ndarray]:
+    """The BEGIN and END packets of a run of slices (kinds, own args, extras, times after
+    the time 0), laid end to end, and each packet's length: every packet the pieces of its
+    fields, cut out of one pool of bytes by one gather."""
+    n = len(kinds)
+    mine = {k - offset: v[0] for k, v in interned.items() if offset <= k < offset + n}
+    i_len = np.zeros(n, dtype=np.int64)
+    i_len[list(mine)] = list(map(len, mine.values()))
+    label_len = np.fromiter(map(len, labels), np.int64, len(labels))
+    own_len = np.fromiter(map(len, own), np.int64, n)
+    bx_len = np.fromiter(map(len, begin_extra), np.int64, n)
+    ex_len = np.fromiter(map(len, end_extra), np.int64, n)
+    # the pool: the fixed fields, the labels, then per slice (end to end) its interned
+    # data, own args, BEGIN extras, END extras; then the varints made here
+    texts = (b"".join(fixed), b"".join(labels), b"".join(mine.values()), b"".join(own),
+             b"".join(begin_extra), b"".join(end_extra))
+    text_at = np.cumsum([0, *map(len, texts)])
+    ts_b, tsb_len = flat_rows(varint_matrix(begin_d.astype(np.uint64)), _TS)
+    ts_e, tse_len = flat_rows(varint_matrix(end_d.astype(np.uint64)), _TS)
+    ev_b = label_len[kinds] + own_len + bx_len
+    evb, evb_len = _varints(ev_b)
+    body_b = tsb_len + len(fixed[1]) + i_len + 1 + evb_len + ev_b
+    lb, lb_len = _varints(body_b)
+    ev_e = len(fixed[4]) + ex_len
+    eve, eve_len = _varints(ev_e)
+    body_e = tse_len + len(fixed[2]) + 1 + eve_len + ev_e
+    le, le_len = _varints(body_e)
+    regions = [np.frombuffer(b"".join(texts), dtype=np.uint8), ts_b, ts_e, evb, lb, eve, le]
+    region_at = np.cumsum([0, *map(len, regions)])
+    pool = np.concatenate(regions)
+
+    def rows(lengths: np.ndarray, at: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where each slice's row of a region starting at ``at`` is, and its length."""
+        return at + np.cumsum(lengths) - lengths, lengths
+
+    def fixed_field(k: int) -> tuple[int, int]:
+        return int(text_at[0]) + sum(map(len, fixed[:k])), len(fixed[k])
+    label_at = text_at[1] + np.cumsum(label_len) - label_len
+    # BEGIN: packet tag, body length, timestamp, sequence + flags, interned data,
+    # TrackEvent tag, its length, label, own args, extras
+    begin = (fixed_field(0), rows(lb_len, region_at[4]), rows(tsb_len, region_at[1]),
+             fixed_field(1), rows(i_len, text_at[2]), fixed_field(3),
+             rows(evb_len, region_at[3]), (label_at[kinds], label_len[kinds]),
+             rows(own_len, text_at[3]), rows(bx_len, text_at[4]))
+    # END: packet tag, body length, timestamp, sequence, TrackEvent tag, its length, END,
+    # extras
+    end = (fixed_field(0), rows(le_len, region_at[6]), rows(tse_len, region_at[2]),
+           fixed_field(2), fixed_field(3), rows(eve_len, region_at[5]), fixed_field(4),
+           rows(ex_len, text_at[5]))
+    width = len(begin)
+    seg_at = np.zeros((n, 2, width), dtype=np.int64)
+    seg_len = np.zeros((n, 2, width), dtype=np.int64)
+    for side, fields in enumerate((begin, end)):
+        for j, (where, size) in enumerate(fields):
+            seg_at[:, side, j], seg_len[:, side, j] = where, size
+    sizes = seg_len.reshape(-1)
+    kind = np.int32 if len(pool) < 1 << 31 else np.int64
+    placed = np.cumsum(sizes) - sizes
+    index = np.repeat((seg_at.reshape(-1) - placed).astype(kind), sizes)
+    index += np.arange(len(index), dtype=kind)
+    return pool[index].tobytes(), seg_len.sum(axis=2).reshape(-1)
+
+
+def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The varints of ``values`` (non-negative int64) end to end, and each one's length."""
+    return flat_rows(varint_matrix(values.astype(np.uint64)), b"")

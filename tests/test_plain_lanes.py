@@ -1,0 +1,169 @@
+"""Lanes of plain slices written a column at a time (``writers.perfetto.plain_lanes``) give
+the bytes ``write_slices``' loop gives: on lanes made of the pathologies the column way
+must tell apart, on every sample of every family and on mutated samples, in one process
+and in two (the forked one recording each BEGIN's place, and building again those whose
+args the analyses replaced)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from tracecvt.analyses import add_derived
+from tracecvt.arg_rows import ArgTable
+from tracecvt.model import GROUP, LANE, Flow, RunMeta, Trace
+from tracecvt.readers import ReadOptions, find_runs
+from tracecvt.writers import perfetto
+from tracecvt.writers.perfetto import events, plain_lanes
+from fuzzing import FAMILIES, family, on_mutated, read_model
+
+NEVER = 1 << 62
+
+
+def _written(trace: Trace, workers: int = 1, enrich=None) -> bytes:
+    buf = io.BytesIO()
+    perfetto.write_perfetto(trace, buf, None, workers=workers, enrich=enrich)
+    return buf.getvalue()
+
+
+def _counted(monkeypatch) -> list[tuple[int, bool]]:
+    """Every lane offered to the column way, (its slices, taken?)."""
+    seen: list[tuple[int, bool]] = []
+    real = plain_lanes.plain_lane
+
+    def offer(w, track, ids, seq, *rest):
+        made = real(w, track, ids, seq, *rest)
+        seen.append((len(ids), made is not None))
+        return made
+    monkeypatch.setattr(events, "plain_lane", offer)
+    return seen
+
+
+def _both_ways(monkeypatch, make, workers: int = 1, enrich=None) -> tuple[bytes, bytes]:
+    """(the bytes with every lane offered to the column way, those of the loop alone), each
+    from a fresh ``make()``."""
+    monkeypatch.setattr(events, "PLAIN_FROM", 1)
+    columns = _written(make(), workers, enrich)
+    monkeypatch.setattr(events, "PLAIN_FROM", NEVER)
+    loop = _written(make(), workers, enrich)
+    return columns, loop
+
+
+def _pathologies() -> Trace:
+    """Lanes that hold every case the column way distinguishes."""
+    t = Trace(RunMeta("plain lanes", "test"))
+    proc = t.add_track("proc", None, GROUP)
+    table = ArgTable(("a", "b", "c"))
+    shared = [{"call": f"op {k}", "inputs": [{"dtype": "FP16", "shape": [k, 2]}]}
+              for k in range(3)]
+    long_text = "x" * 300                       # a body past 127 bytes: two-byte lengths
+    lanes = [t.add_track(f"lane {k}", proc, LANE, k, nesting=k == 4) for k in range(7)]
+    ts = 1_000
+    for r in range(120):
+        ts += 7 + r % 5
+        dur = 0 if r % 17 == 0 else 3 + r % 4   # zero-length slices: ends that repeat
+        # lane 0: bubbles, a few names (the first of each defines it), one name once
+        t.add_slice(lanes[0], ts, dur, "once" if r == 60 else ("idle", "wait")[r % 2],
+                    "bubble" if r % 9 else "")
+        # lane 1: shared args (the same dicts again and again) and no category
+        t.add_slice(lanes[1], ts, dur, f"task {r % 4}", "", None, shared[r % 3])
+        # lane 2: own args, dicts and rows of a table, some slices without any
+        args = ({"n": r, "s": f"text {r % 5}", "f": r / 3} if r % 3 == 0 else
+                table.add((r, f"row {r % 4}", r * 0.5)) if r % 3 == 1 else None)
+        t.add_slice(lanes[2], ts, dur, f"op {r % 7}", "kernel", args, shared[r % 2])
+        # lane 3: long args
+        t.add_slice(lanes[3], ts, dur, "long", "kernel", {"text": long_text, "r": r})
+        # lane 4: nested (calls): not plain
+        t.add_slice(lanes[4], ts, dur + 10, "outer", "call")
+        t.add_slice(lanes[4], ts + 1, 1, "inner", "call")
+        # lane 5: flows from lane 2's slices to these
+        t.add_slice(lanes[5], ts + 1, dur, "dst", "flow")
+        # lane 6: a slice per name, each used once (inline names)
+        t.add_slice(lanes[6], ts, dur, f"unique {r}", "u", {"k": r})
+    return t
+
+
+def _with_riders_and_flows(trace: Trace) -> Trace:
+    """``trace`` with a counter whose samples ride on slices' BEGINs and ENDs, and flows
+    (to a slice's BEGIN; one ending where its source ends: on the destination's END)."""
+    slices = trace.slices
+    by_track = trace.slices_by_track()
+    lanes = sorted(by_track)
+    c = trace.add_counter("busy", trace.tracks[lanes[0]].parent)
+    times = sorted({s.ts for s in slices[:200]} | {s.ts + s.dur for s in slices[:200]})
+    for k, when in enumerate(times):
+        c.add(when, k % 5 + 1)
+    src, dst = by_track[lanes[2]], by_track[lanes[5]]
+    for k in range(0, len(dst) - 1, 9):
+        trace.flows.append(Flow(src[k], dst[k]))
+    return trace
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pathology_lanes_write_the_loops_bytes(monkeypatch, workers):
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    seen = _counted(monkeypatch)
+    columns, loop = _both_ways(monkeypatch, lambda: _with_riders_and_flows(_pathologies()),
+                               workers)
+    assert columns == loop
+    if workers == 1:
+        taken = [n for n, ok in seen if ok]
+        refused = [n for n, ok in seen if not ok]
+        assert len(taken) >= 5 and refused, seen     # the nested lane is not plain
+
+
+def test_an_end_flow_makes_a_lane_not_plain(monkeypatch):
+    def make():
+        t = _pathologies()
+        ids = t.slices_by_track()
+        a, b = ids[sorted(ids)[0]][3], ids[sorted(ids)[5]][3]
+        t.slices[b].ts = t.slices[a].ts + t.slices[a].dur - 0   # starts where a ends
+        t.slices[a].dur = max(t.slices[a].dur, 1)
+        t.slices[b].ts = t.slices[a].ts
+        t.flows.append(Flow(a, b))
+        return t
+    seen = _counted(monkeypatch)
+    columns, loop = _both_ways(monkeypatch, make)
+    assert columns == loop
+    assert seen
+
+
+def _families() -> list[str]:
+    return [f.name for f in FAMILIES]
+
+
+@pytest.mark.parametrize("name", _families())
+def test_every_sample_writes_the_loops_bytes(monkeypatch, name):
+    """One process and two, with the derived tracks added while the forked process writes
+    (the thresholds at 0: every sample forks)."""
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "OVERLAP_MIN_COST", 0)
+    seen = _counted(monkeypatch)
+    fam = family(name)
+    runs = [src for seed in fam.seeds() for src in find_runs(seed.root, fam.fmt)]
+    assert runs, f"no {name} sample runs"
+    for src in runs:
+        for workers in (1, 2):
+            columns, loop = _both_ways(monkeypatch, lambda: src.read(ReadOptions()),
+                                       workers, add_derived)
+            assert columns == loop, (src.name, workers)
+    assert any(ok for _, ok in seen), f"no lane of {name} was written a column at a time"
+
+
+@pytest.mark.parametrize("name", ["msprof-db", "simpler", "pypto-merged"])
+def test_mutated_samples_write_the_loops_bytes(monkeypatch, tmp_path_factory, name):
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "OVERLAP_MIN_COST", 0)
+    fam = family(name)
+
+    def check(root, _):
+        def make():
+            return read_model(root, fam.fmt)[0]
+        if make() is None:
+            return
+        for workers in (1, 2):
+            columns, loop = _both_ways(monkeypatch, make, workers, add_derived)
+            assert columns == loop
+
+    on_mutated(fam.seeds(), tmp_path_factory.mktemp(f"plain-{name}"), check, share=8)
