@@ -53,11 +53,12 @@ def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
     end_flows = w.end_flow_bytes
     if end_flows and not end_flows.keys().isdisjoint(ids):
         return None
-    labels, kinds, interned, own = _labels(w, lane, seq, args if any(args) else None)
+    fields, name_ids, labels, kinds, own, interned = _events(w, lane, seq,
+                                                             args if any(args) else None)
     del args
     begin_extra = _extras(w, ids, at)
     end_extra = _end_extras(w.end_riders.get(track), end)
-    fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END)
+    fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END, _BEGIN)
     ts, end = ts - w.base, end - w.base
 
     if own is None:
@@ -77,36 +78,50 @@ def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
     bounds = sorted({0, *cuts.tolist(), *range(0, len(ids), _STEP), len(ids)})
 
     def piece(a: int, b: int) -> tuple[bytes, np.ndarray, np.ndarray]:
-        data, lengths = _pieces(fixed, labels, kinds[a:b], interned, a, own[a:b],
-                                begin_extra[a:b], end_extra[a:b], ts[a:b], end[a:b])
+        data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
+                                interned, a, own[a:b], begin_extra[a:b], end_extra[a:b],
+                                ts[a:b], end[a:b])
         stamps = np.empty(2 * (b - a), dtype=np.int64)
         stamps[0::2], stamps[1::2] = ts[a:b], end[a:b]
         return data, lengths, stamps
     return map(piece, bounds[:-1], bounds[1:])
 
 
-def _labels(w: Any, lane: list, seq: _Sequence, args: list | None
-            ) -> tuple[list[bytes], np.ndarray, dict, list[bytes] | None]:
-    """Each kind of slice's event start (BEGIN, name, category, shared args), in order of
-    first use; each slice's kind; the InternedData field of the slices that define
-    entries and those entries (by place), the loop's rule: at its first use on the sequence, in the order
-    name, category, shared args, own args; and each slice's own args encoded (``args``:
-    each one's, None where none has any)."""
-    kind_of: dict[tuple, int] = {}
-    first = list(map(kind_of.setdefault, zip(map(_NAME, lane), map(_CAT, lane),
-                                             map(id, map(_SHARED, lane))), count()))
-    firsts = sorted(kind_of.values())
-    kinds = np.searchsorted(np.array(firsts, dtype=np.int64), np.array(first, dtype=np.int64))
+def _factor(values) -> tuple[list[int], np.ndarray]:
+    """The places of the first of each distinct value of ``values`` (in order), and each
+    value's number among them."""
+    first_of: dict[Any, int] = {}
+    first = list(map(first_of.setdefault, values, count()))
+    firsts = list(first_of.values())            # (inserted in order of place)
+    return firsts, np.searchsorted(np.array(firsts, dtype=np.int64),
+                                   np.array(first, dtype=np.int64))
+
+
+def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
+    """What each slice's BEGIN event holds before its extras, as pieces: its name field
+    (the distinct ones, in order of first use, and each slice's number among them), its
+    "label" (category and shared args: the distinct ones likewise), its own args encoded
+    (None where no slice has any: ``args``); and the InternedData field (with its entries)
+    of each slice that defines some (by place).  The loop's rule: an entry at its first
+    use on the sequence, in the order name, category, shared args, own args; and each
+    string met first in the order the loop meets it (the interner's iids)."""
     names, cats, name_field, cat_field = w.names, w.cats, w.name_field, w.cat_field
     shared_cache, encode_all = w.shared_cache, w.args_enc.encode_all
     defined, pending, seen = seq.defined, seq.pending, seq.seen
+    name_firsts, name_ids = _factor(map(_NAME, lane))
+    fields = []
+    name_entry: dict[int, bytes] = {}           # place -> a name's entry, first used there
+    for k in name_firsts:
+        n = lane[k].name
+        hit = names.get(n) or name_field(n)
+        fields.append(hit[0])
+        if hit[1] is not None:
+            name_entry[k] = hit[1]
+    label_firsts, kinds = _factor(zip(map(_CAT, lane), map(id, map(_SHARED, lane))))
+    is_first = dict.fromkeys(label_firsts)
 
     def label(s) -> bytes:
-        hit = names.get(s.name) or name_field(s.name)
-        event = _BEGIN + hit[0]
-        if hit[1] is not None and hit[1] not in defined:
-            defined.add(hit[1])
-            pending.append(hit[1])
+        event = b""
         if s.cat:
             hit = cats.get(s.cat) or cat_field(s.cat)
             event += hit[0]
@@ -124,30 +139,31 @@ def _labels(w: Any, lane: list, seq: _Sequence, args: list | None
             event += hit[0]
         return event
 
-    def flush() -> tuple[bytes, tuple[bytes, ...]]:
-        entries = tuple(pending)
-        pending.clear()
-        data = b"".join(entries)
-        return _INTERNED + varint(len(data)) + data, entries
-
     labels = []
-    interned = {}
+    interned: dict[int, tuple[bytes, tuple[bytes, ...]]] = {}
+    own: list[bytes] | None = None
     if args is None:
-        for k in firsts:
-            labels.append(label(lane[k]))
-            if pending:
-                interned[k] = flush()
-        return labels, kinds, interned, None
-    own = []
-    encode = w.args_enc.encode
-    is_first = dict.fromkeys(firsts)
-    for k, a in enumerate(args):
+        places = sorted({*name_entry, *label_firsts})
+    else:
+        places = range(len(lane))
+        own = []
+        encode = w.args_enc.encode
+    for k in places:
+        entry = name_entry.get(k)
+        if entry is not None and entry not in defined:
+            defined.add(entry)
+            pending.append(entry)
         if k in is_first:
             labels.append(label(lane[k]))
-        own.append(encode(a, seq) if a else b"")
+        if own is not None:
+            a = args[k]
+            own.append(encode(a, seq) if a else b"")
         if pending:
-            interned[k] = flush()
-    return labels, kinds, interned, own
+            entries = tuple(pending)
+            pending.clear()
+            data = b"".join(entries)
+            interned[k] = (_INTERNED + varint(len(data)) + data, entries)
+    return fields, name_ids, labels, kinds, own, interned
 
 
 def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
@@ -183,29 +199,32 @@ def _end_extras(at_end: dict | None, end: np.ndarray) -> list[bytes]:
     return out.tolist()
 
 
-def _pieces(fixed: tuple[bytes, ...], labels: list[bytes], kinds: np.ndarray,
-            interned: dict[int, bytes], offset: int, own: list[bytes], begin_extra: list,
-            end_extra: list, begin_d: np.ndarray, end_d: np.ndarray
-            ) -> tuple[bytes, np.ndarray]:
-    """The BEGIN and END packets of a run of slices (kinds, own args, extras, times after
-    the time 0), laid end to end, and each packet's length: every packet the pieces of its
-    fields, cut out of one pool of bytes by one gather."""
+def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
+            labels: tuple[list[bytes], np.ndarray], interned: dict, offset: int,
+            own: list[bytes], begin_extra: list, end_extra: list, begin_d: np.ndarray,
+            end_d: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The BEGIN and END packets of a run of slices (their name fields and labels: the
+    distinct ones and each slice's number; own args, extras, times after the time 0), laid
+    end to end, and each packet's length: every packet the pieces of its fields, cut out
+    of one pool of bytes by one gather."""
+    (fields, name_ids), (labels, kinds) = names, labels
     n = len(kinds)
     mine = {k - offset: v[0] for k, v in interned.items() if offset <= k < offset + n}
     i_len = np.zeros(n, dtype=np.int64)
     i_len[list(mine)] = list(map(len, mine.values()))
     label_len = np.fromiter(map(len, labels), np.int64, len(labels))
+    field_len = np.fromiter(map(len, fields), np.int64, len(fields))
     own_len = np.fromiter(map(len, own), np.int64, n)
     bx_len = np.fromiter(map(len, begin_extra), np.int64, n)
     ex_len = np.fromiter(map(len, end_extra), np.int64, n)
     # the pool: the fixed fields, the labels, then per slice (end to end) its interned
     # data, own args, BEGIN extras, END extras; then the varints made here
     texts = (b"".join(fixed), b"".join(labels), b"".join(mine.values()), b"".join(own),
-             b"".join(begin_extra), b"".join(end_extra))
+             b"".join(begin_extra), b"".join(end_extra), b"".join(fields))
     text_at = np.cumsum([0, *map(len, texts)])
     ts_b, tsb_len = flat_rows(varint_matrix(begin_d.astype(np.uint64)), _TS)
     ts_e, tse_len = flat_rows(varint_matrix(end_d.astype(np.uint64)), _TS)
-    ev_b = label_len[kinds] + own_len + bx_len
+    ev_b = len(fixed[5]) + field_len[name_ids] + label_len[kinds] + own_len + bx_len
     evb, evb_len = _varints(ev_b)
     body_b = tsb_len + len(fixed[1]) + i_len + 1 + evb_len + ev_b
     lb, lb_len = _varints(body_b)
@@ -224,11 +243,13 @@ def _pieces(fixed: tuple[bytes, ...], labels: list[bytes], kinds: np.ndarray,
     def fixed_field(k: int) -> tuple[int, int]:
         return int(text_at[0]) + sum(map(len, fixed[:k])), len(fixed[k])
     label_at = text_at[1] + np.cumsum(label_len) - label_len
+    field_at = text_at[6] + np.cumsum(field_len) - field_len
     # BEGIN: packet tag, body length, timestamp, sequence + flags, interned data,
-    # TrackEvent tag, its length, label, own args, extras
+    # TrackEvent tag, its length, type, name, label, own args, extras
     begin = (fixed_field(0), rows(lb_len, region_at[4]), rows(tsb_len, region_at[1]),
              fixed_field(1), rows(i_len, text_at[2]), fixed_field(3),
-             rows(evb_len, region_at[3]), (label_at[kinds], label_len[kinds]),
+             rows(evb_len, region_at[3]), fixed_field(5),
+             (field_at[name_ids], field_len[name_ids]), (label_at[kinds], label_len[kinds]),
              rows(own_len, text_at[3]), rows(bx_len, text_at[4]))
     # END: packet tag, body length, timestamp, sequence, TrackEvent tag, its length, END,
     # extras
