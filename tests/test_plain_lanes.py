@@ -58,7 +58,14 @@ def _pathologies() -> Trace:
     shared = [{"call": f"op {k}", "inputs": [{"dtype": "FP16", "shape": [k, 2]}]}
               for k in range(3)]
     long_text = "x" * 300                       # a body past 127 bytes: two-byte lengths
-    lanes = [t.add_track(f"lane {k}", proc, LANE, k, nesting=k == 4) for k in range(7)]
+    lanes = [t.add_track(f"lane {k}", proc, LANE, k, nesting=k == 4) for k in range(11)]
+    # rows whose strings come new late in the lane (inline first, then interned), whose
+    # strings were met on another lane (cached, not defined on this one), with None and
+    # nested values: the rows that cannot wait for the rest (``row_args.later``)
+    texts = ArgTable(("n", "s", "t", "nested"))
+    # runs only, one of them of numbers and None: the second lane defines their entries
+    # (the optional run's at its first row with a value)
+    numbers = ArgTable(("x", "y", "maybe"))
     ts = 1_000
     for r in range(120):
         ts += 7 + r % 5
@@ -81,6 +88,15 @@ def _pathologies() -> Trace:
         t.add_slice(lanes[5], ts + 1, dur, "dst", "flow")
         # lane 6: a slice per name, each used once (inline names)
         t.add_slice(lanes[6], ts, dur, f"unique {r}", "u", {"k": r})
+        # lanes 7 and 8: rows of one table, strings new every 20 rows
+        for lane in lanes[7:9]:
+            t.add_slice(lane, ts, dur, "row", "kernel", texts.add((
+                r, f"late {r // 20}" if r % 7 else None, f"t {(r + lane) % 3}",
+                [r] if r % 50 == 49 else None)))
+        for lane in lanes[9:]:
+            t.add_slice(lane, ts, dur, "numbers", "", numbers.add((
+                r * 1000, r / 7,
+                r if r % 3 == 0 and (lane == lanes[9] or r > 70) else None)))
     return t
 
 

@@ -13,12 +13,13 @@ packets laid end to end by one gather of their pieces.
 
 from __future__ import annotations
 
-from itertools import count, repeat
+from itertools import compress, count, repeat
 from operator import attrgetter
 from typing import Any, Iterator
 
 import numpy as np
 
+from ...arg_rows import ArgRow
 from ..protowire import varint
 from .columns import flat_rows, varint_matrix
 from .interning import _Sequence
@@ -28,6 +29,10 @@ PLAIN_FROM = 256            # slices of a lane from which this pays (numpy's cos
 _STEP = 1 << 16             # slices built at a time at most,
 _STEP_BYTES = 1 << 20       # and about this many bytes of their packets
 _SLICE_BYTES = 40           # a slice's two packets but its args and extras, about
+_BLOCK = 4096               # slices whose own args are looked at together (``_events``)
+_FIRST_BLOCK = 64
+_ROWS = frozenset({ArgRow})
+_TABLE, _ROW = attrgetter("table"), attrgetter("row")
 _ARGS, _NAME, _CAT, _SHARED = (attrgetter("args"), attrgetter("name"), attrgetter("cat"),
                                attrgetter("shared_args"))
 
@@ -141,28 +146,62 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
 
     labels = []
     interned: dict[int, tuple[bytes, tuple[bytes, ...]]] = {}
-    own: list[bytes] | None = None
+
+    def at(places, own: list | None = None, waits: set | frozenset = frozenset()) -> None:
+        """The loop's defines at ``places`` (in order): a name's entry, a label's, own
+        args encoded (into ``own``, but those that ``waits``), the pending entries."""
+        for k in places:
+            entry = name_entry.get(k)
+            if entry is not None and entry not in defined:
+                defined.add(entry)
+                pending.append(entry)
+            if k in is_first:
+                labels.append(label(lane[k]))
+            if own is not None and k not in waits:
+                a = args[k]
+                own[k] = encode(a, seq) if a else b""
+            if pending:
+                entries = tuple(pending)
+                pending.clear()
+                data = b"".join(entries)
+                interned[k] = (_INTERNED + varint(len(data)) + data, entries)
+
     if args is None:
-        places = sorted({*name_entry, *label_firsts})
-    else:
-        places = range(len(lane))
-        own = []
-        encode = w.args_enc.encode
-    for k in places:
-        entry = name_entry.get(k)
-        if entry is not None and entry not in defined:
-            defined.add(entry)
-            pending.append(entry)
-        if k in is_first:
-            labels.append(label(lane[k]))
-        if own is not None:
-            a = args[k]
-            own.append(encode(a, seq) if a else b"")
-        if pending:
-            entries = tuple(pending)
-            pending.clear()
-            data = b"".join(entries)
-            interned[k] = (_INTERNED + varint(len(data)) + data, entries)
+        at(sorted({*name_entry, *label_firsts}))
+        return fields, name_ids, labels, kinds, None, interned
+    own: list[bytes] = [b""] * len(lane)
+    encode, rows = w.args_enc.encode, w.args_enc.rows
+    # (the first block short: a table's plan is made at its first row, and its rows wait
+    # from the next block on)
+    bounds = [0, *range(_FIRST_BLOCK, len(lane), _BLOCK), len(lane)]
+    for a0, b0 in zip(bounds, bounds[1:]):
+        # The rows of tables of args that may be encoded after the others (``later``):
+        # their encoding defines nothing, so the loop need not stop at them.
+        tables: dict[Any, tuple[list[int], list[int]]] = {}
+        block = args[a0:b0]
+        if _ROWS.issuperset(map(type, block)) and len(set(map(_TABLE, block))) == 1:
+            tables[block[0].table] = (list(range(a0, b0)), list(map(_ROW, block)))
+        else:
+            for k in range(a0, b0):
+                a = args[k]
+                if a.__class__ is ArgRow:
+                    got = tables.get(a.table)
+                    if got is None:
+                        got = tables[a.table] = ([], [])
+                    got[0].append(k)
+                    got[1].append(a.row)
+        waiting = []
+        for table, (places, numbers) in tables.items():
+            mask = rows.later(table, numbers, seq)
+            if mask is not None and any(mask):
+                waiting.append((table, list(compress(places, mask)),
+                                list(compress(numbers, mask))))
+        waits = {k for _, places, _ in waiting for k in places}
+        at([k for k in range(a0, b0) if k not in waits or k in name_entry or k in is_first]
+           if waits else range(a0, b0), own, waits)
+        for table, places, numbers in waiting:
+            for k, made in zip(places, rows.encode_later(table, numbers)):
+                own[k] = made
     return fields, name_ids, labels, kinds, own, interned
 
 

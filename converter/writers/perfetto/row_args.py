@@ -16,6 +16,8 @@ there, in column order, as the dict way defines them arg by arg.
 
 from __future__ import annotations
 
+from itertools import count
+from operator import itemgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -89,6 +91,74 @@ class RowPlans:
         return b"".join(parts)
 
 
+    def later(self, table: ArgTable, rows: list[int], seq) -> list[bool] | None:
+        """Which of ``rows`` (row numbers of ``table``, in the order they are to be encoded
+        on ``seq``, after all encoded there so far) may be encoded at once, after the
+        others (``encode_later``): encoding them in their place would define no entry on
+        ``seq`` and change no cache, once the others are encoded in order (``encode``).
+        None where ``table`` has no plan yet.  Not later: a row added after the plan; the
+        first row to use a run the sequence has not seen; a string's first use here where
+        its entries are not all defined on ``seq``, and its first two where it is not in
+        the cache (written inline first, interned from the next); a value that is neither
+        a string nor None in a dynamic column."""
+        plan = self.plans.get(table)
+        if plan is None:
+            return None
+        planned, segs = plan
+        later = [r < planned for r in rows]
+        values = list(map(table.rows.__getitem__, rows))
+        cache, defined, seen = self.cache, seq.defined, seq.seen
+        for seg in segs:
+            if seg.__class__ is _Run:
+                if seg in seen:
+                    continue
+                for j, r in enumerate(rows):        # the first row that uses it
+                    if r >= planned or seg.pieces[r] or not seg.optional:
+                        later[j] = False
+                        break
+                continue
+            c, name = seg
+            column = list(map(itemgetter(c), values))
+            first: dict[Any, int] = {}          # each string's first place
+            if _STR_OR_NONE.issuperset(map(type, column)):
+                list(map(first.setdefault, column, count()))
+            else:
+                for j, v in enumerate(column):
+                    if v.__class__ is str:
+                        first.setdefault(v, j)
+                    elif v is not None:
+                        later[j] = False
+            for v, j in first.items():
+                if v is None:
+                    continue
+                hit = cache.get((name, str, v))
+                if hit is None:             # inline here, interned at its next use
+                    later[j] = False
+                    try:
+                        later[column.index(v, j + 1)] = False
+                    except ValueError:
+                        pass
+                elif not defined.issuperset(hit[1]):
+                    later[j] = False
+        return later
+
+    def encode_later(self, table: ArgTable, rows: list[int]) -> list[bytes]:
+        """The DebugAnnotations of ``rows`` of ``table`` that ``later`` let wait, once the
+        rows before them were encoded: each run's piece, each string from the cache."""
+        segs = self.plans[table][1]
+        values = list(map(table.rows.__getitem__, rows))
+        cache = self.cache
+        parts = []
+        for seg in segs:
+            if seg.__class__ is _Run:
+                parts.append(list(map(seg.pieces.__getitem__, rows)))
+                continue
+            c, name = seg
+            column = list(map(itemgetter(c), values))
+            parts.append([cache[name, str, v][0] if v is not None else b"" for v in column])
+        return list(map(b"".join, zip(*parts))) if parts else [b""] * len(rows)
+
+
 def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> tuple[int, list]:
     """How ``table``'s rows (the number it has now, then how) are encoded, in column
     order: a ``_Run`` per run of static columns, (column, name) per dynamic column; columns
@@ -131,6 +201,7 @@ _FLOATS, _INTS = frozenset({float}), frozenset({int})
 _ONLY_NONE = frozenset({type(None)})
 _NUMBERS = frozenset({int, float, type(None)})
 _CLASS_CODE = {float: 0, int: 1, type(None): 2}
+_STR_OR_NONE = frozenset({str, type(None)})
 
 
 def _column(values: tuple):
