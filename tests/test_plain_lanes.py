@@ -117,8 +117,12 @@ def _with_riders_and_flows(trace: Trace) -> Trace:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_pathology_lanes_write_the_loops_bytes(monkeypatch, workers):
+@pytest.mark.parametrize("part", [None, 7])
+def test_pathology_lanes_write_the_loops_bytes(monkeypatch, workers, part):
+    """(``part``: lanes made 7 slices at a time, as a long lane is made in parts.)"""
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    if part:
+        monkeypatch.setattr(plain_lanes, "_PART", part)
     seen = _counted(monkeypatch)
     columns, loop = _both_ways(monkeypatch, lambda: _with_riders_and_flows(_pathologies()),
                                workers)

@@ -26,8 +26,8 @@ from .interning import _Sequence
 from .wire import _BEGIN, _END, _FLAGS_NEEDS, _INTERNED, _PACKET, _TRACK_EVENT, _TS
 
 PLAIN_FROM = 256            # slices of a lane from which this pays (numpy's cost per call)
-_STEP = 1 << 16             # slices built at a time at most,
-_STEP_BYTES = 1 << 20       # and about this many bytes of their packets
+_PART = 1 << 16             # slices built at a time at most,
+_STEP_BYTES = 1 << 20       # their packets cut out about this many bytes at a time
 _SLICE_BYTES = 40           # a slice's two packets but its args and extras, about
 _BLOCK = 4096               # slices whose own args are looked at together (``_events``)
 _FIRST_BLOCK = 64
@@ -41,7 +41,7 @@ def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
                record: dict | None = None, place: int = 0) -> Iterator | None:
     """The packets of the lane of slices ``ids`` (in order of start) of ``track`` on its
     sequence ``seq`` of ``SequenceWriter`` ``w``, in pieces of about ``_STEP_BYTES`` made
-    as they are asked for: each (their bytes end to end, each one's length, each one's
+    as they are asked for (``_lane_pieces``): each (their bytes end to end, each one's length, each one's
     stamp: int64 arrays); or None where the lane is not plain (``write_slices``' loop
     then).  The lane's interned entries are defined on ``seq`` here, the pieces then made
     in order.  ``record``: each BEGIN's place, as ``write_slices`` records it (the packets
@@ -53,43 +53,55 @@ def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
     if not (end[:-1] <= ts[1:]).all() or int(ts[0]) < w.base \
             or int(end.max()) - w.base >= 1 << 63:
         return None
-    lane = list(map(w.slices.__getitem__, ids))
-    args = list(map(_ARGS, lane))
     end_flows = w.end_flow_bytes
     if end_flows and not end_flows.keys().isdisjoint(ids):
         return None
-    fields, name_ids, labels, kinds, own, interned = _events(w, lane, seq,
-                                                             args if any(args) else None)
-    del args
-    begin_extra = _extras(w, ids, at)
-    end_extra = _end_extras(w.end_riders.get(track), end)
+    return _lane_pieces(w, track, ids, seq, record, place, ts, end)
+
+
+def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dict | None,
+                 place: int, ts: np.ndarray, end: np.ndarray) -> Iterator:
+    """``plain_lane``'s pieces (``ts``, ``end``: the slices' times), made ``_PART`` slices
+    at a time (what a part holds per
+    slice, its objects, encodings and extras, is let go before the next: a database's
+    CANN thread has 1.3 M slices)."""
     fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END, _BEGIN)
-    ts, end = ts - w.base, end - w.base
-
-    if own is None:
-        own = [b""] * len(ids)
-    if record is not None:
-        flushed: list[tuple] = [()] * len(ids)
-        for k, (_, entries) in interned.items():
-            flushed[k] = entries
-        record.update(zip(ids, zip(range(place, place + 2 * len(ids), 2), repeat(None),
-                                   repeat(fixed[1]), flushed)))
-    # pieces of about _STEP_BYTES of packets (the gather's index takes 4 bytes a byte)
-    size = np.fromiter(map(len, own), np.int64, len(own)) + _SLICE_BYTES
-    size += np.fromiter(map(len, begin_extra), np.int64, len(own))
-    size += np.fromiter(map(len, end_extra), np.int64, len(own))
-    cuts = np.searchsorted(np.cumsum(size), np.arange(1, int(size.sum()) // _STEP_BYTES + 1)
-                           * _STEP_BYTES)
-    bounds = sorted({0, *cuts.tolist(), *range(0, len(ids), _STEP), len(ids)})
-
-    def piece(a: int, b: int) -> tuple[bytes, np.ndarray, np.ndarray]:
-        data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
-                                interned, a, own[a:b], begin_extra[a:b], end_extra[a:b],
-                                ts[a:b], end[a:b])
-        stamps = np.empty(2 * (b - a), dtype=np.int64)
-        stamps[0::2], stamps[1::2] = ts[a:b], end[a:b]
-        return data, lengths, stamps
-    return map(piece, bounds[:-1], bounds[1:])
+    at_end = w.end_riders.get(track)
+    for p0 in range(0, len(ids), _PART):
+        p1 = min(len(ids), p0 + _PART)
+        part = ids[p0:p1]
+        lane = list(map(w.slices.__getitem__, part))
+        args = list(map(_ARGS, lane))
+        fields, name_ids, labels, kinds, own, interned = _events(
+            w, lane, seq, args if any(args) else None)
+        del lane, args
+        begin_extra = _extras(w, part, np.array(part, dtype=np.int64))
+        end_extra = _end_extras(at_end, end[p0:p1])
+        n = p1 - p0
+        if own is None:
+            own = [b""] * n
+        if record is not None:
+            flushed: list[tuple] = [()] * n
+            for k, (_, entries) in interned.items():
+                flushed[k] = entries
+            first = place + 2 * p0
+            record.update(zip(part, zip(range(first, first + 2 * n, 2), repeat(None),
+                                        repeat(fixed[1]), flushed)))
+        # pieces of about _STEP_BYTES of packets (the gather's index: 4 bytes a byte)
+        size = np.fromiter(map(len, own), np.int64, n) + _SLICE_BYTES
+        size += np.fromiter(map(len, begin_extra), np.int64, n)
+        size += np.fromiter(map(len, end_extra), np.int64, n)
+        cuts = np.searchsorted(np.cumsum(size),
+                               np.arange(1, int(size.sum()) // _STEP_BYTES + 1) * _STEP_BYTES)
+        bounds = sorted({0, *cuts.tolist(), n})
+        part_ts, part_end = ts[p0:p1] - w.base, end[p0:p1] - w.base
+        for a, b in zip(bounds, bounds[1:]):
+            data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
+                                    interned, a, own[a:b], begin_extra[a:b],
+                                    end_extra[a:b], part_ts[a:b], part_end[a:b])
+            stamps = np.empty(2 * (b - a), dtype=np.int64)
+            stamps[0::2], stamps[1::2] = part_ts[a:b], part_end[a:b]
+            yield data, lengths, stamps
 
 
 def _factor(values) -> tuple[list[int], np.ndarray]:
