@@ -99,8 +99,10 @@ class RowPlans:
         None where ``table`` has no plan yet.  Not later: a row added after the plan; the
         first row to use a run the sequence has not seen; a string's first use here where
         its entries are not all defined on ``seq``, and its first two where it is not in
-        the cache (written inline first, interned from the next); a value that is neither
-        a string nor None in a dynamic column."""
+        the cache (written inline first, interned from the next); a list's or dict's
+        (one string, cached by the object: ``_ArgEncoder.pair``) first use here where it
+        is not cached or its entries are not defined on ``seq``; any other value that is
+        not None in a dynamic column."""
         plan = self.plans.get(table)
         if plan is None:
             return None
@@ -123,10 +125,17 @@ class RowPlans:
             if _STR_OR_NONE.issuperset(map(type, column)):
                 list(map(first.setdefault, column, count()))
             else:
+                nested: dict[int, int] = {}     # each list's or dict's first place
                 for j, v in enumerate(column):
                     if v.__class__ is str:
                         first.setdefault(v, j)
+                    elif v.__class__ in _NESTED:
+                        nested.setdefault(id(v), j)
                     elif v is not None:
+                        later[j] = False
+                for key, j in nested.items():   # (made one string: ``_ArgEncoder.pair``)
+                    hit = cache.get((name, key))
+                    if hit is None or not defined.issuperset(hit[1]):
                         later[j] = False
             for v, j in first.items():
                 if v is None:
@@ -144,7 +153,8 @@ class RowPlans:
 
     def encode_later(self, table: ArgTable, rows: list[int]) -> list[bytes]:
         """The DebugAnnotations of ``rows`` of ``table`` that ``later`` let wait, once the
-        rows before them were encoded: each run's piece, each string from the cache."""
+        rows before them were encoded: each run's piece, each string, list or dict from
+        the cache."""
         segs = self.plans[table][1]
         values = list(map(table.rows.__getitem__, rows))
         cache = self.cache
@@ -155,7 +165,8 @@ class RowPlans:
                 continue
             c, name = seg
             column = list(map(itemgetter(c), values))
-            parts.append([cache[name, str, v][0] if v is not None else b"" for v in column])
+            parts.append([b"" if v is None else cache[name, str, v][0] if v.__class__ is str
+                          else cache[name, id(v)][0] for v in column])
         return list(map(b"".join, zip(*parts))) if parts else [b""] * len(rows)
 
 
@@ -202,6 +213,7 @@ _ONLY_NONE = frozenset({type(None)})
 _NUMBERS = frozenset({int, float, type(None)})
 _CLASS_CODE = {float: 0, int: 1, type(None): 2}
 _STR_OR_NONE = frozenset({str, type(None)})
+_NESTED = frozenset({list, dict, tuple})
 
 
 def _column(values: tuple):
