@@ -50,9 +50,9 @@ def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
     cols = w.cols
     at = np.array(ids, dtype=np.int64)
     ts, end = cols.ts[at], cols.end[at]
-    if not (end[:-1] <= ts[1:]).all() or int(ts[0]) < w.base \
+    if not (end[:-1] <= ts[1:]).all() or int(ts[0]) < w.base or int(end.min()) < w.base \
             or int(end.max()) - w.base >= 1 << 63:
-        return None
+        return None                 # (times before the time 0 or past 2^63 ns: the loop)
     end_flows = w.end_flow_bytes
     if end_flows and not end_flows.keys().isdisjoint(ids):
         return None
