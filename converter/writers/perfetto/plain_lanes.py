@@ -1,14 +1,17 @@
-"""A lane of plain slices written a column at a time (issue 26): the bubbles the analyses
-add (a few names, no args of their own), the pickup and completion lanes of simpler.
+"""A lane whose slices come one after another, written a column at a time (issue 26): a
+stream of device tasks, a thread of CANN calls, the bubbles the analyses add, the cores
+of simpler and PyPTO.
 
-A lane is plain where its slices come one after another (each ends before the next
-begins), none has args of its own, and no flow ends on one's END.  Its packets are those
-``SequenceWriter.write_slices``' loop builds, byte for byte, in the same order (each
-BEGIN, then its END): the loop's work per slice is done once per kind of slice (its name,
-category and shared args: a "label", its interned entries defined where the loop defines
-them, at the first slice of that kind), and the rest per slice (times, lengths, what
-rides on a slice and its flows and correlation id) a column at a time with numpy, the
-packets laid end to end by one gather of their pieces.
+A lane is plain where each of its slices ends before the next begins, and no flow ends on
+one's END.  Its packets are those ``SequenceWriter.write_slices``' loop builds, byte for
+byte, in the same order (each BEGIN, then its END).  The loop's work that depends on what
+came before (interned entries defined at their first use on the sequence, strings written
+inline first and interned from their next use, the interner's iids) is done in the
+loop's order, but once per distinct name and per distinct category and shared args, and
+for own args only where they may define something (``row_args.RowPlans.later``: the rest
+are encoded together); the rest per slice (times, lengths, what rides on a slice, its
+flows and correlation id) a column at a time with numpy, every packet cut out of one pool
+of its pieces by one gather.
 """
 
 from __future__ import annotations
@@ -40,13 +43,13 @@ _ARGS, _NAME, _CAT, _SHARED = (attrgetter("args"), attrgetter("name"), attrgette
 def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
                record: dict | None = None, place: int = 0) -> Iterator | None:
     """The packets of the lane of slices ``ids`` (in order of start) of ``track`` on its
-    sequence ``seq`` of ``SequenceWriter`` ``w``, in pieces of about ``_STEP_BYTES`` made
-    as they are asked for (``_lane_pieces``): each (their bytes end to end, each one's length, each one's
-    stamp: int64 arrays); or None where the lane is not plain (``write_slices``' loop
-    then).  The lane's interned entries are defined on ``seq`` here, the pieces then made
-    in order.  ``record``: each BEGIN's place, as ``write_slices`` records it (the packets
-    to be added one by one to ``chunk`` from its place ``place``; the timestamp field left
-    to ``begin_again``)."""
+    sequence ``seq`` of ``SequenceWriter`` ``w``, in pieces of about ``_STEP_BYTES``: each
+    (their bytes end to end, each one's length, each one's stamp: int64 arrays), made as
+    they are asked for (``_lane_pieces``: the caller takes them all before anything else
+    is encoded); or None where the lane is not plain (``write_slices``' loop then).
+    ``record``: each BEGIN's place, as ``write_slices`` records it (the packets to be added
+    one by one to ``chunk`` from its place ``place``; the timestamp field left to
+    ``begin_again``)."""
     cols = w.cols
     at = np.array(ids, dtype=np.int64)
     ts, end = cols.ts[at], cols.end[at]
@@ -138,6 +141,8 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
     is_first = dict.fromkeys(label_firsts)
 
     def label(s) -> bytes:
+        # (``write_slices``' loop does the same inline, per slice: a call there would cost
+        # every slice of the lanes it writes; tests/test_plain_lanes.py holds the two alike)
         event = b""
         if s.cat:
             hit = cats.get(s.cat) or cat_field(s.cat)
