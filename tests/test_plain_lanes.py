@@ -134,20 +134,24 @@ def test_pathology_lanes_write_the_loops_bytes(monkeypatch, workers, part):
         assert len(taken) >= 5 and refused, seen     # the nested lane is not plain
 
 
-def test_an_end_flow_makes_a_lane_not_plain(monkeypatch):
+def test_a_flow_ending_on_an_end_leaves_its_lane_to_the_loop(monkeypatch):
+    """A flow whose destination starts at the ns its source starts ends on the
+    destination's END (``flows_of``): that lane is not plain; the others still are."""
     def make():
-        t = _pathologies()
-        ids = t.slices_by_track()
-        a, b = ids[sorted(ids)[0]][3], ids[sorted(ids)[5]][3]
-        t.slices[b].ts = t.slices[a].ts + t.slices[a].dur - 0   # starts where a ends
-        t.slices[a].dur = max(t.slices[a].dur, 1)
-        t.slices[b].ts = t.slices[a].ts
-        t.flows.append(Flow(a, b))
+        t = Trace(RunMeta("end flow", "test"))
+        proc = t.add_track("proc", None, GROUP)
+        src, dst = (t.add_track(n, proc, LANE, k, nesting=False)
+                    for k, n in enumerate(("src", "dst")))
+        for r in range(40):
+            t.add_slice(src, 1000 + 10 * r, 5, "a", "k")
+            t.add_slice(dst, 1000 + 10 * r + (0 if r == 20 else 2), 4, "b", "k")
+        t.flows.append(Flow(40, 41))            # src's 21st slice -> dst's, one start
         return t
+    monkeypatch.setattr(events, "PLAIN_FROM", 1)
     seen = _counted(monkeypatch)
     columns, loop = _both_ways(monkeypatch, make)
     assert columns == loop
-    assert seen
+    assert seen[:2] == [(40, True), (40, False)], seen
 
 
 def _families() -> list[str]:

@@ -164,9 +164,9 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
     labels = []
     interned: dict[int, tuple[bytes, tuple[bytes, ...]]] = {}
 
-    def at(places, own: list | None = None, waits: set | frozenset = frozenset()) -> None:
+    def at(places, into: list | None = None, waits: set | frozenset = frozenset()) -> None:
         """The loop's defines at ``places`` (in order): a name's entry, a label's, own
-        args encoded (into ``own``, but those that ``waits``), the pending entries."""
+        args encoded (into ``into``, but those that ``waits``), the pending entries."""
         for k in places:
             entry = name_entry.get(k)
             if entry is not None and entry not in defined:
@@ -174,9 +174,9 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
                 pending.append(entry)
             if k in is_first:
                 labels.append(label(lane[k]))
-            if own is not None and k not in waits:
+            if into is not None and k not in waits:
                 a = args[k]
-                own[k] = encode(a, seq) if a else b""
+                into[k] = encode(a, seq) if a else b""
             if pending:
                 entries = tuple(pending)
                 pending.clear()
