@@ -65,9 +65,8 @@ def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
 def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dict | None,
                  place: int, ts: np.ndarray, end: np.ndarray) -> Iterator:
     """``plain_lane``'s pieces (``ts``, ``end``: the slices' times), made ``_PART`` slices
-    at a time (what a part holds per
-    slice, its objects, encodings and extras, is let go before the next: a database's
-    CANN thread has 1.3 M slices)."""
+    at a time: what a part holds per slice (its objects, encodings and extras) is let go
+    before the next (a database's CANN thread has 1.3 M slices)."""
     fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END, _BEGIN)
     at_end = w.end_riders.get(track)
     for p0 in range(0, len(ids), _PART):
