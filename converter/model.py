@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterator
 
-from .arg_rows import ArgRow
+from .arg_rows import as_dict
 
 # Track kinds.
 GROUP = "group"      # holds other tracks (a device, a process, a core group)
@@ -221,9 +221,7 @@ class Slice:
 
     @property
     def all_args(self) -> dict[str, Any]:
-        args = self.args
-        if args.__class__ is ArgRow:            # a row of a table (``arg_rows``): a dict
-            args = dict(args.items())
+        args = as_dict(self.args)               # (a row of a table: ``arg_rows``)
         if self.shared_args is None:
             return args or {}
         if not args:

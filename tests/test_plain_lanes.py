@@ -32,8 +32,8 @@ def _counted(monkeypatch) -> list[tuple[int, bool]]:
     seen: list[tuple[int, bool]] = []
     real = plain_lanes.plain_lane
 
-    def offer(w, track, ids, seq, *rest):
-        made = real(w, track, ids, seq, *rest)
+    def offer(w, track, ids, *rest):
+        made = real(w, track, ids, *rest)
         seen.append((len(ids), made is not None))
         return made
     monkeypatch.setattr(events, "plain_lane", offer)

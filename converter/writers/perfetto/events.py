@@ -274,8 +274,10 @@ class SequenceWriter:
         # written inline, on purpose: a call would cost more than the step itself.
         cols = self.cols
         for track_id, ids in units:
-            if cols is not None and len(ids) >= _COLUMNS_FROM:
-                starts, ends = _lane_times(cols, ids)
+            times = None
+            if cols is not None and len(ids) >= min(_COLUMNS_FROM, PLAIN_FROM):
+                times = _lane_times(cols, ids)
+                starts, ends = times[0].tolist(), times[1].tolist()
             else:
                 starts = [slices[i].ts for i in ids]
                 if not all(map(int.__lt__, starts, starts[1:])):    # sorted only if need be
@@ -285,9 +287,9 @@ class SequenceWriter:
             seq = _Sequence(seq_ids[track_id])
             append(_sequence_start(seq, track_id))
             stamp(-1)
-            if cols is not None and len(ids) >= PLAIN_FROM and \
+            if times is not None and len(ids) >= PLAIN_FROM and \
                     (record is None or not self.spilling):
-                made = plain_lane(self, track_id, ids, seq, record, len(chunk))
+                made = plain_lane(self, track_id, ids, *times, seq, record, len(chunk))
                 if made is not None:                # (a lane of plain slices)
                     for piece in made:
                         self._add(*piece)

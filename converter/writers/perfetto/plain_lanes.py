@@ -40,19 +40,18 @@ _ARGS, _NAME, _CAT, _SHARED = (attrgetter("args"), attrgetter("name"), attrgette
                                attrgetter("shared_args"))
 
 
-def plain_lane(w: Any, track: int, ids: list[int], seq: _Sequence,
-               record: dict | None = None, place: int = 0) -> Iterator | None:
-    """The packets of the lane of slices ``ids`` (in order of start) of ``track`` on its
-    sequence ``seq`` of ``SequenceWriter`` ``w``, in pieces of about ``_STEP_BYTES``: each
+def plain_lane(w: Any, track: int, ids: list[int], ts: np.ndarray, end: np.ndarray,
+               seq: _Sequence, record: dict | None = None, place: int = 0
+               ) -> Iterator | None:
+    """The packets of the lane of slices ``ids`` (in order of start; ``ts``, ``end``: their
+    times, ``times._lane_times``) of ``track`` on its sequence ``seq`` of
+    ``SequenceWriter`` ``w``, in pieces of about ``_STEP_BYTES``: each
     (their bytes end to end, each one's length, each one's stamp: int64 arrays), made as
     they are asked for (``_lane_pieces``: the caller takes them all before anything else
     is encoded); or None where the lane is not plain (``write_slices``' loop then).
     ``record``: each BEGIN's place, as ``write_slices`` records it (the packets to be added
     one by one to ``chunk`` from its place ``place``; the timestamp field left to
     ``begin_again``)."""
-    cols = w.cols
-    at = np.array(ids, dtype=np.int64)
-    ts, end = cols.ts[at], cols.end[at]
     if not (end[:-1] <= ts[1:]).all() or int(ts[0]) < w.base or int(end.min()) < w.base \
             or int(end.max()) - w.base >= 1 << 63:
         return None                 # (times before the time 0 or past 2^63 ns: the loop)
@@ -82,6 +81,9 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
         n = p1 - p0
         if own is None:
             own = [b""] * n
+        fields_in: list[bytes] = [b""] * n          # each slice's InternedData field
+        for k, (field, _) in interned.items():
+            fields_in[k] = field
         if record is not None:
             flushed: list[tuple] = [()] * n
             for k, (_, entries) in interned.items():
@@ -99,7 +101,7 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
         part_ts, part_end = ts[p0:p1] - w.base, end[p0:p1] - w.base
         for a, b in zip(bounds, bounds[1:]):
             data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
-                                    interned, a, own[a:b], begin_extra[a:b],
+                                    fields_in[a:b], own[a:b], begin_extra[a:b],
                                     end_extra[a:b], part_ts[a:b], part_end[a:b])
             stamps = np.empty(2 * (b - a), dtype=np.int64)
             stamps[0::2], stamps[1::2] = part_ts[a:b], part_end[a:b]
@@ -255,18 +257,17 @@ def _end_extras(at_end: dict | None, end: np.ndarray) -> list[bytes]:
 
 
 def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
-            labels: tuple[list[bytes], np.ndarray], interned: dict, offset: int,
+            labels: tuple[list[bytes], np.ndarray], interned: list[bytes],
             own: list[bytes], begin_extra: list, end_extra: list, begin_d: np.ndarray,
             end_d: np.ndarray) -> tuple[bytes, np.ndarray]:
     """The BEGIN and END packets of a run of slices (their name fields and labels: the
-    distinct ones and each slice's number; own args, extras, times after the time 0), laid
+    distinct ones and each slice's number; per slice its InternedData field, own args,
+    extras, times after the time 0), laid
     end to end, and each packet's length: every packet the pieces of its fields, cut out
     of one pool of bytes by one gather."""
     (fields, name_ids), (labels, kinds) = names, labels
     n = len(kinds)
-    mine = {k - offset: v[0] for k, v in interned.items() if offset <= k < offset + n}
-    i_len = np.zeros(n, dtype=np.int64)
-    i_len[list(mine)] = list(map(len, mine.values()))
+    i_len = np.fromiter(map(len, interned), np.int64, n)
     label_len = np.fromiter(map(len, labels), np.int64, len(labels))
     field_len = np.fromiter(map(len, fields), np.int64, len(fields))
     own_len = np.fromiter(map(len, own), np.int64, n)
@@ -274,7 +275,7 @@ def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
     ex_len = np.fromiter(map(len, end_extra), np.int64, n)
     # the pool: the fixed fields, the labels, then per slice (end to end) its interned
     # data, own args, BEGIN extras, END extras; then the varints made here
-    texts = (b"".join(fixed), b"".join(labels), b"".join(mine.values()), b"".join(own),
+    texts = (b"".join(fixed), b"".join(labels), b"".join(interned), b"".join(own),
              b"".join(begin_extra), b"".join(end_extra), b"".join(fields))
     text_at = np.cumsum([0, *map(len, texts)])
     ts_b, tsb_len = flat_rows(varint_matrix(begin_d.astype(np.uint64)), _TS)
@@ -295,8 +296,10 @@ def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
         """Where each slice's row of a region starting at ``at`` is, and its length."""
         return at + np.cumsum(lengths) - lengths, lengths
 
+    fixed_at = np.cumsum([0, *map(len, fixed)]).tolist()
+
     def fixed_field(k: int) -> tuple[int, int]:
-        return int(text_at[0]) + sum(map(len, fixed[:k])), len(fixed[k])
+        return fixed_at[k], len(fixed[k])       # (the pool starts with them)
     label_at = text_at[1] + np.cumsum(label_len) - label_len
     field_at = text_at[6] + np.cumsum(field_len) - field_len
     # BEGIN: packet tag, body length, timestamp, sequence + flags, interned data,

@@ -55,16 +55,17 @@ def _one_after_another(ends: list[int], starts: list[int]) -> bool:
     return all(map(int.__le__, ends, starts[1:]))
 
 
-def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[list[int], list[int]]:
-    """The starts and ends of a lane's slices ``ids`` (from ``cols``), ``ids`` sorted in place
-    by start, the longest first at one start, where they are not in order of start."""
+def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The starts and ends (int64 arrays) of a lane's slices ``ids`` (from ``cols``), ``ids``
+    sorted in place by start, the longest first at one start, where they are not in order
+    of start."""
     at = np.array(ids, dtype=np.int64)
     starts = cols.ts[at]
     if not (starts[1:] > starts[:-1]).all():
         order = start_order(starts, cols.end[at] - starts)
         at, starts = at[order], starts[order]
         ids[:] = at.tolist()
-    return starts.tolist(), cols.end[at].tolist()
+    return starts, cols.end[at]
 
 
 def _end_packets(ends: list[int], base: int, end_tail: bytes) -> list[bytes]:
