@@ -1,10 +1,12 @@
-"""A lane whose slices come one after another, written a column at a time (issue 26): a
-stream of device tasks, a thread of CANN calls, the bubbles the analyses add, the cores
-of simpler and PyPTO.
+"""A lane's slices written a column at a time (issue 26): a stream of device tasks, a
+thread of CANN calls, the bubbles the analyses add, the cores of simpler and PyPTO, and
+lanes of nested slices (call stacks, simpler's dispatches with their pickup and
+completion).
 
-A lane is plain where each of its slices ends before the next begins, and no flow ends on
-one's END.  Its packets are those ``SequenceWriter.write_slices``' loop builds, byte for
-byte, in the same order (each BEGIN, then its END).  The loop's work that depends on what
+A lane is plain where no flow ends on one of its slices' END.  Its packets are those
+``SequenceWriter.write_slices``' loop builds, byte for byte, in the same order: where
+each slice ends before the next begins, each BEGIN, then its END; elsewhere the order the
+loop's stack of open slices gives (``_emission``).  The loop's work that depends on what
 came before (interned entries defined at their first use on the sequence, strings written
 inline first and interned from their next use, the interner's iids) is done in the
 loop's order, but once per distinct name and per distinct category and shared args, and
@@ -52,32 +54,77 @@ def plain_lane(w: Any, track: int, ids: list[int], ts: np.ndarray, end: np.ndarr
     ``record``: each BEGIN's place, as ``write_slices`` records it (the packets to be added
     one by one to ``chunk`` from its place ``place``; the timestamp field left to
     ``begin_again``)."""
-    if not (end[:-1] <= ts[1:]).all() or int(ts[0]) < w.base or int(end.min()) < w.base \
-            or int(end.max()) - w.base >= 1 << 63:
+    if int(ts[0]) < w.base or int(end.min()) < w.base or int(end.max()) - w.base >= 1 << 63:
         return None                 # (times before the time 0 or past 2^63 ns: the loop)
     end_flows = w.end_flow_bytes
     if end_flows and not end_flows.keys().isdisjoint(ids):
         return None
-    return _lane_pieces(w, track, ids, seq, record, place, ts, end)
+    order = cuts = None
+    if not (end[:-1] <= ts[1:]).all():
+        order, cuts = _emission(ts.tolist(), end.tolist())
+    return _lane_pieces(w, track, ids, seq, record, place, ts, end, order, cuts)
+
+
+def _emission(ts: list[int], end: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The order of a lane's packets (slice k's BEGIN is 2k, its END 2k + 1) as the loop's
+    stack gives it: before each BEGIN, the ENDs of the open slices, innermost first, while
+    the innermost ends at or before it starts (a slice that overlaps another without
+    holding it waits for the one it holds); the rest after the last.  And the slices
+    before whose BEGIN no slice is open (0 is one), where a lane can be cut in parts."""
+    order: list[int] = []
+    cuts: list[int] = []
+    ends: list[int] = []            # the open slices' ends, innermost last
+    closes: list[int] = []          # their ENDs
+    put, cut, push, push_end = order.append, cuts.append, ends.append, closes.append
+    for k, start in enumerate(ts):
+        while ends and ends[-1] <= start:
+            ends.pop()
+            put(closes.pop())
+        if not ends:
+            cut(k)
+        put(2 * k)
+        push(end[k])
+        push_end(2 * k + 1)
+    order.extend(reversed(closes))
+    return np.array(order, dtype=np.int64), np.array(cuts, dtype=np.int64)
+
+
+def _snap(at: np.ndarray, cuts: np.ndarray | None, n: int) -> list[int]:
+    """Each place of ``at`` moved to the first of ``cuts`` at or after it (``n`` past the
+    last); all of them where ``cuts`` is None."""
+    if cuts is None:
+        return np.minimum(at, n).tolist()
+    if not len(cuts):
+        return [n] * len(at)
+    k = np.searchsorted(cuts, at)
+    return np.where(k < len(cuts), cuts[np.minimum(k, len(cuts) - 1)], n).tolist()
 
 
 def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dict | None,
-                 place: int, ts: np.ndarray, end: np.ndarray) -> Iterator:
-    """``plain_lane``'s pieces (``ts``, ``end``: the slices' times), made ``_PART`` slices
-    at a time: what a part holds per slice (its objects, encodings and extras) is let go
-    before the next (a database's CANN thread has 1.3 M slices)."""
+                 place: int, ts: np.ndarray, end: np.ndarray, order: np.ndarray | None,
+                 cuts: np.ndarray | None) -> Iterator:
+    """``plain_lane``'s pieces (``ts``, ``end``: the slices' times; ``order``, ``cuts``:
+    ``_emission``'s, None where each slice ends before the next begins), made ``_PART``
+    slices at a time: what a part holds per slice (its objects, encodings and extras) is
+    let go before the next (a database's CANN thread has 1.3 M slices).  Parts and pieces
+    are cut where no slice is open."""
     fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END, _BEGIN)
     at_end = w.end_riders.get(track)
-    for p0 in range(0, len(ids), _PART):
-        p1 = min(len(ids), p0 + _PART)
+    parts = [0]
+    while parts[-1] < len(ids):
+        parts.append(_snap(np.array([parts[-1] + _PART]), cuts, len(ids))[0])
+    for p0, p1 in zip(parts, parts[1:]):
         part = ids[p0:p1]
+        # the part's packets in the order they are written (theirs: 2 * p0 to 2 * p1)
+        mine = order[2 * p0:2 * p1] - 2 * p0 if order is not None else None
         lane = list(map(w.slices.__getitem__, part))
         args = list(map(_ARGS, lane))
         fields, name_ids, labels, kinds, own, interned = _events(
             w, lane, seq, args if any(args) else None)
         del lane, args
         begin_extra = _extras(w, part, np.array(part, dtype=np.int64))
-        end_extra = _end_extras(at_end, end[p0:p1])
+        end_extra = _end_extras(at_end, end[p0:p1],
+                                None if mine is None else mine[mine & 1 == 1] >> 1)
         n = p1 - p0
         if own is None:
             own = [b""] * n
@@ -89,23 +136,30 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
             for k, (_, entries) in interned.items():
                 flushed[k] = entries
             first = place + 2 * p0
-            record.update(zip(part, zip(range(first, first + 2 * n, 2), repeat(None),
-                                        repeat(fixed[1]), flushed)))
+            if mine is None:
+                begins: Any = range(first, first + 2 * n, 2)
+            else:
+                written = np.empty(2 * n, dtype=np.int64)
+                written[mine] = np.arange(first, first + 2 * n)
+                begins = written[0::2].tolist()
+            record.update(zip(part, zip(begins, repeat(None), repeat(fixed[1]), flushed)))
         # pieces of about _STEP_BYTES of packets (the gather's index: 4 bytes a byte)
         size = np.fromiter(map(len, own), np.int64, n) + _SLICE_BYTES
         size += np.fromiter(map(len, begin_extra), np.int64, n)
         size += np.fromiter(map(len, end_extra), np.int64, n)
-        cuts = np.searchsorted(np.cumsum(size),
-                               np.arange(1, int(size.sum()) // _STEP_BYTES + 1) * _STEP_BYTES)
-        bounds = sorted({0, *cuts.tolist(), n})
+        steps = np.searchsorted(np.cumsum(size),
+                                np.arange(1, int(size.sum()) // _STEP_BYTES + 1) * _STEP_BYTES)
+        bounds = sorted({0, *_snap(steps, None if cuts is None else cuts[
+            (cuts > p0) & (cuts < p1)] - p0, n), n})
         part_ts, part_end = ts[p0:p1] - w.base, end[p0:p1] - w.base
         for a, b in zip(bounds, bounds[1:]):
+            step = None if mine is None else mine[2 * a:2 * b] - 2 * a
             data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
                                     fields_in[a:b], own[a:b], begin_extra[a:b],
-                                    end_extra[a:b], part_ts[a:b], part_end[a:b])
+                                    end_extra[a:b], part_ts[a:b], part_end[a:b], step)
             stamps = np.empty(2 * (b - a), dtype=np.int64)
             stamps[0::2], stamps[1::2] = part_ts[a:b], part_end[a:b]
-            yield data, lengths, stamps
+            yield data, lengths, stamps if step is None else stamps[step]
 
 
 def _factor(values) -> tuple[list[int], np.ndarray]:
@@ -242,11 +296,17 @@ def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
     return list(map(b"".join, zip(*got)))
 
 
-def _end_extras(at_end: dict | None, end: np.ndarray) -> list[bytes]:
+def _end_extras(at_end: dict | None, end: np.ndarray,
+                order: np.ndarray | None = None) -> list[bytes]:
     """What each slice's END carries (b"": nothing): the samples riding at its end time,
-    on the first END there (the loop takes them out of ``at_end``)."""
+    on the first END written there (the loop takes them out of ``at_end``); ``order``: the
+    slices in the order their ENDs are written, where it is not theirs."""
     if not at_end:
         return [b""] * len(end)
+    if order is not None:
+        out = np.full(len(end), b"", dtype=object)
+        out[order] = list(map(at_end.pop, end[order].tolist(), repeat(b"")))
+        return out.tolist()
     firsts = np.flatnonzero(np.concatenate(([True], end[1:] != end[:-1])))
     got = list(map(at_end.pop, end[firsts].tolist(), repeat(b"")))
     if len(firsts) == len(end):
@@ -259,12 +319,12 @@ def _end_extras(at_end: dict | None, end: np.ndarray) -> list[bytes]:
 def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
             labels: tuple[list[bytes], np.ndarray], interned: list[bytes],
             own: list[bytes], begin_extra: list, end_extra: list, begin_d: np.ndarray,
-            end_d: np.ndarray) -> tuple[bytes, np.ndarray]:
+            end_d: np.ndarray, order: np.ndarray | None = None) -> tuple[bytes, np.ndarray]:
     """The BEGIN and END packets of a run of slices (their name fields and labels: the
     distinct ones and each slice's number; per slice its InternedData field, own args,
-    extras, times after the time 0), laid
-    end to end, and each packet's length: every packet the pieces of its fields, cut out
-    of one pool of bytes by one gather."""
+    extras, times after the time 0), laid end to end (each BEGIN, then its END; or in
+    ``order``: ``_emission``'s), and each packet's length: every packet the pieces of its
+    fields, cut out of one pool of bytes by one gather."""
     (fields, name_ids), (labels, kinds) = names, labels
     n = len(kinds)
     i_len = np.fromiter(map(len, interned), np.int64, n)
@@ -320,12 +380,15 @@ def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
     for side, fields in enumerate((begin, end)):
         for j, (where, size) in enumerate(fields):
             seg_at[:, side, j], seg_len[:, side, j] = where, size
+    seg_at, seg_len = seg_at.reshape(2 * n, width), seg_len.reshape(2 * n, width)
+    if order is not None:
+        seg_at, seg_len = seg_at[order], seg_len[order]
     sizes = seg_len.reshape(-1)
     kind = np.int32 if len(pool) < 1 << 31 else np.int64
     placed = np.cumsum(sizes) - sizes
     index = np.repeat((seg_at.reshape(-1) - placed).astype(kind), sizes)
     index += np.arange(len(index), dtype=kind)
-    return pool[index].tobytes(), seg_len.sum(axis=2).reshape(-1)
+    return pool[index].tobytes(), seg_len.sum(axis=1)
 
 
 def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
