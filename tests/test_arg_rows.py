@@ -115,7 +115,11 @@ def _written(trace: Trace, workers: int = 1) -> bytes:
     return buf.getvalue()
 
 
-def test_rows_write_the_bytes_their_dicts_write(monkeypatch):
+@pytest.mark.parametrize("alone", [1024, 0])
+def test_rows_write_the_bytes_their_dicts_write(monkeypatch, alone):
+    """(``alone``: rows encoded one at a time before a run's bytes are cut per row at
+    once; 0: from the first.)"""
+    monkeypatch.setattr(row_args, "_ALONE", alone)
     planned = []
     real = row_args._plan
     monkeypatch.setattr(row_args, "_plan", lambda *a: planned.append(1) or real(*a))
@@ -165,7 +169,7 @@ def test_the_plan_sorts_columns_as_the_dict_way_needs():
     static = [e.decode()[6:] for run in runs for e in run.entries]
     assert static == ["mixed", "with_none", "f", "i", "huge", "small", "late_none"]
     assert [run.optional for run in runs] == [False, True, False, True]
-    assert all(len(run.pieces) == 40 for run in runs)
+    assert all(len(run.at) == 41 and run.at[-1] == len(run.data) for run in runs)
 
 
 # -- the database reader ------------------------------------------------------------------

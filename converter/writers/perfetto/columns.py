@@ -6,6 +6,9 @@ give; the Perfetto writer takes them from a list instead of building each in the
 
 from __future__ import annotations
 
+from itertools import count
+from typing import Any, Iterable
+
 import numpy as np
 
 from .wire import _PACKET, _TS
@@ -55,6 +58,29 @@ def gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     index = np.repeat((starts[at] - placed).astype(kind), size)
     index += np.arange(len(index), dtype=kind)
     return source[index].tobytes()
+
+
+def factor(values: Iterable) -> tuple[list[int], np.ndarray]:
+    """The places of the first of each distinct value of ``values`` (in order), and each
+    value's number among them."""
+    first_of: dict[Any, int] = {}
+    first = list(map(first_of.setdefault, values, count()))
+    firsts = list(first_of.values())            # (inserted in order of place)
+    return firsts, np.searchsorted(np.array(firsts, dtype=np.int64),
+                                   np.array(first, dtype=np.int64))
+
+
+def gather_rows(source: np.ndarray, at: np.ndarray, lengths: np.ndarray
+                ) -> tuple[bytes, np.ndarray]:
+    """Per row of ``at`` and ``lengths`` (n × s: row k is its s pieces of ``source``,
+    uint8, each ``lengths[k, j]`` bytes from ``at[k, j]``), its pieces end to end, the
+    rows end to end: one numpy gather; and each row's length."""
+    sizes = lengths.reshape(-1)
+    kind = np.int32 if len(source) < 1 << 31 and int(sizes.sum()) < 1 << 31 else np.int64
+    placed = np.cumsum(sizes) - sizes
+    index = np.repeat((at.reshape(-1) - placed).astype(kind), sizes)
+    index += np.arange(len(index), dtype=kind)
+    return source[index].tobytes(), lengths.sum(axis=1)
 
 
 def _rows(matrix: np.ndarray, lengths: np.ndarray) -> list[bytes]:

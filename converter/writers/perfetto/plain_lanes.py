@@ -18,7 +18,7 @@ of its pieces by one gather.
 
 from __future__ import annotations
 
-from itertools import compress, count, repeat
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any, Iterator
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from ...arg_rows import ArgRow
 from ..protowire import varint
-from .columns import flat_rows, varint_matrix
+from .columns import factor, flat_rows, gather_rows, varint_matrix
 from .interning import _Sequence
 from .wire import _BEGIN, _END, _FLAGS_NEEDS, _INTERNED, _PACKET, _TRACK_EVENT, _TS
 
@@ -126,8 +126,8 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
         end_extra = _end_extras(at_end, end[p0:p1],
                                 None if mine is None else mine[mine & 1 == 1] >> 1)
         n = p1 - p0
-        if own is None:
-            own = [b""] * n
+        own_data, own_len = _own(own, n)
+        own_at = np.concatenate(([0], np.cumsum(own_len))).tolist()
         fields_in: list[bytes] = [b""] * n          # each slice's InternedData field
         for k, (field, _) in interned.items():
             fields_in[k] = field
@@ -144,7 +144,7 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
                 begins = written[0::2].tolist()
             record.update(zip(part, zip(begins, repeat(None), repeat(fixed[1]), flushed)))
         # pieces of about _STEP_BYTES of packets (the gather's index: 4 bytes a byte)
-        size = np.fromiter(map(len, own), np.int64, n) + _SLICE_BYTES
+        size = own_len + _SLICE_BYTES
         size += np.fromiter(map(len, begin_extra), np.int64, n)
         size += np.fromiter(map(len, end_extra), np.int64, n)
         steps = np.searchsorted(np.cumsum(size),
@@ -155,21 +155,12 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
         for a, b in zip(bounds, bounds[1:]):
             step = None if mine is None else mine[2 * a:2 * b] - 2 * a
             data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
-                                    fields_in[a:b], own[a:b], begin_extra[a:b],
+                                    fields_in[a:b], (own_data[own_at[a]:own_at[b]],
+                                                     own_len[a:b]), begin_extra[a:b],
                                     end_extra[a:b], part_ts[a:b], part_end[a:b], step)
             stamps = np.empty(2 * (b - a), dtype=np.int64)
             stamps[0::2], stamps[1::2] = part_ts[a:b], part_end[a:b]
             yield data, lengths, stamps if step is None else stamps[step]
-
-
-def _factor(values) -> tuple[list[int], np.ndarray]:
-    """The places of the first of each distinct value of ``values`` (in order), and each
-    value's number among them."""
-    first_of: dict[Any, int] = {}
-    first = list(map(first_of.setdefault, values, count()))
-    firsts = list(first_of.values())            # (inserted in order of place)
-    return firsts, np.searchsorted(np.array(firsts, dtype=np.int64),
-                                   np.array(first, dtype=np.int64))
 
 
 def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
@@ -183,7 +174,7 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
     names, cats, name_field, cat_field = w.names, w.cats, w.name_field, w.cat_field
     shared_cache, encode_all = w.shared_cache, w.args_enc.encode_all
     defined, pending, seen = seq.defined, seq.pending, seq.seen
-    name_firsts, name_ids = _factor(map(_NAME, lane))
+    name_firsts, name_ids = factor(map(_NAME, lane))
     fields = []
     name_entry: dict[int, bytes] = {}           # place -> a name's entry, first used there
     for k in name_firsts:
@@ -192,7 +183,7 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
         fields.append(hit[0])
         if hit[1] is not None:
             name_entry[k] = hit[1]
-    label_firsts, kinds = _factor(zip(map(_CAT, lane), map(id, map(_SHARED, lane))))
+    label_firsts, kinds = factor(zip(map(_CAT, lane), map(id, map(_SHARED, lane))))
     is_first = dict.fromkeys(label_firsts)
 
     def label(s) -> bytes:
@@ -242,6 +233,7 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
         at(sorted({*name_entry, *label_firsts}))
         return fields, name_ids, labels, kinds, None, interned
     own: list[bytes] = [b""] * len(lane)
+    waited: list[tuple[list[int], bytes, np.ndarray]] = []
     encode, rows = w.args_enc.encode, w.args_enc.rows
     # (the first block short: a table's plan is made at its first row, and its rows wait
     # from the next block on)
@@ -272,9 +264,32 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
         at([k for k in range(a0, b0) if k not in waits or k in name_entry or k in is_first]
            if waits else range(a0, b0), own, waits)
         for table, places, numbers in waiting:
-            for k, made in zip(places, rows.encode_later(table, numbers)):
-                own[k] = made
-    return fields, name_ids, labels, kinds, own, interned
+            waited.append((places, *rows.encode_later(table, numbers)))
+    return fields, name_ids, labels, kinds, (own, waited), interned
+
+
+def _own(own: tuple | None, n: int) -> tuple[bytes, np.ndarray]:
+    """The own args of a part's ``n`` slices end to end, and each one's length, from
+    ``_events``' (those encoded in order, one ``bytes`` each; those that waited, rows of
+    one block and table at a time: their places, their bytes end to end, their lengths)."""
+    if own is None:
+        return b"", np.zeros(n, dtype=np.int64)
+    one, waited = own
+    lengths = np.fromiter(map(len, one), np.int64, n)
+    data = b"".join(one)
+    if not waited:
+        return data, lengths
+    starts = np.cumsum(lengths) - lengths
+    pools = [data]
+    base = len(data)
+    for places, made, size in waited:
+        at = np.array(places, dtype=np.int64)
+        lengths[at] = size
+        starts[at] = base + np.cumsum(size) - size
+        pools.append(made)
+        base += len(made)
+    return gather_rows(np.frombuffer(b"".join(pools), dtype=np.uint8), starts[:, None],
+                       lengths[:, None])[0], lengths
 
 
 def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
@@ -318,7 +333,8 @@ def _end_extras(at_end: dict | None, end: np.ndarray,
 
 def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
             labels: tuple[list[bytes], np.ndarray], interned: list[bytes],
-            own: list[bytes], begin_extra: list, end_extra: list, begin_d: np.ndarray,
+            own: tuple[bytes, np.ndarray], begin_extra: list, end_extra: list,
+            begin_d: np.ndarray,
             end_d: np.ndarray, order: np.ndarray | None = None) -> tuple[bytes, np.ndarray]:
     """The BEGIN and END packets of a run of slices (their name fields and labels: the
     distinct ones and each slice's number; per slice its InternedData field, own args,
@@ -330,12 +346,12 @@ def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
     i_len = np.fromiter(map(len, interned), np.int64, n)
     label_len = np.fromiter(map(len, labels), np.int64, len(labels))
     field_len = np.fromiter(map(len, fields), np.int64, len(fields))
-    own_len = np.fromiter(map(len, own), np.int64, n)
+    own, own_len = own
     bx_len = np.fromiter(map(len, begin_extra), np.int64, n)
     ex_len = np.fromiter(map(len, end_extra), np.int64, n)
     # the pool: the fixed fields, the labels, then per slice (end to end) its interned
     # data, own args, BEGIN extras, END extras; then the varints made here
-    texts = (b"".join(fixed), b"".join(labels), b"".join(interned), b"".join(own),
+    texts = (b"".join(fixed), b"".join(labels), b"".join(interned), own,
              b"".join(begin_extra), b"".join(end_extra), b"".join(fields))
     text_at = np.cumsum([0, *map(len, texts)])
     ts_b, tsb_len = flat_rows(varint_matrix(begin_d.astype(np.uint64)), _TS)
@@ -383,12 +399,7 @@ def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
     seg_at, seg_len = seg_at.reshape(2 * n, width), seg_len.reshape(2 * n, width)
     if order is not None:
         seg_at, seg_len = seg_at[order], seg_len[order]
-    sizes = seg_len.reshape(-1)
-    kind = np.int32 if len(pool) < 1 << 31 else np.int64
-    placed = np.cumsum(sizes) - sizes
-    index = np.repeat((seg_at.reshape(-1) - placed).astype(kind), sizes)
-    index += np.arange(len(index), dtype=kind)
-    return pool[index].tobytes(), seg_len.sum(axis=1)
+    return gather_rows(pool, seg_at, seg_len)
 
 
 def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

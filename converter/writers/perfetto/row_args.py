@@ -3,11 +3,13 @@
 A table's columns whose every value is a number an arg writes as itself (a float, or an
 int in [0, 2^63)) are "static": their DebugAnnotations depend on the value and the arg
 name's iid only, so a run of such columns is built for every row of the table at once with
-numpy, and each row takes its run's bytes from a list.  A column whose every value is None
+numpy, every row's bytes end to end in one ``bytes``.  A column whose every value is None
 writes nothing.  The other columns ("dynamic": strings, which are written inline first and
 interned from their second use, nested values, None among values...) are encoded per
 row, in the table's order, as the encoder's usual path does (a string seen before is
-taken from its cache here).  The bytes, and the order in which
+taken from its cache here); rows that can define nothing (``RowPlans.later``) are
+encoded together, their runs' bytes and their values' (each distinct one looked up
+once) gathered by numpy (``encode_later``).  The bytes, and the order in which
 interned entries are defined, are those of encoding the row as a dict: a table's first row
 in a process is encoded that way (which gives its static columns' names their iids, in the
 dict way's order), and a run's name entries are defined on a sequence before its first use
@@ -23,21 +25,39 @@ from typing import Any, Callable
 import numpy as np
 
 from ...arg_rows import ArgRow, ArgTable
-from .columns import varint_matrix
+from .columns import factor, gather_rows, varint_matrix
 from .wire import _DOUBLE_VALUE, _INT_VALUE, _TE_DEBUG
 
 _CHUNK = 65536          # rows built at once (bounds the byte matrix)
+_ALONE = 1024           # a run's rows encoded one at a time before all are cut at once
 
 
 class _Run:
-    """A run of static columns: the name entries they use, and each row's bytes."""
+    """A run of static columns: the name entries they use, and each row's bytes (row r's
+    are ``data[at[r]:at[r + 1]]``, ``piece(r)``)."""
 
-    __slots__ = ("entries", "pieces", "optional")
+    __slots__ = ("entries", "data", "at", "optional", "pieces", "alone")
 
-    def __init__(self, entries: tuple[bytes, ...], pieces: list[bytes], optional: bool):
+    def __init__(self, entries: tuple[bytes, ...], data: bytes, at: np.ndarray,
+                 optional: bool):
         self.entries = entries      # (the run itself, in a sequence's ``seen``: its entries
-        self.pieces = pieces        # are defined there)
+        self.data = data            # are defined there)
+        self.at = at
         self.optional = optional    # one column with None values: no bytes, no entry there
+        self.pieces: list[bytes] | None = None      # one bytes per row, once
+        self.alone = 0              # rows encoded one at a time (``RowPlans.encode``)
+
+    def piece(self, r: int) -> bytes:
+        """Row ``r``'s bytes (where rows are encoded one at a time, ``_ALONE`` of them, they
+        are cut out of ``data`` once, for every row)."""
+        if self.pieces is not None:
+            return self.pieces[r]
+        self.alone += 1
+        if self.alone > _ALONE:
+            data, at = self.data, self.at.tolist()
+            self.pieces = [data[a:b] for a, b in zip(at, at[1:])]
+            return self.pieces[r]
+        return self.data[int(self.at[r]):int(self.at[r + 1])]
 
 
 class RowPlans:
@@ -69,7 +89,7 @@ class RowPlans:
         cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
         for seg in plan[1]:
             if seg.__class__ is _Run:
-                piece = seg.pieces[row.row]
+                piece = seg.piece(row.row)
                 if seg not in seq.seen and (piece or not seg.optional):
                     seq.seen.add(seg)
                     seq.use(seg.entries)
@@ -112,12 +132,18 @@ class RowPlans:
         cache, defined, seen = self.cache, seq.defined, seq.seen
         for seg in segs:
             if seg.__class__ is _Run:
-                if seg in seen:
+                if seg in seen or not rows:
                     continue
-                for j, r in enumerate(rows):        # the first row that uses it
-                    if r >= planned or seg.pieces[r] or not seg.optional:
-                        later[j] = False
-                        break
+                if seg.optional:                    # the first row that uses it
+                    at = np.array(rows, dtype=np.int64)
+                    planned_ = at < planned
+                    uses = ~planned_
+                    sized = at[planned_]
+                    uses[planned_] = seg.at[sized + 1] > seg.at[sized]
+                    if uses.any():
+                        later[int(uses.argmax())] = False
+                else:
+                    later[0] = False
                 continue
             c, name = seg
             column = list(map(itemgetter(c), values))
@@ -151,23 +177,47 @@ class RowPlans:
                     later[j] = False
         return later
 
-    def encode_later(self, table: ArgTable, rows: list[int]) -> list[bytes]:
+    def encode_later(self, table: ArgTable, rows: list[int]) -> tuple[bytes, np.ndarray]:
         """The DebugAnnotations of ``rows`` of ``table`` that ``later`` let wait, once the
         rows before them were encoded: each run's piece, each string, list or dict from
-        the cache."""
+        the cache; the rows' end to end, and each row's length.  A column at a time: the
+        runs' pieces and the distinct values' bytes gathered by numpy."""
         segs = self.plans[table][1]
-        values = list(map(table.rows.__getitem__, rows))
+        n = len(rows)
+        if not segs:
+            return b"", np.zeros(n, dtype=np.int64)
+        at = np.array(rows, dtype=np.int64)
+        values = None
         cache = self.cache
-        parts = []
-        for seg in segs:
+        pools: list[np.ndarray] = []
+        starts, lengths = np.empty((n, len(segs)), np.int64), np.empty((n, len(segs)), np.int64)
+        base = 0
+        for j, seg in enumerate(segs):
             if seg.__class__ is _Run:
-                parts.append(list(map(seg.pieces.__getitem__, rows)))
-                continue
-            c, name = seg
-            column = list(map(itemgetter(c), values))
-            parts.append([b"" if v is None else cache[name, str, v][0] if v.__class__ is str
-                          else cache[name, id(v)][0] for v in column])
-        return list(map(b"".join, zip(*parts))) if parts else [b""] * len(rows)
+                first = seg.at[at]
+                size = seg.at[at + 1] - first
+                buffer = np.frombuffer(seg.data, dtype=np.uint8)
+                pool = buffer[first.min():(first + size).max()] if n else buffer[:0]
+                starts[:, j] = first - (first.min() if n else 0)
+            else:
+                if values is None:
+                    values = list(map(table.rows.__getitem__, rows))
+                c, name = seg
+                column = list(map(itemgetter(c), values))
+                if not _STR_OR_NONE.issuperset(map(type, column)):
+                    column = [v if v is None or v.__class__ is str else id(v) for v in column]
+                firsts, number = factor(column)
+                made = [b"" if v is None else cache[name, str, v][0] if v.__class__ is str
+                        else cache[name, v][0] for v in map(column.__getitem__, firsts)]
+                made_len = np.fromiter(map(len, made), np.int64, len(made))
+                size = made_len[number]
+                starts[:, j] = (np.cumsum(made_len) - made_len)[number]
+                pool = np.frombuffer(b"".join(made), dtype=np.uint8)
+            lengths[:, j] = size
+            starts[:, j] += base
+            base += len(pool)
+            pools.append(pool)
+        return gather_rows(np.concatenate(pools), starts, lengths)
 
 
 def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> tuple[int, list]:
@@ -249,7 +299,8 @@ def _make_run(columns: list[tuple[tuple[bytes, bytes], _Column]],
     """The run of ``columns`` ((name field, entry), values): each row's DebugAnnotations."""
     entries = tuple(dict.fromkeys(e for (_, e), _ in columns))
     n = columns[0][1].n
-    pieces: list[bytes] = []
+    data: list[bytes] = []
+    sizes: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
     for first in range(0, n, _CHUNK):
         rows = slice(first, min(n, first + _CHUNK))
         cells = [_cells(column, rows, head) for (head, _), column in columns]
@@ -258,10 +309,9 @@ def _make_run(columns: list[tuple[tuple[bytes, bytes], _Column]],
         else:
             matrix = np.concatenate([m for m, _ in cells], axis=1)
             keep = np.concatenate([k for _, k in cells], axis=1)
-        data = matrix[keep].tobytes()
-        ends = np.cumsum(keep.sum(axis=1)).tolist()
-        pieces += [data[a:b] for a, b in zip([0, *ends], ends)]
-    return _Run(entries, pieces, optional)
+        data.append(matrix[keep].tobytes())
+        sizes.append(keep.sum(axis=1))
+    return _Run(entries, b"".join(data), np.cumsum(np.concatenate(sizes)), optional)
 
 
 def _cells(column: _Column, rows: slice, head: bytes) -> tuple[np.ndarray, np.ndarray]:
