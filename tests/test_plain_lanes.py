@@ -64,7 +64,8 @@ def _pathologies() -> Trace:
     # strings were met on another lane (cached, not defined on this one), with None and
     # nested values: the rows that cannot wait for the rest (``row_args.later``)
     texts = ArgTable(("n", "s", "t", "nested", "shape"))
-    shapes = [[4, 8], {"k": 2}, (3,)]       # a list, a dict, a tuple held by many rows
+    shapes = [[4, 8], {"k": 2}, (3,)]       # a list, a dict, a tuple held by many rows,
+    #                                          and strings among them
     # runs only, one of them of numbers and None: the second lane defines their entries
     # (the optional run's at its first row with a value)
     numbers = ArgTable(("x", "y", "maybe"))
@@ -107,7 +108,8 @@ def _pathologies() -> Trace:
         for lane in lanes[7:9]:
             t.add_slice(lane, ts, dur, "row", "kernel", texts.add((
                 r, f"late {r // 20}" if r % 7 else None, f"t {(r + lane) % 3}",
-                [r] if r % 50 == 49 else None, shapes[r // 40] if r % 5 else None)))
+                [r] if r % 50 == 49 else None,
+                shapes[r // 40] if r % 5 else f"s {r // 30}" if r % 10 == 5 else None)))
         for lane in lanes[9:11]:
             t.add_slice(lane, ts, dur, "numbers", "", numbers.add((
                 r * 1000, r / 7,

@@ -163,18 +163,23 @@ class RowPlans:
                     hit = cache.get((name, key))
                     if hit is None or not defined.issuperset(hit[1]):
                         later[j] = False
-            for v, j in first.items():
+            new: set[str] = set()           # strings not cached: inline here, interned at
+            for v, j in first.items():      # their next use
                 if v is None:
                     continue
                 hit = cache.get((name, str, v))
-                if hit is None:             # inline here, interned at its next use
+                if hit is None:
                     later[j] = False
-                    try:
-                        later[column.index(v, j + 1)] = False
-                    except ValueError:
-                        pass
+                    new.add(v)
                 elif not defined.issuperset(hit[1]):
                     later[j] = False
+            if new:                         # (their next uses, in one pass)
+                for j, v in enumerate(column):
+                    if v.__class__ is str and v in new and first[v] != j:
+                        later[j] = False
+                        new.discard(v)
+                        if not new:
+                            break
         return later
 
     def encode_later(self, table: ArgTable, rows: list[int]) -> tuple[bytes, np.ndarray]:
