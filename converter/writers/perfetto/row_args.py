@@ -89,7 +89,8 @@ class RowPlans:
         cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
         for seg in plan[1]:
             if seg.__class__ is _Run:
-                piece = seg.piece(row.row)
+                pieces = seg.pieces
+                piece = pieces[row.row] if pieces is not None else seg.piece(row.row)
                 if seg not in seq.seen and (piece or not seg.optional):
                     seq.seen.add(seg)
                     seq.use(seg.entries)
