@@ -334,8 +334,8 @@ def _end_extras(at_end: dict | None, end: np.ndarray,
 def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
             labels: tuple[list[bytes], np.ndarray], interned: list[bytes],
             own: tuple[bytes, np.ndarray], begin_extra: list, end_extra: list,
-            begin_d: np.ndarray,
-            end_d: np.ndarray, order: np.ndarray | None = None) -> tuple[bytes, np.ndarray]:
+            begin_d: np.ndarray, end_d: np.ndarray,
+            order: np.ndarray | None = None) -> tuple[bytes, np.ndarray]:
     """The BEGIN and END packets of a run of slices (their name fields and labels: the
     distinct ones and each slice's number; per slice its InternedData field, own args,
     extras, times after the time 0), laid end to end (each BEGIN, then its END; or in

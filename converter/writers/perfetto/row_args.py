@@ -200,11 +200,14 @@ class RowPlans:
         base = 0
         for j, seg in enumerate(segs):
             if seg.__class__ is _Run:
+                # (the rows' pieces gathered first: a lane's rows of a table may lie
+                # far apart in it, among other lanes')
                 first = seg.at[at]
                 size = seg.at[at + 1] - first
-                buffer = np.frombuffer(seg.data, dtype=np.uint8)
-                pool = buffer[first.min():(first + size).max()] if n else buffer[:0]
-                starts[:, j] = first - (first.min() if n else 0)
+                made, _ = gather_rows(np.frombuffer(seg.data, dtype=np.uint8),
+                                      first[:, None], size[:, None])
+                pool = np.frombuffer(made, dtype=np.uint8)
+                starts[:, j] = np.cumsum(size) - size
             else:
                 if values is None:
                     values = list(map(table.rows.__getitem__, rows))
