@@ -94,7 +94,7 @@ def _pathologies() -> Trace:
         t.add_slice(lanes[11], ts, 2, "a child", "call")
         t.add_slice(lanes[11], ts + 3, 9 if r % 4 else 3, "b", "call")
         t.add_slice(lanes[11], ts + 4, 0, "b child", "call", {"r": r})
-        t.add_slice(lanes[11], ts + 6 if r % 4 else ts + 5, 1 if r % 4 else 1, "c", "call")
+        t.add_slice(lanes[11], ts + 6 if r % 4 else ts + 5, 1, "c", "call")
         # lane 12: one slice open over the whole lane (no place to cut it in parts but
         # its start), three deep inside; the last ends with it (the innermost END first)
         t.add_slice(lanes[12], ts, 5, "d", "call")
