@@ -170,6 +170,20 @@ def test_pathology_lanes_write_the_loops_bytes(monkeypatch, workers, part, enric
         assert len(seen) >= 13 and all(ok for _, ok in seen), seen
 
 
+def test_a_slice_open_over_most_of_a_lane_leaves_it_to_the_loop(monkeypatch):
+    """A nested lane is made in parts cut where no slice is open: where more slices than
+    ``_OPEN_MAX`` come between two such places, the loop writes it (a part would hold
+    them all); the bytes are the same."""
+    monkeypatch.setattr(plain_lanes, "_OPEN_MAX", 50)
+    seen = _counted(monkeypatch)
+    columns, loop = _both_ways(monkeypatch, lambda: _with_riders_and_flows(_pathologies()))
+    assert columns == loop
+    refused = [n for n, ok in seen if not ok]
+    # lane 4 (each "outer" overlaps the next: long stretches with a slice open) and lane
+    # 12 ("whole" open over its 361 slices)
+    assert refused == [240, 361], seen
+
+
 def test_a_flow_ending_on_an_end_leaves_its_lane_to_the_loop(monkeypatch):
     """A flow whose destination starts at the ns its source starts ends on the
     destination's END (``flows_of``): that lane is not plain; the others still are."""

@@ -18,6 +18,7 @@ of its pieces by one gather.
 
 from __future__ import annotations
 
+from array import array
 from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any, Iterator
@@ -32,6 +33,8 @@ from .wire import _BEGIN, _END, _FLAGS_NEEDS, _INTERNED, _PACKET, _TRACK_EVENT, 
 
 PLAIN_FROM = 256            # slices of a lane from which this pays (numpy's cost per call)
 _PART = 1 << 16             # slices built at a time at most,
+_OPEN_MAX = 1 << 18         # (or, in a nested lane, up to where no slice is open: beyond
+                            # this many slices, the loop writes the lane)
 _STEP_BYTES = 1 << 20       # their packets cut out about this many bytes at a time
 _SLICE_BYTES = 40           # a slice's two packets but its args and extras, about
 _BLOCK = 4096               # slices whose own args are looked at together (``_events``)
@@ -62,6 +65,8 @@ def plain_lane(w: Any, track: int, ids: list[int], ts: np.ndarray, end: np.ndarr
     order = cuts = None
     if not (end[:-1] <= ts[1:]).all():
         order, cuts = _emission(ts.tolist(), end.tolist())
+        if int(np.diff(cuts, append=len(ids)).max()) > _OPEN_MAX:
+            return None             # (a slice open over most of a long lane)
     return _lane_pieces(w, track, ids, seq, record, place, ts, end, order, cuts)
 
 
@@ -71,8 +76,8 @@ def _emission(ts: list[int], end: list[int]) -> tuple[np.ndarray, np.ndarray]:
     the innermost ends at or before it starts (a slice that overlaps another without
     holding it waits for the one it holds); the rest after the last.  And the slices
     before whose BEGIN no slice is open (0 is one), where a lane can be cut in parts."""
-    order: list[int] = []
-    cuts: list[int] = []
+    order = array("q")
+    cuts = array("q")
     ends: list[int] = []            # the open slices' ends, innermost last
     closes: list[int] = []          # their ENDs
     put, cut, push, push_end = order.append, cuts.append, ends.append, closes.append
@@ -86,7 +91,7 @@ def _emission(ts: list[int], end: list[int]) -> tuple[np.ndarray, np.ndarray]:
         push(end[k])
         push_end(2 * k + 1)
     order.extend(reversed(closes))
-    return np.array(order, dtype=np.int64), np.array(cuts, dtype=np.int64)
+    return np.frombuffer(order, dtype=np.int64), np.frombuffer(cuts, dtype=np.int64)
 
 
 def _snap(at: np.ndarray, cuts: np.ndarray | None, n: int) -> list[int]:
