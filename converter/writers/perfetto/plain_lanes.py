@@ -188,7 +188,11 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
         fields.append(hit[0])
         if hit[1] is not None:
             name_entry[k] = hit[1]
-    label_firsts, kinds = factor(zip(map(_CAT, lane), map(id, map(_SHARED, lane))))
+    shared = list(map(_SHARED, lane))
+    # (most lanes have no shared args: their categories alone tell their labels apart)
+    label_firsts, kinds = factor(map(_CAT, lane) if shared.count(None) == len(shared)
+                                 else zip(map(_CAT, lane), map(id, shared)))
+    del shared
     is_first = dict.fromkeys(label_firsts)
 
     def label(s) -> bytes:
