@@ -274,16 +274,8 @@ class SequenceWriter:
         # written inline, on purpose: a call would cost more than the step itself.
         cols = self.cols
         for track_id, ids in units:
-            times = None
-            if cols is not None and len(ids) >= min(_COLUMNS_FROM, PLAIN_FROM):
-                times = _lane_times(cols, ids)
-                starts, ends = times[0].tolist(), times[1].tolist()
-            else:
-                starts = [slices[i].ts for i in ids]
-                if not all(map(int.__lt__, starts, starts[1:])):    # sorted only if need be
-                    ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
-                    starts = [slices[i].ts for i in ids]
-                ends = [slices[i].ts + slices[i].dur for i in ids]
+            times = _lane_times(cols, ids) if cols is not None and \
+                len(ids) >= min(_COLUMNS_FROM, PLAIN_FROM) else None
             seq = _Sequence(seq_ids[track_id])
             append(_sequence_start(seq, track_id))
             stamp(-1)
@@ -299,6 +291,14 @@ class SequenceWriter:
                         self.report()
                         limit = self.next_report
                     continue
+            if times is not None:                   # (as lists for the loop's steps)
+                starts, ends = times[0].tolist(), times[1].tolist()
+            else:
+                starts = [slices[i].ts for i in ids]
+                if not all(map(int.__lt__, starts, starts[1:])):    # sorted only if need be
+                    ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+                    starts = [slices[i].ts for i in ids]
+                ends = [slices[i].ts + slices[i].dur for i in ids]
             seqb = seq.field
             defined = seq.defined
             pending = seq.pending

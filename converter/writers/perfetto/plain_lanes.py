@@ -115,9 +115,7 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
     are cut where no slice is open."""
     fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END, _BEGIN)
     at_end = w.end_riders.get(track)
-    parts = [0]
-    while parts[-1] < len(ids):
-        parts.append(_snap(np.array([parts[-1] + _PART]), cuts, len(ids))[0])
+    parts = sorted({0, *_snap(np.arange(_PART, len(ids), _PART), cuts, len(ids)), len(ids)})
     for p0, p1 in zip(parts, parts[1:]):
         part = ids[p0:p1]
         # the part's packets in the order they are written (theirs: 2 * p0 to 2 * p1)

@@ -111,7 +111,6 @@ class RowPlans:
             parts.append(encode_pairs(((name, value),), seq))
         return b"".join(parts)
 
-
     def later(self, table: ArgTable, rows: list[int], seq) -> list[bool] | None:
         """Which of ``rows`` (row numbers of ``table``, in the order they are to be encoded
         on ``seq``, after all encoded there so far) may be encoded at once, after the
