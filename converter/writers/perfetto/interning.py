@@ -238,6 +238,15 @@ class _ArgEncoder:
     def encode_all(self, args: dict[str, Any], shared: bool = False) -> tuple[bytes, tuple]:
         """A whole args dict: (bytes, the entries they use, in order of first use).  A
         slice's ``shared`` args have their lines (``model.ARG_LINES``) made."""
+        if len(args) == 1:
+            # one string arg that is no line and in none (the bubbles' "waiting_for": one
+            # dict per task waited for): ``pair``'s, without folding or joining
+            ((name, value),) = args.items()
+            if value.__class__ is str and name.__class__ is str and not (
+                    shared and (name in self.lines or name in self.line_names)):
+                key = (name, str, value)
+                hit = self.cache.get(key) or self._uncached_str(key, name, value)
+                return hit
         made: set[str] = set()
         if shared and self.lines:
             args = fold_lines(args, self.lines)
