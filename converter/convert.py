@@ -29,7 +29,7 @@ def _chrome(trace, out, progress, workers=1, enrich=None):
     from .writers.chrome import write_chrome
     if enrich is not None:
         enrich(trace)
-    return write_chrome(trace, out, progress)
+    return write_chrome(trace, out, progress, workers)
 
 
 def _model(trace, out, progress, workers=1, enrich=None):

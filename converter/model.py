@@ -416,11 +416,15 @@ class Trace:
         firsts += [first_slice, min((i.ts for i in self.instants), default=None)]
         return min((t for t in firsts if t is not None), default=None)
 
-    def time_span(self) -> tuple[int, int] | None:
+    def time_span(self, slices: tuple[int, int] | None = None) -> tuple[int, int] | None:
         """(first, last) timestamp over slices, instants and counter samples (one pass over
-        the slices: faster than ``time_start`` and a second pass for the last)."""
+        the slices: faster than ``time_start`` and a second pass for the last).
+        ``slices``: the slices' first start and last end, where the caller knows them
+        (their columns); None: found here."""
         lo = hi = None
-        for s in self.slices:
+        if slices is not None:
+            lo, hi = slices
+        for s in () if slices is not None else self.slices:
             if lo is None or s.ts < lo:
                 lo = s.ts
             e = s.ts + s.dur

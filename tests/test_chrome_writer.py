@@ -24,7 +24,7 @@ from tracecvt.writers.flows import drawable, not_drawn_warning
 from tracecvt.fileio import atomic_output
 from tracecvt.model import GROUP, LANE, Clock, RunMeta, Trace, split_overlaps
 from tracecvt.readers import find_runs
-from tracecvt.writers import chrome
+from tracecvt.writers import chrome_events
 from tracecvt.writers.chrome import EXACT_SPAN_NS, write_chrome
 
 from conftest import PYPTO_MERGED_RUNS, REPO, pypto_run_dir
@@ -692,7 +692,7 @@ def test_streamed_in_bounded_chunks():
     rec = _Recorder()
     counts = write_chrome(tr, rec)
     data = rec.getvalue()
-    assert len(rec.sizes) >= 60000 // chrome.BATCH_EVENTS
+    assert len(rec.sizes) >= 60000 // chrome_events.BATCH_EVENTS
     assert max(rec.sizes) < len(data) / 4             # no single giant string
     _, events = events_of(data)
     assert counts["slices"] == sum(1 for e in events if e["ph"] == "X") == 60000
@@ -702,7 +702,7 @@ def test_streamed_in_bounded_chunks():
 def test_batch_size_does_not_change_output(monkeypatch, batch):
     tr = _many(500, bad_every=37)                     # some events need the slow path
     ref = write(tr)
-    monkeypatch.setattr(chrome, "BATCH_EVENTS", batch)
+    monkeypatch.setattr(chrome_events, "BATCH_EVENTS", batch)
     assert write(tr) == ref
     _, events = events_of(ref)
     bad = [e["args"]["bad"] for e in events if e["ph"] == "X" and "bad" in e["args"]]

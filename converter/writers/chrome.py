@@ -63,23 +63,19 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from array import array
-from bisect import bisect_left
-from itertools import accumulate
 from typing import IO, Any, Callable
 
 import orjson
 
 from .. import __version__
 from ..fileio import PRODUCER
-from ..model import (CLOCK_SKEW, COUNTER, GROUP, INT64_MIN, LANE, READING_KEYS, SOURCE_BINDING,
-                     UINT64_END, UNTRUSTED_FLOW, Trace)
-from .flows import drawable, not_drawn_warning
+from ..model import (CLOCK_SKEW, COUNTER, GROUP, INT64_MIN, LANE, READING_KEYS, UINT64_END,
+                     Trace)
+from .chrome_events import Events, Plan, write_events
+from .flows import not_drawn_warning
 from .names import thread_names
 
-BATCH_EVENTS = 10000
 EXACT_SPAN_NS = 1 << 51          # offsets below this keep exact ns through any JSON parser
-FLOW_CAT = "flow"
 
 
 # -- safe serialization -------------------------------------------------------------------
@@ -218,34 +214,6 @@ class _Layout:
 
 # -- writer -------------------------------------------------------------------------------
 
-def _flow_cat(name: str) -> str:
-    """Untrusted dependencies get a category of their own (model.UNTRUSTED_FLOW)."""
-    return "untrusted" if name == UNTRUSTED_FLOW else FLOW_CAT
-
-
-def _flow_end(f, fid: int, ts_us: float, pid: int, tid: int) -> dict[str, Any]:
-    name = f.name or FLOW_CAT
-    return {"ph": "f", "bp": "e", "id": fid, "cat": _flow_cat(name), "name": name,
-            "ts": ts_us, "pid": pid, "tid": tid}
-
-
-def _group_flows(flows: list, n_slices: int, end: str) -> tuple[array, array]:
-    """Flow ids grouped by slice: ids of slice i are ``ids[start[i]:start[i + 1]]``."""
-    if not flows:
-        return array("q", bytes(8 * (n_slices + 1))), array("q")
-    counts = array("q", bytes(8 * (n_slices + 1)))
-    for f in flows:
-        counts[getattr(f, end) + 1] += 1
-    start = array("q", accumulate(counts))
-    fill = array("q", start)
-    ids = array("q", bytes(8 * len(flows)))
-    for fid, f in enumerate(flows, 1):
-        i = getattr(f, end)
-        ids[fill[i]] = fid
-        fill[i] += 1
-    return start, ids
-
-
 def _metadata(trace: Trace, base: int, warnings: list[str]) -> dict[str, Any]:
     m = trace.meta
     clock = m.clock
@@ -268,42 +236,36 @@ def _metadata(trace: Trace, base: int, warnings: list[str]) -> dict[str, Any]:
 
 
 def write_chrome(trace: Trace, out: IO[bytes],
-                 progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Write ``trace`` as compact Chrome trace-event JSON to the binary stream ``out``."""
+                 progress: Callable[[int], None] | None = None,
+                 workers: int = 1) -> dict[str, int]:
+    """Write ``trace`` as compact Chrome trace-event JSON to the binary stream ``out``
+    (``workers`` > 1: a large trace's last events are serialized by a second process,
+    ``chrome_events.write_events``; the file is the same)."""
     layout = _Layout(trace)
-    span = trace.time_span()
-    base = span[0] if span else 0
     warnings: list[str] = []
+    plan = Plan(trace, layout.pid_of, layout.tid_of, layout.counter_name, warnings)
+    cols = plan.cols
+    span = trace.time_span((int(cols.ts.min()), int(cols.end.max()))
+                           if cols is not None and len(cols.ts) else None)
+    base = plan.base = span[0] if span else 0
     if span and span[1] - base >= EXACT_SPAN_NS:
-        warnings.append(
+        warnings.insert(0, (
             f"chrome json: the trace spans {span[1] - base} ns; timestamps later than "
             f"{EXACT_SPAN_NS} ns after base_time_ns cannot keep exact ns in float64 "
-            "microseconds (use the Perfetto protobuf output for exact times)")
-
-    counts = {"events": 0, "slices": 0, "instants": 0, "flows": 0, "flows_not_drawn": 0,
-              "counter_samples": 0,
+            "microseconds (use the Perfetto protobuf output for exact times)"))
+    counts = {"events": 0, "slices": 0, "instants": 0, "flows": len(plan.flows),
+              "flows_not_drawn": plan.not_drawn, "counter_samples": 0,
               "tracks": len(trace.tracks), "processes": len(layout.processes),
               "threads": len(layout.threads), "bytes": 0}
-    batch: list[dict] = []
-    started = False
 
     def write(data: bytes) -> None:
         out.write(data)
         counts["bytes"] += len(data)
 
-    def flush() -> None:
-        nonlocal started
-        if not batch:
-            return
-        data = _dumps_batch(batch)
-        write(b"," + data if started else data)
-        started = True
-        counts["events"] += len(batch)
-        batch.clear()
-
     write(b'{"traceEvents":[')
-
+    events = Events(plan, write, False, _dumps_batch, progress)
     # Metadata events: names and sort order of processes and threads.
+    batch = events.batch
     for rank, name in enumerate(layout.processes):
         pid = rank + 1
         args = {"name": name}
@@ -317,138 +279,14 @@ def write_chrome(trace: Trace, out: IO[bytes],
                       "args": {"name": name}})
         batch.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                       "args": {"sort_index": rank}})
-
-    slices = trace.slices
-    n_slices = len(slices)
-    # Compact indexes (arrays of machine ints, not lists of int objects): the writer's own
-    # memory stays a small fraction of the model's.
-    by_track: dict[int, array] = {}
-    for i, s in enumerate(slices):
-        a = by_track.get(s.track)
-        if a is None:
-            a = by_track[s.track] = array("q")
-        a.append(i)
-
-    # Flows, attached to the slices they start from / end at: flow ids (1..N, model order)
-    # grouped by source and by destination slice, CSR style.
-    flows = []
-    not_drawn = 0
-    for flow in trace.flows:
-        if 0 <= flow.src < n_slices and 0 <= flow.dst < n_slices:
-            if drawable(slices[flow.src], slices[flow.dst], "chrome"):
-                flows.append(flow)
-            else:
-                not_drawn += 1
-        else:
-            warnings.append(f"chrome json: flow {flow.src} -> {flow.dst} refers to a missing "
-                            "slice; not written")
-    out_start, out_ids = _group_flows(flows, n_slices, "src")
-    in_start, in_ids = _group_flows(flows, n_slices, "dst")
-    instant_ts: dict[int, list[int]] = {}
-    if flows:
-        for inst in trace.instants:
-            instant_ts.setdefault(inst.track, []).append(inst.ts)
-        for v in instant_ts.values():
-            v.sort()
-
-    tid_of = layout.tid_of
-    pid_of = layout.pid_of
-    done = 0
-    for track_id, _depth in trace.walk():
-        ids = by_track.pop(track_id, None)
-        if not ids:
-            continue
-        ids = sorted(ids, key=lambda i: (slices[i].ts, -slices[i].dur))
-        pid = pid_of[track_id]
-        tid = tid_of[track_id]
-        inst = instant_ts.get(track_id, ())
-        last = len(ids) - 1
-        for k, i in enumerate(ids):
-            s = slices[i]
-            ts = s.ts
-            ev = {"ph": "X", "name": s.name}
-            if s.cat:
-                ev["cat"] = s.cat
-            ev["ts"] = (ts - base) / 1000
-            ev["dur"] = s.dur / 1000
-            ev["pid"] = pid
-            ev["tid"] = tid
-            if s.shared_args is not None or s.args:
-                ev["args"] = s.all_args
-            batch.append(ev)
-            lo, hi = in_start[i], in_start[i + 1]
-            if lo != hi:
-                for fid in in_ids[lo:hi]:
-                    f = flows[fid - 1]
-                    if slices[f.src].ts != ts:     # (one start: written after its "s")
-                        batch.append(_flow_end(f, fid, ev["ts"], pid, tid))
-            lo, hi = out_start[i], out_start[i + 1]
-            if lo != hi:
-                end = ts + s.dur
-                bind = ts
-                if s.dur > 1:
-                    leaf = k == last or slices[ids[k + 1]].ts >= end
-                    if leaf and inst:
-                        j = bisect_left(inst, ts)
-                        leaf = j == len(inst) or inst[j] >= end
-                    if leaf:
-                        bind = end - 1
-                bind_us = (bind - base) / 1000
-                start_us = ev["ts"]
-                for fid in out_ids[lo:hi]:
-                    f = flows[fid - 1]
-                    d = slices[f.dst]
-                    # A destination starting before the end point: "s" at the source's start.
-                    name = f.name or FLOW_CAT
-                    fe = {"ph": "s", "id": fid, "cat": _flow_cat(name), "name": name,
-                          "ts": bind_us if d.ts >= bind else start_us, "pid": pid, "tid": tid}
-                    args = f.args
-                    if args and SOURCE_BINDING in args:    # the reader's, not a fact to show
-                        args = {k: v for k, v in args.items() if k != SOURCE_BINDING}
-                    if args:
-                        fe["args"] = args
-                    batch.append(fe)
-                    if d.ts == ts:          # "f" right after "s": Perfetto keeps that order
-                        batch.append(_flow_end(f, fid, start_us, pid_of[d.track],
-                                               tid_of[d.track]))
-            done += 1
-            if len(batch) >= BATCH_EVENTS:
-                flush()
-                if progress:
-                    progress(done)
-    counts["slices"] = done
-    counts["flows"] = len(flows)
-    counts["flows_not_drawn"] = not_drawn
-    if not_drawn:
-        warnings.append(not_drawn_warning(not_drawn, len(trace.flows), "chrome json",
+    write_events(plan, events, workers)
+    for key in ("events", "slices", "instants", "counter_samples"):
+        counts[key] = events.counts[key]
+    if plan.not_drawn:
+        warnings.append(not_drawn_warning(plan.not_drawn, len(trace.flows), "chrome json",
                                           skew=trace.meta.extra.get(CLOCK_SKEW)))
-
-    for inst in trace.instants:
-        ev = {"ph": "i", "s": "t", "name": inst.name}
-        if inst.cat:
-            ev["cat"] = inst.cat
-        ev["ts"] = (inst.ts - base) / 1000
-        ev["pid"] = pid_of[inst.track]
-        ev["tid"] = tid_of[inst.track]
-        if inst.args:
-            ev["args"] = inst.args
-        batch.append(ev)
-        counts["instants"] += 1
-        if len(batch) >= BATCH_EVENTS:
-            flush()
-
-    for counter in trace.counters:
-        name = layout.counter_name[counter.track]
-        pid = pid_of[counter.track]
-        for ts, value in zip(counter.ts, counter.values):
-            batch.append({"ph": "C", "name": name, "ts": (ts - base) / 1000, "pid": pid,
-                          "args": {"value": value}})
-            if len(batch) >= BATCH_EVENTS:
-                flush()
-        counts["counter_samples"] += len(counter.ts)
-    flush()
     if progress:
-        progress(done)
+        progress(counts["slices"])
 
     write(b'],"displayTimeUnit":"ns","metadata":')
     write(_dumps_one(_metadata(trace, base, warnings)))
