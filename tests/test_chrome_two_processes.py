@@ -224,3 +224,32 @@ def test_a_part_after_nothing_loses_its_leading_comma(tmp_path):
     written.clear()
     chrome_events._append(events, part, {"events": 2})
     assert b"".join(written) == b',{"a":1},{"b":2}'
+
+
+def _python_times(plan, track_id):
+    """``Plan.lane_times`` one slice at a time (the writer's way without columns)."""
+    slices, base = plan.slices, plan.base
+    ids = sorted(plan.by_track[track_id], key=lambda i: (slices[i].ts, -slices[i].dur))
+    return (ids, [(slices[i].ts - base) / 1000 for i in ids],
+            [slices[i].dur / 1000 for i in ids])
+
+
+@pytest.mark.parametrize("far", [0, (1 << 53) - 7, 1 << 53, 12_345_678_901_234_567])
+def test_lane_times_by_numpy_are_pythons(far):
+    """Ties of start and length keep their order; every start and length divides as
+    Python divides ints, up to 2^53 ns and past it (one slice at a time there)."""
+    tr = Trace(RunMeta("times", "test"))
+    g = tr.add_track("g", kind=GROUP)
+    lane = tr.add_track("l", g)
+    rng = __import__("random").Random(7)
+    for k in range(3000):
+        ts = rng.choice([0, 1, 999, 1001, 123_456_789]) + rng.randrange(10 ** 6)
+        tr.add_slice(lane, ts, rng.choice([0, 1, 3, 1000, 999_999]), f"s{k}")
+    tr.add_slice(lane, far, 7, "far")
+    tr.add_slice(lane, 5, far, "long")
+    plan = chrome_events.Plan(tr, {}, {}, {}, [])
+    plan.base = 0
+    assert plan.cols is not None
+    got = plan.lane_times(lane)
+    assert got == _python_times(plan, lane)
+    assert [type(x) for x in got[1][:3]] == [float] * 3

@@ -35,6 +35,7 @@ _FLOW_END_COST = 20
 _SAMPLE_COST = 12
 PARALLEL_MIN_COST = 5_000_000
 _SRC, _DST = attrgetter("src"), attrgetter("dst")
+_EXACT = 1 << 53                # ns a float64 holds exactly
 _COPY = 1 << 20                 # bytes of the second process's part copied at a time
 
 
@@ -148,6 +149,26 @@ class Plan:
         self._ends = (src[ok], dst[ok])
         return True
 
+    def lane_times(self, track_id: int) -> tuple[list[int], list[float], list[float]]:
+        """A lane's slices in (ts, -dur) order (a stable sort), and each one's start
+        (from the trace's time 0) and length in us: ``(ns - base) / 1000`` and
+        ``dur / 1000``, by numpy where every value is below 2^53 ns (a float64 holds them
+        exactly, and one division rounds as Python's does), else one slice at a time."""
+        slices, base, cols = self.slices, self.base, self.cols
+        if cols is not None:
+            at = np.frombuffer(self.by_track[track_id], dtype=np.int64)
+            start, dur = cols.ts[at] - base, cols.end[at] - cols.ts[at]
+            order = np.lexsort((-dur, start))
+            start, dur = start[order], dur[order]
+            ids = at[order].tolist()
+            if not len(at) or max(int(np.abs(start).max()), int(np.abs(dur).max())) < _EXACT:
+                return ids, (start / 1000).tolist(), (dur / 1000).tolist()
+        else:
+            ids = sorted(self.by_track[track_id],
+                         key=lambda i: (slices[i].ts, -slices[i].dur))
+        return (ids, [(slices[i].ts - base) / 1000 for i in ids],
+                [slices[i].dur / 1000 for i in ids])
+
     def items(self) -> list[tuple[str, Any, int]]:
         """What is written, in the file's order, each with its estimated cost: every lane's
         slices (tracks in walk order) with their flow ends, the
@@ -216,7 +237,7 @@ class Events:
         in_start, in_ids = plan.in_start, plan.in_ids
         out_start, out_ids = plan.out_start, plan.out_ids
         pid_of, tid_of = plan.pid_of, plan.tid_of
-        ids = sorted(plan.by_track[track_id], key=lambda i: (slices[i].ts, -slices[i].dur))
+        ids, ts_us, dur_us = plan.lane_times(track_id)
         pid = pid_of[track_id]
         tid = tid_of[track_id]
         inst = plan.instant_ts.get(track_id, ())
@@ -228,8 +249,8 @@ class Events:
             ev = {"ph": "X", "name": s.name}
             if s.cat:
                 ev["cat"] = s.cat
-            ev["ts"] = (ts - base) / 1000
-            ev["dur"] = s.dur / 1000
+            ev["ts"] = ts_us[k]
+            ev["dur"] = dur_us[k]
             ev["pid"] = pid
             ev["tid"] = tid
             if s.shared_args is not None or s.args:
