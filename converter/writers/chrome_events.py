@@ -171,8 +171,8 @@ class Plan:
 
     def items(self) -> list[tuple[str, Any, int]]:
         """What is written, in the file's order, each with its estimated cost: every lane's
-        slices (tracks in walk order) with their flow ends, the
-        instants, each counter's samples."""
+        slices (tracks in walk order) with their flow ends, the instants, each counter's
+        samples."""
         ends = np.diff(np.frombuffer(self.out_start, dtype=np.int64)) + \
             np.diff(np.frombuffer(self.in_start, dtype=np.int64))
         out: list[tuple[str, Any, int]] = []
