@@ -81,14 +81,19 @@ def by_track(track: np.ndarray, first: int = 0) -> dict[int, list[int]]:
     """``Trace.slices_by_track`` from the track column (of the slices from index ``first``):
     slice indexes per track in index order, the tracks in the order of their first slice
     (fresh lists)."""
-    if not len(track):
-        return {}
-    order = np.argsort(track, kind="stable")
-    sorted_track = track[order]
-    firsts = np.flatnonzero(np.concatenate(([True], sorted_track[1:] != sorted_track[:-1])))
-    bounds = np.append(firsts, len(order)).tolist()
-    keys = sorted_track[firsts].tolist()
+    keys, order, bounds = track_groups(track)
     ids = (order + first).tolist()
     groups = [(keys[k], ids[bounds[k]:bounds[k + 1]]) for k in range(len(keys))]
     groups.sort(key=lambda g: g[1][0])          # by the index of their first slice
     return dict(groups)
+
+
+def track_groups(track: np.ndarray) -> tuple[list[int], np.ndarray, list[int]]:
+    """The slices grouped by track: the tracks (ascending), the slice indexes ordered by
+    track and then index (a stable sort), and where each track's begin in that order
+    (with its end last)."""
+    order = np.argsort(track, kind="stable")
+    sorted_track = track[order]
+    firsts = np.flatnonzero(np.concatenate(([True], sorted_track[1:] != sorted_track[:-1]))) \
+        if len(track) else np.zeros(0, dtype=np.int64)
+    return sorted_track[firsts].tolist(), order, np.append(firsts, len(order)).tolist()

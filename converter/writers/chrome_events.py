@@ -21,8 +21,8 @@ import numpy as np
 
 from ..forkpass import fork_pass
 from ..model import SOURCE_BINDING, UNTRUSTED_FLOW, Trace
-from ..slice_columns import SliceColumns, columns_of
-from .flows import drawable
+from ..slice_columns import SliceColumns, columns_of, int_columns, track_groups
+from .flows import drawable, drawable_columns
 
 BATCH_EVENTS = 10000
 FLOW_CAT = "flow"
@@ -52,13 +52,8 @@ def _flow_end(f, fid: int, ts_us: float, pid: int, tid: int) -> dict[str, Any]:
 
 def _by_track(track: np.ndarray) -> dict[int, array]:
     """Slice indexes per track (in index order), from the slices' track column."""
-    order = np.argsort(track, kind="stable")
-    keys = track[order]
-    cut = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) \
-        else np.zeros(0, dtype=np.int64)
-    bounds = np.append(cut, len(order)).tolist()
-    return {t: array("q", order[a:b].tobytes())
-            for t, a, b in zip(keys[cut].tolist(), bounds, bounds[1:])}
+    keys, order, bounds = track_groups(track)
+    return {t: array("q", order[a:b].tobytes()) for t, a, b in zip(keys, bounds, bounds[1:])}
 
 
 def _group_flows(ends: Any, n_slices: int) -> tuple[array, array]:
@@ -131,19 +126,14 @@ class Plan:
         self.not_drawn = not_drawn
 
     def _flows_by_columns(self, trace: Trace, cols: SliceColumns) -> bool:
-        """The flows drawn (``drawable``: a destination starting no earlier than its
-        source) from the slices' columns; False, with nothing set, where an end is not a
-        slice's index (``_by_slice`` then says which)."""
-        n = len(self.slices)
-        try:
-            src = np.fromiter(map(_SRC, trace.flows), dtype=np.int64, count=len(trace.flows))
-            dst = np.fromiter(map(_DST, trace.flows), dtype=np.int64, count=len(trace.flows))
-        except (TypeError, ValueError, OverflowError):
+        """The flows drawn (``flows.drawable_columns``) from the slices' columns; False,
+        with nothing set, where an end is not a slice's index (``_by_slice`` then says
+        which)."""
+        ends = int_columns(trace.flows, (_SRC, _DST), 0, len(self.slices))
+        if ends is None:
             return False
-        if len(src) and (min(int(src.min()), int(dst.min())) < 0
-                         or max(int(src.max()), int(dst.max())) >= n):
-            return False
-        ok = cols.ts[dst] >= cols.ts[src]
+        src, dst = ends
+        ok = drawable_columns(cols.ts[src], cols.ts[dst], cols.end[dst], "chrome")
         self.flows = list(compress(trace.flows, ok.tolist()))
         self.not_drawn = len(ok) - len(self.flows)
         self._ends = (src[ok], dst[ok])
@@ -333,10 +323,8 @@ def write_events(plan: Plan, events: Events, workers: int) -> None:
     after this process's part; else (or where it cannot fork, or its part fails) here."""
     items = plan.items()
     total = sum(cost for *_, cost in items)
-    if workers < 2 or total < PARALLEL_MIN_COST or not hasattr(os, "fork"):
-        events.run(items)
-        return
-    mine, theirs = _halves(items, total)
+    mine, theirs = (_halves(items, total) if workers > 1 and total >= PARALLEL_MIN_COST
+                    and hasattr(os, "fork") else (items, []))
     if not mine or not theirs:
         events.run(items)
         return

@@ -24,6 +24,8 @@ leaves out the untrusted flows it could draw: its flows have no name to mark the
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..model import (CLOCK_SKEW, UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Slice, Trace,
                      clock_skew_text)
 
@@ -40,6 +42,17 @@ def drawable(src: Slice, dst: Slice, writer: str, name: str = "") -> bool:
     if dst.ts < src.ts:
         return False
     return dst.dur > 0 if writer == "perfetto" else True
+
+
+def drawable_columns(src_ts: np.ndarray, dst_ts: np.ndarray, dst_end: np.ndarray,
+                     writer: str, untrusted: np.ndarray | None = None) -> np.ndarray:
+    """``drawable`` a column at a time: per flow (its source's start, its destination's
+    start and end; ``untrusted``: named ``model.UNTRUSTED_FLOW``), whether ``writer`` draws
+    it."""
+    if writer != "perfetto":
+        return dst_ts >= src_ts
+    ok = (dst_ts > src_ts) | ((dst_ts == src_ts) & (dst_end > dst_ts))
+    return ok if untrusted is None else ok & ~untrusted
 
 
 def not_drawn_warning(n: int, total: int, what: str, untrusted: int = 0,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...model import UNTRUSTED_FLOW
 from ...slice_columns import SliceColumns, int_columns
+from ..flows import drawable_columns
 from .wire import _TE_FLOW, _TE_TERM_FLOW
 
 _SRC, _DST, _NAME = attrgetter("src"), attrgetter("dst"), attrgetter("name")
@@ -53,8 +54,7 @@ def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None
         here_src = np.isin(cols.track[src], wanted)
         here_dst = np.isin(cols.track[dst], wanted)
     s0, d0 = cols.ts[src], cols.ts[dst]
-    # not drawn: untrusted, or the destination starts first (or with the source, lasting 0)
-    bad = untrusted | (d0 < s0) | ((d0 == s0) & (cols.end[dst] <= d0))
+    bad = ~drawable_columns(s0, d0, cols.end[dst], "perfetto", untrusted)
     fid = np.arange(1, n + 1, dtype=np.uint64)
     out = ~bad & here_src
     _add(begin_ids, src[out], fid[out], _TE_FLOW)

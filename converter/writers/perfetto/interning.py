@@ -244,9 +244,7 @@ class _ArgEncoder:
             ((name, value),) = args.items()
             if value.__class__ is str and name.__class__ is str and not (
                     shared and (name in self.lines or name in self.line_names)):
-                key = (name, str, value)
-                hit = self.cache.get(key) or self._uncached_str(key, name, value)
-                return hit
+                return self.pair(name, value)
         made: set[str] = set()
         if shared and self.lines:
             args = fold_lines(args, self.lines)
