@@ -183,9 +183,10 @@ def convert_source(source: Source, writer: str, output: Path, force: bool,
     batch conversion, which runs several conversions at once, passes 1).  ``keep``: a list
     the model is put into (in place of what it held), so that it outlives the call (the
     command ends its process without freeing it: ``entry``)."""
+    from .slice_columns import columns_kept      # (numpy)
     if workers is None:
         workers = default_workers()
-    with gc_paused(freeze=keep is not None):
+    with gc_paused(freeze=keep is not None), columns_kept():
         return _convert(source, writer, output, force, options, gzip_level, derived, workers,
                         keep)
 
@@ -252,8 +253,9 @@ def convert_read(source: Source, trace: Trace, writer: str, output: Path, force:
     ``tracecvt convert`` batches do)."""
     if workers is None:
         workers = default_workers()
+    from .slice_columns import columns_kept      # (numpy)
     check_output(output, force, source.paths())
-    with gc_paused():
+    with gc_paused(), columns_kept():
         return _write_read(source, trace, writer, output, options, None,
                            WRITERS[writer].derived, workers, analysis)
 

@@ -467,8 +467,8 @@ def split_overlaps(trace: Trace) -> int:
     slices = trace.slices
     cols = None
     if len(slices) >= _COLUMNS_FROM:
-        from .slice_columns import by_track, columns_of    # (numpy, for a large trace)
-        cols = columns_of(slices)
+        from .slice_columns import by_track, kept_columns  # (numpy, for a large trace)
+        cols = kept_columns(slices)
     lanes_of = by_track(cols.track) if cols is not None else trace.slices_by_track()
     moved = 0
     for track_id, ids in lanes_of.items():
@@ -510,6 +510,8 @@ def split_overlaps(trace: Trace) -> int:
             stack.append(end)
             if lane_id != track_id:
                 s.track = lane_id
+                if cols is not None:
+                    cols.track[i] = lane_id     # (the columns kept stay true)
                 moved += 1
         if extra:
             _reorder_after(trace, track_id, [l for l, _ in lanes[1:]])

@@ -1,12 +1,22 @@
 """The slices' tracks and times as numpy columns, made once for a pass that reads them all
 (the Perfetto writer's set-up, flows and riding samples), so that it does not walk the
 ``Slice`` objects again for each; a forked writing process shares them without copying
-their pages (reading a Python object writes its reference count)."""
+their pages (reading a Python object writes its reference count).
+
+Within one conversion (``columns_kept``: read, analyses, written, with nothing of a user's
+between them), the columns are made once for all of them (``kept_columns``): the reader's
+``model.split_overlaps``, the analyses' timeline and the writers take the same ones, those
+of slices added meanwhile (the derived tracks) appended.  Nothing in a conversion changes a
+slice's track or times once ``split_overlaps`` has moved them (it changes its columns
+too); tests/test_kept_columns.py checks the columns kept against new ones for every sample.
+"""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 
@@ -43,6 +53,53 @@ def columns_of(slices: list[Slice], first: int = 0) -> SliceColumns | None:
     except (OverflowError, TypeError, ValueError):
         return None
     return SliceColumns(track, *times)
+
+
+# id(slices) -> (slices, how many had columns made, their columns or None), in a conversion
+_KEPT: ContextVar[dict | None] = ContextVar("tracecvt_kept_columns", default=None)
+
+
+@contextmanager
+def columns_kept() -> Iterator[None]:
+    """Within: ``kept_columns`` makes each list of slices' columns once (one conversion: no
+    caller's code runs between the read and the writing)."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def kept_columns(slices: list[Slice], make: bool = True,
+                 first: SliceColumns | None = None) -> SliceColumns | None:
+    """``columns_of(slices)``: within ``columns_kept``, those made before for this list,
+    with the slices added since appended; outside, made now (from ``first``, the columns
+    of the first slices, where the caller has them).  ``make=False``: only those kept
+    (None where none are, or outside)."""
+    kept = _KEPT.get()
+    hit = kept.get(id(slices)) if kept is not None else None
+    if hit is not None and hit[0] is slices and hit[1] <= len(slices):
+        cols = hit[2]
+        if hit[1] == len(slices) or cols is None:       # (None: some slice does not fit)
+            return cols
+        cols = cols.extended(slices)
+    elif not make:
+        return None
+    elif first is not None and len(first.ts) <= len(slices):
+        cols = first.extended(slices) if len(first.ts) < len(slices) else first
+    else:
+        cols = columns_of(slices)
+    if kept is not None:
+        kept[id(slices)] = (slices, len(slices), cols)
+    return cols
+
+
+def forget_columns(slices: list[Slice]) -> None:
+    """Let go of the columns kept for ``slices`` (a writer done with them, before its
+    merge: they need not outlive it)."""
+    kept = _KEPT.get()
+    if kept is not None:
+        kept.pop(id(slices), None)
 
 
 def times_of(slices: list[Slice]) -> tuple[np.ndarray, np.ndarray] | None:

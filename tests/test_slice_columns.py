@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tracecvt.model import UNTRUSTED_FLOW, RunMeta, Trace, split_overlaps
-from tracecvt.slice_columns import by_track, columns_of
+from tracecvt.slice_columns import by_track, columns_of, kept_columns
 from tracecvt.writers import perfetto
 from tracecvt.writers.perfetto import events, write_perfetto
 
@@ -81,9 +81,9 @@ def _enrich(trace: Trace) -> None:
 def _written(seed: int, workers: int, enrich, without_columns: bool, monkeypatch) -> bytes:
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
     if without_columns:
-        monkeypatch.setattr(events, "columns_of", lambda slices, first=0: None)
+        monkeypatch.setattr(events, "kept_columns", lambda slices, make=True, first=None: None)
     else:
-        monkeypatch.setattr(events, "columns_of", columns_of)
+        monkeypatch.setattr(events, "kept_columns", kept_columns)
     out = io.BytesIO()
     write_perfetto(_run(seed), out, workers=workers, enrich=enrich)
     return out.getvalue()

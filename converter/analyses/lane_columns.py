@@ -14,22 +14,28 @@ from typing import Any
 import numpy as np
 
 from ..model import MARKER
-from ..slice_columns import start_order, times_of
+from ..slice_columns import SliceColumns, start_order, times_of
 
 _TS, _DUR, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("cat")
 
 
-def lane_order(slices: list, ids: list[int], nested: bool) -> tuple | None:
+def lane_order(slices: list, ids: list[int], nested: bool,
+               cols: SliceColumns | None = None) -> tuple | None:
     """A lane's slices ``ids`` in the order the analyses walk them, a column at a time: by
     start, the longer first at one start where the lane nests (calls, or overlap lanes),
     else by start alone (stable: as given at one start).  Returns (the ids in that order,
     whether they are all markers, the first start, the last end, (starts, ends) in that
-    order), or None where a time is outside ±2^62 (the caller sorts the slices)."""
+    order), or None where a time is outside ±2^62 (the caller sorts the slices).  ``cols``:
+    every slice's columns, where kept (``slice_columns.kept_columns``)."""
     lane = list(map(slices.__getitem__, ids))
-    times = times_of(lane)
-    if times is None:
-        return None
-    ts, end = times
+    if cols is not None:
+        at = np.array(ids, dtype=np.int64)
+        ts, end = cols.ts[at], cols.end[at]
+    else:
+        times = times_of(lane)
+        if times is None:
+            return None
+        ts, end = times
     marker = np.fromiter(map(eq, map(_CAT, lane), repeat(MARKER)), dtype=bool,
                          count=len(lane))
     order = start_order(ts, end - ts) if nested else np.argsort(ts, kind="stable")

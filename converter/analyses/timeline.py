@@ -15,6 +15,7 @@ from typing import Any
 
 from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
                      UNTRUSTED_FLOW, Trace, task_arg)
+from .. import slice_columns
 from . import lane_columns
 
 _COLUMNS_FROM = 256     # slices of a lane from which numpy orders them
@@ -98,8 +99,10 @@ class Timeline:
         extra = trace.meta.extra
         skipped = str(extra[NO_BUBBLES]) if extra.get(NO_BUBBLES) else None
         tracks = trace.tracks
-        by_track = trace.slices_by_track()
         slices = trace.slices
+        cols = slice_columns.kept_columns(slices, make=False)    # (the conversion's, if made)
+        by_track = slice_columns.by_track(cols.track) if cols is not None \
+            else trace.slices_by_track()
         main_of = _overlap_owners(trace)
         lanes: dict[int, Lane] = {}
         fake = 0
@@ -138,7 +141,7 @@ class Timeline:
         lane_of: dict[int, int] = {}
         for k, lane in enumerate(ordered):
             nested = tracks[lane.track].nesting or len(lane.tracks) > 1
-            got = lane_columns.lane_order(slices, lane.slices, nested) \
+            got = lane_columns.lane_order(slices, lane.slices, nested, cols) \
                 if len(lane.slices) >= _COLUMNS_FROM else None
             if got is not None:
                 lane.slices, lane.virtual, first, last, lane.times = got

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..forkpass import fork_pass
 from ..model import SOURCE_BINDING, UNTRUSTED_FLOW, Trace
-from ..slice_columns import SliceColumns, columns_of, int_columns, track_groups
+from ..slice_columns import SliceColumns, int_columns, kept_columns, track_groups
 from .flows import drawable, drawable_columns
 
 BATCH_EVENTS = 10000
@@ -78,7 +78,7 @@ class Plan:
         self.base = 0                       # (the trace's time 0: the writer sets it)
         slices = self.slices = trace.slices
         # the slices' columns, where every time fits int64 (else None: one at a time)
-        self.cols = cols = columns_of(slices)
+        self.cols = cols = kept_columns(slices)
         if cols is None or not self._flows_by_columns(trace, cols):
             self._by_slice(trace, warnings)
             ends = ([f.src for f in self.flows], [f.dst for f in self.flows])

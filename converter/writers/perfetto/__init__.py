@@ -73,7 +73,7 @@ from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...model import Trace
 from ...same_work import copies_work, still
-from ...slice_columns import by_track
+from ...slice_columns import by_track, kept_columns
 from .events import _PART_COUNTS, SequenceWriter, _sequence_ids
 from .work_fields import correlation_fields, with_copies
 from . import share
@@ -252,7 +252,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         try:
             enrich(trace)
             added = slices[n_slices:]
-            cols = w.cols.extended(slices) if w.cols is not None \
+            cols = kept_columns(slices, first=w.cols) if w.cols is not None \
                 and len(slices) >= n_slices else None
             added_tracks = cols.track[n_slices:] if cols is not None else \
                 np.fromiter(map(_TRACK, added), dtype=np.int64, count=len(added))

@@ -24,7 +24,7 @@ from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from ...same_work import copies_work, own_work
-from ...slice_columns import by_track, columns_of
+from ...slice_columns import by_track, forget_columns, kept_columns
 from .attributes import attributes_packet
 from .flow_ids import add_flow_ids, flow_columns
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
@@ -91,7 +91,7 @@ class SequenceWriter:
         # slice is then taken as it is), and the flows' ends as columns, made here: a forked
         # process does not read the flows again (reading an object writes its reference
         # count: a page copied).
-        self.cols = columns_of(self.slices)
+        self.cols = kept_columns(self.slices)
         self.flow_cols = flow_columns(trace.flows, len(self.slices)) \
             if self.cols is not None and trace.flows else None
         # TrackEvent.correlation_id per slice that is one piece of work with slices on other
@@ -176,6 +176,7 @@ class SequenceWriter:
             table.clear()
         self.args_enc.clear()
         self.own_work = self.copied = self.cols = self.flow_cols = None
+        forget_columns(self.slices)     # (those of the conversion, too)
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, gives the run's facts

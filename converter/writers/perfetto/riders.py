@@ -11,7 +11,7 @@ import numpy as np
 
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
-from ...slice_columns import SliceColumns, columns_of
+from ...slice_columns import SliceColumns, kept_columns
 from .columns import flat_rows, gather, varint_matrix
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
@@ -51,7 +51,7 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         _ride_each(slices, units, counters, riders, end_riders, rides)
         return
     if cols is None:
-        cols = columns_of(slices)
+        cols = kept_columns(slices)
         if cols is None:
             _ride_each(slices, units, counters, riders, end_riders, rides)
             return
