@@ -41,3 +41,74 @@ def test_packets_come_out_in_time_order_whichever_way_they_are_cut(own, theirs):
     assert b"".join(out) == want
     assert all(len(chunk) > 0 for chunk in out)
     assert pk == [] and len(st) == 0                    # emptied
+
+
+def _merge_into(tmp_path, monkeypatch, name: str, own: int, theirs: int, seed: int = 3,
+                lead: bytes = b"") -> tuple[bytes, bytes]:
+    """The merge written into a real file (after ``lead``) with every size split in two
+    processes, and the same merge into a list: (file's bytes, the list's)."""
+    from tracecvt.writers.perfetto import order
+    monkeypatch.setattr(order, "SPLIT_FROM_BYTES", 0)
+    rng = random.Random(seed)
+    mine, stamps = packets(rng, own, b"m")
+    part, part_stamps = packets(rng, theirs, b"p")
+    lengths = array("q", map(len, part))
+    path = tmp_path / name
+    with open(path, "wb") as f:
+        f.write(lead)
+        write_sorted(f.write, list(mine), array("q", stamps),
+                     (b"".join(part), array("q", part_stamps), lengths), 16, into=f)
+        assert f.tell() == len(lead) + sum(map(len, mine)) + sum(lengths)
+        f.write(b"after")
+    out: list[bytes] = []
+    write_sorted(out.append, list(mine), array("q", stamps),
+                 (b"".join(part), array("q", part_stamps), lengths), 16)
+    return path.read_bytes(), lead + b"".join(out) + b"after"
+
+
+@pytest.mark.parametrize("own, theirs", [(300, 200), (50, 400), (40, 40), (3, 2)])
+def test_the_second_half_cut_in_a_forked_process_lands_in_its_place(tmp_path, monkeypatch,
+                                                                     own, theirs):
+    from tracecvt.writers.perfetto import order
+    halves = []
+    real = order._write_halves
+    monkeypatch.setattr(order, "_write_halves", lambda *a: halves.append(real(*a)) or
+                        halves[-1])
+    got, want = _merge_into(tmp_path, monkeypatch, "t.bin", own, theirs, lead=b"head")
+    assert got == want
+    assert halves == [own + theirs > 2 * 16]            # (one piece: nothing to split)
+
+
+def test_a_forked_half_that_fails_is_written_here(tmp_path, monkeypatch):
+    from tracecvt import forkpass
+    from tracecvt.writers.perfetto import order
+
+    def failing(fn):
+        def broken():
+            raise OSError("disk gone")
+        return forkpass.fork_pass(broken)
+    monkeypatch.setattr(order, "fork_pass", failing)
+    got, want = _merge_into(tmp_path, monkeypatch, "t.bin", 300, 200)
+    assert got == want
+
+
+def test_without_a_fork_or_a_plain_file_one_process_writes_it(tmp_path, monkeypatch):
+    import gzip
+    import io
+    import os
+
+    from tracecvt.writers.perfetto import order
+    monkeypatch.setattr(order, "fork_pass", lambda fn: None)
+    got, want = _merge_into(tmp_path, monkeypatch, "t.bin", 300, 200)
+    assert got == want
+    assert order._plain_fd(io.BytesIO()) is None
+    with gzip.open(tmp_path / "t.gz", "wb") as gz:
+        assert order._plain_fd(gz) is None
+    with open(tmp_path / "a.bin", "ab") as appending:
+        assert order._plain_fd(appending) is None
+    with open(tmp_path / "w.bin", "wb") as plain:
+        assert order._plain_fd(plain) == plain.fileno()
+    r, w = os.pipe()
+    with os.fdopen(w, "wb") as pipe:
+        assert order._plain_fd(pipe) is None
+    os.close(r)

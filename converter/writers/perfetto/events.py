@@ -160,7 +160,7 @@ class SequenceWriter:
         self.release()
         try:
             write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets,
-                         (self.spill, self.spilled) if self.spilled else None)
+                         (self.spill, self.spilled) if self.spilled else None, self.sink[0])
         finally:
             if self.spill is not None:
                 self.spill.close()
