@@ -251,9 +251,9 @@ def convert_read(source: Source, trace: Trace, writer: str, output: Path, force:
     --at N``/``--report``: the summary) reads the run once.  ``analysis``: the run's
     ``analyze(trace)`` when the caller has it (the derived tracks are made from it, as
     ``tracecvt convert`` batches do)."""
+    from .slice_columns import columns_kept      # (numpy)
     if workers is None:
         workers = default_workers()
-    from .slice_columns import columns_kept      # (numpy)
     check_output(output, force, source.paths())
     with gc_paused(), columns_kept():
         return _write_read(source, trace, writer, output, options, None,

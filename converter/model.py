@@ -421,15 +421,7 @@ class Trace:
         the slices: faster than ``time_start`` and a second pass for the last).
         ``slices``: the slices' first start and last end, where the caller knows them
         (their columns); None: found here."""
-        lo = hi = None
-        if slices is not None:
-            lo, hi = slices
-        for s in () if slices is not None else self.slices:
-            if lo is None or s.ts < lo:
-                lo = s.ts
-            e = s.ts + s.dur
-            if hi is None or e > hi:
-                hi = e
+        lo, hi = slices if slices is not None else self._slice_span()
         for i in self.instants:
             lo = i.ts if lo is None or i.ts < lo else lo
             hi = i.ts if hi is None or i.ts > hi else hi
@@ -439,6 +431,17 @@ class Trace:
                 lo = a if lo is None or a < lo else lo
                 hi = b if hi is None or b > hi else hi
         return None if lo is None else (lo, hi)
+
+    def _slice_span(self) -> tuple[int | None, int | None]:
+        """The slices' first start and last end (None, None: no slice), in one pass."""
+        lo = hi = None
+        for s in self.slices:
+            if lo is None or s.ts < lo:
+                lo = s.ts
+            e = s.ts + s.dur
+            if hi is None or e > hi:
+                hi = e
+        return lo, hi
 
     def stats(self) -> dict[str, int]:
         return {
