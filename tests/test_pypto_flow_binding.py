@@ -96,3 +96,51 @@ def test_a_time_one_ns_before_is_tried_before_one_after():
     unbound = bind_flows(xs, [0, None], ([0, 1], [0.0099, 0.0099], [0, 0], [0.02, 0.02]),
                          out)
     assert [(f.src, f.dst) for f in out] == [(0, 2)] and unbound == 1
+
+
+def _flows_as_perfetto_reads(path):
+    """(source slice's start and name, destination's start and name) of each flow Perfetto's
+    own importer makes of a Chrome JSON file, sorted; and its flow_duplicate_id stat."""
+    from tp_helper import rows, trace_processor
+    with trace_processor(path) as tp:
+        flows = rows(tp, "select so.ts as a, so.name as b, si.ts as c, si.name as d "
+                         "from flow f join slice so on so.id = f.slice_out "
+                         "join slice si on si.id = f.slice_in")
+        dup = rows(tp, "select value from stats where name = 'flow_duplicate_id'")
+    return sorted((r["a"], r["b"], r["c"], r["d"]) for r in flows), sum(r["value"] for r in dup)
+
+
+@pytest.mark.parametrize("helper", [False, True])
+def test_a_flow_start_repeating_an_open_id_is_left_out_and_counted_as_perfetto_does(
+        tmp_path, monkeypatch, helper):
+    """Another task's flow start given the id of a flow still open (between its start and its
+    end): Perfetto keeps the first start and counts the other (flow_duplicate_id); the reader
+    draws the same flows and names the start it left out (read here and by the forked helper
+    alike).  tiny_add: the model's flows are exactly those Perfetto reads from the JSON."""
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLES / "pypto/tiny_add/output", run)
+    (path,) = run.rglob("merged_swimlane.json")
+    doc = orjson.loads(path.read_bytes())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    first = next(i for i, e in enumerate(events) if e.get("ph") == "s")
+    other = next(e for e in events[first + 1:] if e.get("ph") == "s"
+                 and (e["tid"], e["ts"]) != (events[first]["tid"], events[first]["ts"]))
+    events.insert(first + 1, {**other, "id": events[first]["id"]})
+    path.write_bytes(orjson.dumps(doc))
+    forked = []
+    if helper:                      # the forked helper reads the flows, whatever the size
+        monkeypatch.setattr(merged, "PARALLEL_MIN_BYTES", 0)
+        real = merged.fork_series_pass
+        monkeypatch.setattr(merged, "fork_series_pass",
+                            lambda data: forked.append(1) or real(data))
+    trace, error = read_model(run, "pypto", 2 if helper else 1)
+    assert error is None and len(forked) == helper
+    drawn, duplicates = _flows_as_perfetto_reads(path)
+    assert duplicates == 1
+    s = trace.slices
+    assert sorted((s[f.src].ts, s[f.src].name, s[f.dst].ts, s[f.dst].name)
+                  for f in trace.flows) == drawn
+    assert len(drawn) == sum(1 for e in events if e.get("ph") == "f")
+    assert [w for w in trace.meta.warnings if "repeating the id of an open flow" in w] == [
+        f"{path}: 1 events skipped: flow start repeating the id of an open flow (the first "
+        "is kept, as Perfetto keeps it)"]

@@ -558,6 +558,11 @@ def series_pass(events: list, free: bool):
                 src = None if ph == "s" else flow_src.pop(e.id, None)
                 if ph != "s" and src is None:
                     _count(skipped, "flow end without start")
+                elif src is None and e.id in flow_src:
+                    # Perfetto keeps a flow's first start and ignores another with its id
+                    # while it is open (stat flow_duplicate_id): so does this reader
+                    _count(skipped, "flow start repeating the id of an open flow (the "
+                           "first is kept, as Perfetto keeps it)")
                 else:
                     pair = (e.pid, e.tid)   # TypeError: an unhashable pid or tid
                     thread = threads.get(pair)
