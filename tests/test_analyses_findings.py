@@ -14,7 +14,7 @@ from tracecvt.model import GROUP, NO_BUBBLES, RunMeta, Trace
 from tracecvt.readers.msprof.opprof import NOT_A_TIMELINE
 from tracecvt.readers.ncu.layout import NO_IDLE_REASON
 
-from conftest import FIXTURES, pypto_run_dir
+from conftest import FIXTURES, SAMPLES, pypto_run_dir
 
 
 @pytest.mark.parametrize("key,value,expected", [
@@ -217,6 +217,47 @@ def test_ncu_without_rules_uses_kernel_rule_lists_and_unknown_metrics():
     a = analyze(tr)
     assert [x["rule"] for x in a.ncu.advice] == ["X"]
     assert a.ncu.advice[0]["kernel"] == "copy_kernel"
+
+
+NCU_MANY = SAMPLES / "ncu" / "h200-nvtx-many"
+
+
+@pytest.mark.parametrize("name", ["many_nvtx.ncu-rep.xz", "many_nvtx_raw.csv"])
+def test_ncu_failed_checks_rank_each_kernel_once_by_the_time_of_all_its_launches(name):
+    """A report without NCU's rule results (many.py: 1,867 launches of five kernels): one
+    opportunity per kernel name and bound class, the one whose launches take the most time
+    in all first (not the first launched), with its launch count and share of the kernel
+    time, its longest launch's figures, and a place covering every launch."""
+    if name.endswith(".ncu-rep.xz"):
+        pytest.importorskip("ncu_report")
+    (trace,) = read(NCU_MANY / name)
+    a = analyze(trace)
+    assert not a.ncu.advice and len(a.ncu.kernels) == 1867
+    launches: dict[tuple, list] = {}
+    for k in a.ncu.kernels:
+        if k.failed:
+            launches.setdefault((k.name, k.bound), []).append(k)
+    time = {key: sum(k.duration for k in ks) for key, ks in launches.items()}
+    opps = [o for o in a.opportunities if o.source == "ncu checks"]
+    assert [tuple(o.title.rsplit(": ", 1)) for o in opps] == sorted(time, key=lambda g: -time[g])
+    assert len(opps) == len(launches) == 5
+    total = sum(k.duration for k in a.ncu.kernels)
+    slices = trace.slices
+    for o in opps:
+        ks = launches[tuple(o.title.rsplit(": ", 1))]
+        longest = max(ks, key=lambda k: k.duration)
+        share = f"{100 * time[tuple(o.title.rsplit(': ', 1))] / total:.1f} %"
+        if len(ks) > 1:                     # (a kernel launched once: its checks alone)
+            assert o.metric.startswith(f"{len(ks)} launches, ") and \
+                f"= {share} of kernel time; the longest: " in o.metric, o.metric
+        assert o.metric.endswith(f"{longest.failed[-1]['text']} (healthy "
+                                 f"{longest.failed[-1]['threshold']})")
+        assert (o.place.start, o.place.end) == (min(slices[k.index].ts for k in ks),
+                                                max(slices[k.index].end for k in ks))
+        assert o.place.select[0] == slices[longest.index].ts
+    # the first is the heaviest kernel of the run, Kernel2 (534 launches, 47 % of the time)
+    assert opps[0].title == "Kernel2: latency-bound" and len(launches[
+        ("Kernel2", "latency-bound")]) == 534
 
 
 def msprof_op_trace(block_dim=20, core_count=24) -> Trace:

@@ -232,12 +232,12 @@ def ncu_rule_actions(rule: str) -> list[dict[str, str]]:
                  "the report's own rule result for this kernel")]
 
 
-def ncu_check_actions(k: Any) -> list[dict[str, str]]:
-    """A kernel's failed health checks (``ncu_bounds.KernelBound.failed``): the NCU rules
-    (or sections) behind them, once each."""
+def ncu_check_actions(failed: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Failed health checks (``ncu_bounds.KernelBound.failed``): the NCU rules (or
+    sections) behind them, once each."""
     seen = set()
     out = []
-    for c in k.failed:
+    for c in failed:
         rule, section = NCU_CHECK_RULES.get(c["check"], ("", ""))
         if rule and rule not in seen:
             seen.add(rule)

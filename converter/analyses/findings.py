@@ -246,14 +246,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                 place=Place.of_slices(trace, [x.index for x in a.ncu.kernels
                                               if x.name == adv.get("kernel")])))
         if not a.ncu.advice:
-            for k in a.ncu.kernels:
-                if k.failed:
-                    out.append(Opportunity(
-                        f"{k.name}: {k.bound}", "; ".join(
-                            f"{c['text']} (healthy {c['threshold']})"
-                            for c in k.failed), None, "no estimate without NCU rule results",
-                        "ncu checks", NCU_BOUND_LABEL.get(k.bound, LATENCY),
-                        ncu_check_actions(k), place=Place.of_slices(trace, [k.index])))
+            out.extend(_failed_checks(trace, a.ncu.kernels))
     m = a.msprof_op
     if m is not None:
         # msprof op's findings are about the operator's blocks: every task of the timeline
@@ -282,6 +275,39 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                                    "advice from visualize_data.bin", "msprof op", pipe_label,
                                    msprof_advice_actions(adv[:200]), place=ops))
     out.sort(key=lambda o: (o.gain_ns is None, -(o.gain_ns or 0.0)))
+    return out
+
+
+def _failed_checks(trace: Trace, kernels: list) -> list[Opportunity]:
+    """Without NCU's rule results: one opportunity per kernel name and bound class whose
+    launches failed health checks, those with the most time first (the launches' total
+    duration: a kernel launched 500 times before one launched once if it takes longer in
+    all); its figures are its longest launch's, its actions those of every check any of its
+    launches failed."""
+    groups: dict[tuple[str, str], list] = {}
+    for k in kernels:
+        if k.failed:
+            groups.setdefault((k.name, k.bound), []).append(k)
+    total = sum(k.duration for k in kernels) or 1
+    time = {key: sum(k.duration for k in ks) for key, ks in groups.items()}
+    out = []
+    for key in sorted(groups, key=lambda key: -time[key]):     # (stable: first launch first)
+        ks = groups[key]
+        longest = max(ks, key=lambda k: k.duration)
+        checks = "; ".join(f"{c['text']} (healthy {c['threshold']})" for c in longest.failed)
+        if len(ks) > 1:
+            checks = (f"{len(ks)} launches, {_us(time[key])} = {_f(pct(time[key], total))} "
+                      f"of kernel time; the longest: {checks}")
+        failed: dict[str, dict] = {}        # every check failed, the longest's first
+        for k in [longest, *ks]:
+            for c in k.failed:
+                failed.setdefault(c["check"], c)
+        out.append(Opportunity(
+            f"{longest.name}: {longest.bound}", checks, None,
+            "no estimate without NCU rule results", "ncu checks",
+            NCU_BOUND_LABEL.get(longest.bound, LATENCY),
+            ncu_check_actions(list(failed.values())),
+            place=Place.of_slices(trace, [k.index for k in ks])))
     return out
 
 
