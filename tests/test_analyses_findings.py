@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import re
 
 import pytest
@@ -217,6 +218,87 @@ def test_ncu_without_rules_uses_kernel_rule_lists_and_unknown_metrics():
     a = analyze(tr)
     assert [x["rule"] for x in a.ncu.advice] == ["X"]
     assert a.ncu.advice[0]["kernel"] == "copy_kernel"
+
+
+def test_ncu_rule_findings_repeated_over_launches_are_one_opportunity_each():
+    """A kernel launched three times, NCU's rule making two findings for each launch (as its
+    WorkloadImbalance does for SMs and L1 slices, their figures differing from launch to
+    launch): one opportunity per finding, its gain the three launches' summed, its figure
+    the largest speedup; a finding of one launch only stays as it was."""
+    tr = Trace(RunMeta("ncu-rep", "ncu", tool="Nsight Compute"))
+    tr.meta.extra["ncu_serialized"] = True
+    tr.meta.extra[NO_BUBBLES] = NO_IDLE_REASON
+    lane = tr.add_track("kernels", tr.add_track("GPU 0", None, GROUP), nesting=False)
+    args = {"sm_throughput_pct": 5.0, "memory_throughput_pct": 3.0, "waves_per_sm": 0.5}
+    rules = []
+    for n, dur in enumerate((1000, 3000, 2000)):
+        tr.add_slice(lane, 4000 * n, dur, "gemm", "kernel", {**args, "duration_ns": dur,
+                                                              "short_name": "gemm"})
+        for what, pct in (("SMs", 10.0 + n), ("L1 Slices", 5.0 + n)):
+            rules.append({"kernel_index": n, "kernel": "gemm", "rule": "WorkloadImbalance",
+                          "message": f"One or more {what} have {20 + n}.5% more cycles.",
+                          "estimated_speedup_pct": pct, "speedup_type": "global"})
+    rules.append({"kernel_index": 2, "kernel": "gemm", "rule": "LaunchConfiguration",
+                  "message": "The grid is too small.", "estimated_speedup_pct": 50.0,
+                  "speedup_type": "global"})
+    tr.meta.extra["ncu_rules"] = rules
+    a = analyze(tr)
+    assert len(a.ncu.advice) == 7           # the rule results as NCU gave them, each
+    opps = {o.title + " " + o.metric.split(": ", 1)[1]: o for o in a.opportunities}
+    sms = opps["gemm: WorkloadImbalance One or more SMs have 22.5% more cycles."]
+    assert sms.metric.startswith("3 launches, NCU estimated speedup up to 12.0 %")
+    assert sms.gain_ns == pytest.approx(10.0 * 10 + 11.0 * 30 + 12.0 * 20)
+    assert sms.how.endswith("summed over its launches")
+    l1 = opps["gemm: WorkloadImbalance One or more L1 Slices have 22.5% more cycles."]
+    assert l1.gain_ns == pytest.approx(5.0 * 10 + 6.0 * 30 + 7.0 * 20)
+    launch = opps["gemm: LaunchConfiguration The grid is too small."]
+    assert launch.metric == "NCU estimated speedup 50.0 %: The grid is too small."
+    assert launch.gain_ns == pytest.approx(1000.0) and len(opps) == 3
+    assert [o.title for o in a.opportunities][:1] == ["gemm: LaunchConfiguration"]
+
+
+NCU_REPEATED = FIXTURES / "ncu_repeated_launches"
+
+
+@pytest.mark.parametrize("name", ["triton_repeat_full.ncu-rep.xz",
+                                  "triton_repeat_full_details.csv"])
+def test_ncu_rule_findings_of_three_launches_are_one_opportunity_as_ncu_exports_them(name):
+    """A real full-set report, three launches of each of two Triton kernels (README.md
+    there), read from the report and from NCU's own CSV export of it: each finding (a
+    kernel's rule, the n-th of that rule in a launch) is one opportunity, its gain NCU's
+    estimated speedup × the launch's duration summed over the three launches, as the CSV
+    export gives them."""
+    if name.endswith(".ncu-rep.xz"):
+        pytest.importorskip("ncu_report")
+    rows = list(csv.DictReader((NCU_REPEATED / "triton_repeat_full_details.csv").open()))
+    duration = {r["ID"]: float(r["Metric Value"]) for r in rows
+                if r["Metric Name"] == "Duration" and r["Metric Unit"] == "us"}
+    findings: dict[tuple, list] = {}
+    nth: dict[tuple, int] = {}
+    for r in rows:
+        if r["Rule Name"]:
+            at = (r["ID"], r["Rule Name"])
+            nth[at] = nth.get(at, 0) + 1
+            speedup = float(r["Estimated Speedup"]) if r["Estimated Speedup"] else None
+            findings.setdefault((r["Kernel Name"], r["Rule Name"], nth[at]), []).append(
+                (r["ID"], speedup))
+    assert sum(map(len, findings.values())) == 69 and len(findings) == 23
+    order = lambda t: (t[0], t[1] is None, t[1] or 0.0)     # noqa: E731
+    expected = sorted((
+        (f"{kernel}: {rule}", round(sum(s / 100 * duration[i] for i, s in found
+                                        if s is not None), 2) if any(
+            s is not None for _, s in found) else None)
+        for (kernel, rule, _), found in findings.items()), key=order)
+    (trace,) = read(NCU_REPEATED / name)
+    a = analyze(trace)
+    assert len(a.ncu.kernels) == 6 and len(a.ncu.advice) == 69
+    opps = [o for o in a.opportunities if o.source == "ncu rules"]
+    assert all(o.metric.startswith("3 launches, NCU estimated speedup ") for o in opps)
+    got = sorted(((o.title, None if o.gain_ns is None else o.gain_ns / 1000) for o in opps),
+                 key=order)
+    assert [t for t, _ in got] == [t for t, _ in expected]
+    for (_, g), (_, e) in zip(got, expected):
+        assert (g is None) == (e is None) and (g is None or g == pytest.approx(e, abs=0.02))
 
 
 NCU_MANY = SAMPLES / "ncu" / "h200-nvtx-many"

@@ -4,47 +4,19 @@ opportunities with the metric behind each, configuration."""
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model import CLOCK_SKEW, INPUTS, INVENTED_TIMES, OUTPUTS, Trace
-from .actions import (COMPUTE, DEPENDENCY, DISPATCH, LATENCY, MSPROF_PIPE_LABEL, NCU_BOUND_LABEL,
-                      msprof_advice_actions, ncu_check_actions, ncu_rule_actions)
+from .actions import COMPUTE, DEPENDENCY, DISPATCH, MSPROF_PIPE_LABEL, msprof_advice_actions
 from .bubbles import Totals, pct, us
 from .labels import semantic_label_arg
+from .ncu_findings import ncu_opportunities
+from .opportunity import Opportunity, percent as _f, us_text as _us
 from .places import Place, of_gaps, of_label, of_segments
 from .timeline import source_lanes, task_count
 
 if TYPE_CHECKING:
     from .full import Analysis
-
-
-@dataclass
-class Opportunity:
-    title: str
-    metric: str                   # the figure that triggers it, with its value
-    gain_ns: float | None         # estimated gain on the run, None when it cannot be said
-    how: str                      # how the gain was estimated
-    source: str                   # which analysis raised it
-    bottleneck: str | None = None  # its label in actions.LABELS
-    actions: list[dict[str, str]] = field(default_factory=list)   # knobs and pages to use
-    place: Place | None = None    # where in the trace (places.at_dict makes ``at``)
-    at: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "metric": self.metric,
-                "estimated_gain_us": us(self.gain_ns) if self.gain_ns is not None else None,
-                "estimate": self.how, "source": self.source, "bottleneck": self.bottleneck,
-                "actions": self.actions, "at": self.at}
-
-
-def _f(v: float | None, unit: str = " %", digits: int = 1) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}{unit}"
-
-
-def _us(ns: float) -> str:
-    v = ns / 1000
-    return f"{v:,.3f} µs" if v < 100 else f"{v:,.1f} µs"
 
 
 def kind_bottleneck(k: Totals, graph: bool) -> tuple[str, str]:
@@ -231,22 +203,7 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                     place=of_gaps(trace, a.timeline, b.gaps, a.timeline.start,
                                   a.timeline.end)))
     if a.ncu is not None:
-        by_name = {k.name: k for k in a.ncu.kernels}
-        for adv in a.ncu.advice:
-            gain = adv.get("estimated_gain_us")
-            k = by_name.get(adv.get("kernel"))
-            out.append(Opportunity(
-                f"{adv.get('kernel')}: {adv.get('rule')}",
-                f"NCU estimated speedup {_f(adv.get('estimated_speedup_pct'))}"
-                + (f": {adv['message'][:160]}" if adv.get("message") else ""),
-                gain * 1000 if gain is not None else None,
-                "NCU's estimated speedup x the kernel's duration", "ncu rules",
-                NCU_BOUND_LABEL.get(k.bound if k is not None else "", LATENCY),
-                ncu_rule_actions(f"{adv.get('rule')}"),
-                place=Place.of_slices(trace, [x.index for x in a.ncu.kernels
-                                              if x.name == adv.get("kernel")])))
-        if not a.ncu.advice:
-            out.extend(_failed_checks(trace, a.ncu.kernels))
+        out.extend(ncu_opportunities(trace, a.ncu))
     m = a.msprof_op
     if m is not None:
         # msprof op's findings are about the operator's blocks: every task of the timeline
@@ -275,39 +232,6 @@ def opportunities(trace: Trace, a: "Analysis") -> list[Opportunity]:
                                    "advice from visualize_data.bin", "msprof op", pipe_label,
                                    msprof_advice_actions(adv[:200]), place=ops))
     out.sort(key=lambda o: (o.gain_ns is None, -(o.gain_ns or 0.0)))
-    return out
-
-
-def _failed_checks(trace: Trace, kernels: list) -> list[Opportunity]:
-    """Without NCU's rule results: one opportunity per kernel name and bound class whose
-    launches failed health checks, those with the most time first (the launches' total
-    duration: a kernel launched 500 times before one launched once if it takes longer in
-    all); its figures are its longest launch's, its actions those of every check any of its
-    launches failed."""
-    groups: dict[tuple[str, str], list] = {}
-    for k in kernels:
-        if k.failed:
-            groups.setdefault((k.name, k.bound), []).append(k)
-    total = sum(k.duration for k in kernels) or 1
-    time = {key: sum(k.duration for k in ks) for key, ks in groups.items()}
-    out = []
-    for key in sorted(groups, key=lambda key: -time[key]):     # (stable: first launch first)
-        ks = groups[key]
-        longest = max(ks, key=lambda k: k.duration)
-        checks = "; ".join(f"{c['text']} (healthy {c['threshold']})" for c in longest.failed)
-        if len(ks) > 1:
-            checks = (f"{len(ks)} launches, {_us(time[key])} = {_f(pct(time[key], total))} "
-                      f"of kernel time; the longest: {checks}")
-        failed: dict[str, dict] = {}        # every check failed, the longest's first
-        for k in [longest, *ks]:
-            for c in k.failed:
-                failed.setdefault(c["check"], c)
-        out.append(Opportunity(
-            f"{longest.name}: {longest.bound}", checks, None,
-            "no estimate without NCU rule results", "ncu checks",
-            NCU_BOUND_LABEL.get(longest.bound, LATENCY),
-            ncu_check_actions(list(failed.values())),
-            place=Place.of_slices(trace, [k.index for k in ks])))
     return out
 
 

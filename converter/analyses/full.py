@@ -9,12 +9,12 @@ from ..model import Trace
 from . import TrackAnalysis, analyze_tracks
 from .actions import annotate, bottlenecks
 from .bubbles import pct, us
-from .findings import (Opportunity, bottleneck, configuration, kind_bottleneck, opportunities,
-                       top_tasks)
+from .findings import bottleneck, configuration, kind_bottleneck, opportunities, top_tasks
 from .key_figures import key_figures
 from .labels import LabelTable, slice_groups, time_by_label
 from .msprof_op import MsprofOpResult, analyze_msprof_op
 from .ncu_bounds import NcuResult, analyze_ncu
+from .opportunity import Opportunity
 from .places import Place, at_dict, of_segments, largest_bubbles, number_findings
 from .pypto_check import PyptoCheck, check_pypto
 from .ratings import Rating, rate

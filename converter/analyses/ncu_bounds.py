@@ -77,6 +77,9 @@ class NcuResult:
     advice: list[dict[str, Any]]   # NCU rules with an estimated speedup, best first
     serialized: bool
     memory_efficiency_pct: float | None
+    # per advice entry: the launch it is about (its kernel's place in ``kernels``), or None
+    # where the rule names its kernel only by name (not in the summary's JSON)
+    launches: list[int | None] = field(default_factory=list)
 
     def bound_time(self) -> dict[str, int]:
         """Bound class -> the kernels' time in it (ns), in the kernels' order."""
@@ -245,30 +248,32 @@ def analyze_ncu(trace: Trace) -> NcuResult | None:
     rules = extra.get("ncu_rules")
     if rules is None:           # fall back to the per-kernel lists
         rules = []
-        for k in out:
+        for n, k in enumerate(out):
             for r in trace.slices[k.index].all_args.get("rules") or []:
                 if isinstance(r, dict):
-                    rules.append({"kernel": k.name, **r})
+                    rules.append({"kernel": k.name, **r, "kernel_index": n})
     for r in rules:
         if not isinstance(r, dict):
             continue
         sp = _num(r.get("estimated_speedup_pct"))
-        kernel_dur = None
+        kernel_dur = launch = None
         ki = r.get("kernel_index")
         if isinstance(ki, int) and 0 <= ki < len(out):
-            kernel_dur = out[ki].duration
+            kernel_dur, launch = out[ki].duration, ki
         else:
             match = [k for k in out if k.name == r.get("kernel")]
             if len(match) == 1:
                 kernel_dur = match[0].duration
         gain = sp / 100.0 * kernel_dur if sp is not None and kernel_dur else None
-        advice.append({"kernel": r.get("kernel"), "rule": r.get("rule"),
-                       "message": r.get("message"), "estimated_speedup_pct": sp,
-                       "speedup_type": r.get("speedup_type"),
-                       "estimated_gain_us": us(gain) if gain is not None else None})
-    advice.sort(key=lambda a: (-(a["estimated_speedup_pct"] or 0.0), str(a["kernel"]),
-                               str(a["rule"])))
+        advice.append(({"kernel": r.get("kernel"), "rule": r.get("rule"),
+                        "message": r.get("message"), "estimated_speedup_pct": sp,
+                        "speedup_type": r.get("speedup_type"),
+                        "estimated_gain_us": us(gain) if gain is not None else None}, launch))
+    advice.sort(key=lambda a: (-(a[0]["estimated_speedup_pct"] or 0.0), str(a[0]["kernel"]),
+                               str(a[0]["rule"])))
+    advice_only = [a for a, _ in advice]
     for k in out:
-        k.key_issue = key_issue(k, advice)
+        k.key_issue = key_issue(k, advice_only)
     eff = round(mem_weighted / mem_time, 3) if mem_time else None
-    return NcuResult(out, advice, bool(extra.get("ncu_serialized")), eff)
+    return NcuResult(out, advice_only, bool(extra.get("ncu_serialized")), eff,
+                     [launch for _, launch in advice])
