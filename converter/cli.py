@@ -11,7 +11,7 @@ import click
 from . import __version__, archive, entry
 from .convert import convert_source, default_output, default_workers, output_path, runs_under
 from .cliopts import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REGRESSION, clock_mhz as clock_mhz_,
-                      fail as _fail, size, warn, warn_run)
+                      fail as _fail, one_output_for_many, size, warn, warn_run)
 from .errors import TracecvtError, error_message
 from .progress import Reporter
 from .readers import READERS, ReadOptions, format_names
@@ -129,6 +129,7 @@ def _convert(writer: str, path: Path, output: str | None, force: bool, fmt: str 
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
                           all_metrics=all_metrics)
     runs = _find(path, fmt)
+    one_output_for_many(path, runs, output)
     failed = 0
     many = len(runs) > 1
     for src in runs:
@@ -327,6 +328,7 @@ def summary(path, out_format, output, baseline, force, fmt, clock_mhz, quiet):
     options = ReadOptions(clock_mhz=clock_mhz_(clock_mhz), progress=reporter,
                           workers=default_workers())
     runs = _find(path, fmt)
+    one_output_for_many(path, runs, output, out_format)
     base = _one_run_data(baseline, None, options, "--baseline") if baseline else None
     many = len(runs) > 1
     failed = 0

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import click
 
@@ -68,3 +70,25 @@ def size(value: str, hint: str, examples: str) -> int:
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a size like {examples}",
                                  param_hint=hint) from None
+
+
+def one_output_for_many(path: Path, runs: list, output: str | None,
+                        stdout_format: str | None = None) -> None:
+    """Several runs under ``path`` cannot share one output: a one-line error and exit code
+    2 (before anything is read) where ``-o`` names one file (a name with a suffix, not an
+    existing folder nor ending in a separator), or is "-" for a format of which stdout can
+    hold one document only (``stdout_format``: "json", "html")."""
+    if len(runs) < 2 or output is None:
+        return
+    names = ", ".join(src.name for src in runs[:3]) + (", ..." if len(runs) > 3 else "")
+    if output == "-":
+        if stdout_format in ("json", "html"):
+            fail(f"{path}: {len(runs)} runs ({names}), and stdout holds one {stdout_format} "
+                 "document: give a folder with -o, or one run")
+            sys.exit(EXIT_ERROR)
+        return
+    if str(output).endswith(("/", "\\")) or Path(output).is_dir() or not Path(output).suffix:
+        return
+    fail(f"{path}: {len(runs)} runs ({names}) cannot go into one file {output}: give a "
+         f"folder (-o {Path(output).with_suffix('')}/, made if need be), or one run")
+    sys.exit(EXIT_ERROR)

@@ -103,6 +103,41 @@ def test_folder_with_several_runs_gives_one_output_per_run(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted(n + ".pftrace" for n in names)
 
 
+@pytest.mark.parametrize("command,output", [("to-perfetto", "all.pftrace"),
+                                            ("to-chrome", "all.json.gz"),
+                                            ("to-model", "all.tcmodel"),
+                                            ("summary", "all.summary.md")])
+def test_several_runs_into_one_file_is_a_one_line_error(tmp_path, command, output):
+    """The field folder holding two real msprof runs, with ``-o`` naming one file: nothing
+    is read or written, a one-line error names the folder, its runs and what to give
+    instead; a name without a suffix is a folder, made, with one output per run."""
+    runs = FIELD / "msprof"
+    assert len(find_runs(runs)) == 2
+    r = run(command, runs, "-o", str(tmp_path / output), "-q")
+    assert r.exit_code == 2
+    line = r.output.strip()
+    assert "\n" not in line and line.startswith(f"tracecvt: error: {runs}: 2 runs (")
+    assert f"cannot go into one file {tmp_path / output}: give a folder" in line
+    assert list(tmp_path.iterdir()) == []
+    r = run(command, runs, "-o", str(tmp_path / "all"), "-q")
+    assert r.exit_code == 0, r.output
+    assert len(list((tmp_path / "all").iterdir())) == 2
+
+
+@pytest.mark.parametrize("fmt", ["json", "html"])
+def test_summaries_of_several_runs_on_stdout_are_refused_where_one_document_is_expected(fmt):
+    """``summary -o -`` over two runs: two JSON (or HTML) documents back to back are no
+    JSON (or HTML) document a script can read; Markdown documents may follow each other."""
+    runs = FIELD / "msprof"
+    r = run("summary", runs, "--format", fmt, "-o", "-")
+    assert r.exit_code == 2
+    assert r.output.strip() == (f"tracecvt: error: {runs}: 2 runs ("
+                                f"{', '.join(s.name for s in find_runs(runs))}), and stdout "
+                                f"holds one {fmt} document: give a folder with -o, or one run")
+    r = run("summary", runs, "--format", "md", "-o", "-")
+    assert r.exit_code == 0 and r.output.count("# Profile report: ") == 2
+
+
 def test_info_reports_runs_tasks_span_tracks(tiny):
     r = run("info", tiny.parent)
     assert r.exit_code == 0, r.output
