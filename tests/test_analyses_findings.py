@@ -238,12 +238,32 @@ def test_ncu_rule_findings_repeated_over_launches_are_one_opportunity_each():
             rules.append({"kernel_index": n, "kernel": "gemm", "rule": "WorkloadImbalance",
                           "message": f"One or more {what} have {20 + n}.5% more cycles.",
                           "estimated_speedup_pct": pct, "speedup_type": "global"})
+        # two findings of one rule alike but for their figures, and two for L1 and L2
+        for units, pct in ((4, 3.0), (8, 2.0)):
+            rules.append({"kernel_index": n, "kernel": "gemm", "rule": "CPIStall",
+                          "message": f"{units} units stall {n + 1} cycles.",
+                          "estimated_speedup_pct": pct, "speedup_type": "local"})
+        for cache, pct in (("L1", 1.0), ("L2", 0.5)):
+            rules.append({"kernel_index": n, "kernel": "gemm", "rule": "MemoryCacheHits",
+                          "message": f"{cache} hit rate {40 + n} %.",
+                          "estimated_speedup_pct": pct, "speedup_type": "local"})
     rules.append({"kernel_index": 2, "kernel": "gemm", "rule": "LaunchConfiguration",
                   "message": "The grid is too small.", "estimated_speedup_pct": 50.0,
                   "speedup_type": "global"})
     tr.meta.extra["ncu_rules"] = rules
     a = analyze(tr)
-    assert len(a.ncu.advice) == 7           # the rule results as NCU gave them, each
+    assert len(a.ncu.advice) == 19          # the rule results as NCU gave them, each
+    stalls = [o for o in a.opportunities if o.title == "gemm: CPIStall"]
+    assert [(o.metric, o.gain_ns) for o in stalls] == [
+        ("3 launches, NCU estimated speedup up to 3.0 %: 4 units stall 1 cycles.",
+         pytest.approx(3.0 * 60)),
+        ("3 launches, NCU estimated speedup up to 2.0 %: 8 units stall 1 cycles.",
+         pytest.approx(2.0 * 60))]
+    assert sorted(o.metric for o in a.opportunities if o.title == "gemm: MemoryCacheHits") == [
+        "3 launches, NCU estimated speedup up to 0.5 %: L2 hit rate 40 %.",
+        "3 launches, NCU estimated speedup up to 1.0 %: L1 hit rate 40 %."]
+    a.opportunities = [o for o in a.opportunities if o.title not in (
+        "gemm: CPIStall", "gemm: MemoryCacheHits")]
     opps = {o.title + " " + o.metric.split(": ", 1)[1]: o for o in a.opportunities}
     sms = opps["gemm: WorkloadImbalance One or more SMs have 22.5% more cycles."]
     assert sms.metric.startswith("3 launches, NCU estimated speedup up to 12.0 %")

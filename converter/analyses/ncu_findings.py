@@ -19,9 +19,10 @@ def ncu_opportunities(trace: Trace, ncu: Any) -> list[Opportunity]:
     return _rule_advice(trace, ncu) if ncu.advice else _failed_checks(trace, ncu.kernels)
 
 
-# A rule's finding without its figures: a rule may make several findings for one launch
-# (WorkloadImbalance: SMs, SMSPs, L1 slices), each made again for every launch of a kernel
-_FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
+# A rule's finding without its figures (not the digits of a name: L1, FP32, sm_90): a rule
+# may make several findings for one launch (WorkloadImbalance: SMs, SMSPs, L1 slices), each
+# made again for every launch of a kernel
+_FIGURES = re.compile(r"(?<![A-Za-z_])\d+(?:[.,]\d+)*")
 
 
 def _rule_advice(trace: Trace, ncu: Any) -> list[Opportunity]:
@@ -29,23 +30,23 @@ def _rule_advice(trace: Trace, ncu: Any) -> list[Opportunity]:
     opportunity per kernel name, rule and finding, however many launches NCU made it for;
     its estimated gain the sum over those launches of the speedup × the launch's duration
     (where NCU estimates one), its figure the largest speedup, with that one's message."""
-    groups: dict[tuple[Any, Any, str], list[tuple[dict[str, Any], Any]]] = {}
+    groups: dict[tuple, list[tuple[dict[str, Any], Any]]] = {}
+    # Findings of one launch alike but for their figures stay apart: the n-th of them in
+    # one launch goes with the n-th in another.
+    seen: dict[tuple, int] = {}
     launches = ncu.launches or [None] * len(ncu.advice)
     for adv, launch in zip(ncu.advice, launches):
         key = (adv.get("kernel"), adv.get("rule"),
                _FIGURES.sub("#", str(adv.get("message") or "")))
-        groups.setdefault(key, []).append((adv, launch))
+        at = (launch if launch is not None else id(adv), key)
+        seen[at] = seen.get(at, 0) + 1
+        groups.setdefault((*key, seen[at]), []).append((adv, launch))
     by_name = {k.name: k for k in ncu.kernels}
     out = []
-    for (kernel, rule, _), found in groups.items():
+    for (kernel, rule, _, _), found in groups.items():
         top = found[0][0]
-        gains: dict[Any, float | None] = {}     # per launch (an entry of no known launch: its own)
-        for adv, launch in found:
-            gain = adv.get("estimated_gain_us")
-            at = launch if launch is not None else id(adv)
-            if gains.get(at) is None or (gain is not None and gain > gains[at]):
-                gains[at] = gain
-        known = [g for g in gains.values() if g is not None]
+        gains = [adv.get("estimated_gain_us") for adv, _ in found]     # one a launch
+        known = [g for g in gains if g is not None]
         best = top.get("estimated_speedup_pct")
         metric = f"NCU estimated speedup {_f(best)}"
         if len(gains) > 1:
