@@ -87,7 +87,8 @@ def one_output_for_many(path: Path, runs: list, output: str | None,
                  "document: give a folder with -o, or one run")
             sys.exit(EXIT_ERROR)
         return
-    if str(output).endswith(("/", "\\")) or Path(output).is_dir() or not Path(output).suffix:
+    from .convert import names_folder   # (the rule output_path follows; cli has it loaded)
+    if names_folder(output) or not Path(output).suffix:
         return
     fail(f"{path}: {len(runs)} runs ({names}) cannot go into one file {output}: give a "
          f"folder (-o {Path(output).with_suffix('')}/, made if need be), or one run")

@@ -131,8 +131,13 @@ def output_path(source: Source, suffix: str, out: str | Path | None, many: bool)
     if out is None:
         # A run read from an archive gets its output next to the archive.
         return (source.archive or source.root).parent / name
-    folder = many or str(out).endswith(("/", "\\")) or Path(out).is_dir()
-    return Path(out) / name if folder else Path(out)
+    return Path(out) / name if many or names_folder(out) else Path(out)
+
+
+def names_folder(out: str | Path) -> bool:
+    """Whether ``-o`` (as the user typed it) names a folder: one that exists, or a name
+    ending in a separator."""
+    return str(out).endswith(("/", "\\")) or Path(out).is_dir()
 
 
 def usable_cpus() -> int:

@@ -42,6 +42,7 @@ def _rule_advice(trace: Trace, ncu: Any) -> list[Opportunity]:
         seen[at] = seen.get(at, 0) + 1
         groups.setdefault((*key, seen[at]), []).append((adv, launch))
     by_name = {k.name: k for k in ncu.kernels}
+    places: dict[Any, Place | None] = {}        # kernel name -> its launches (every one)
     out = []
     for (kernel, rule, _, _), found in groups.items():
         top = found[0][0]
@@ -61,8 +62,15 @@ def _rule_advice(trace: Trace, ncu: Any) -> list[Opportunity]:
                 ", summed over its launches" if len(gains) > 1 else ""), "ncu rules",
             NCU_BOUND_LABEL.get(k.bound if k is not None else "", LATENCY),
             ncu_rule_actions(f"{rule}"),
-            place=Place.of_slices(trace, [x.index for x in ncu.kernels if x.name == kernel])))
+            place=_launches(trace, ncu.kernels, kernel, places)))
     return out
+
+
+def _launches(trace: Trace, kernels: list, name: Any, places: dict) -> Place | None:
+    """The place of every launch of kernel ``name``, made once per name (``places``)."""
+    if name not in places:
+        places[name] = Place.of_slices(trace, [k.index for k in kernels if k.name == name])
+    return places[name]
 
 
 def _failed_checks(trace: Trace, kernels: list) -> list[Opportunity]:
