@@ -120,3 +120,42 @@ def test_fast_paths_match_the_plain_model(seed):
         seq.pending.clear()
     assert enc.interner.tables[_I_ARG_NAME] == model.tables[_I_ARG_NAME]
     assert enc.interner.tables[_I_STRING] == model.tables[_I_STRING]
+
+
+class _Named:
+    def __str__(self) -> str:
+        return "named object"
+
+
+_NESTED_VALUES = [
+    {"aic": {"cube": 0.0, "scalar": 0.9405580914379239, "mte1": 9.976696930145412e-06},
+     "aiv": {"vector": 1e16, "mte3": -0.0}},                  # a PMU task's pipe_ratio
+    [1, "a", None, True, False, 2.5, 10**30, -2**63],
+    (4, (5, [6])), [], {}, {"": ""},
+    {1: "int key", 2.5: "float key", None: "none key", True: "bool key"},
+    {"nan": float("nan"), "inf": float("inf"), "-inf": -float("inf")},
+    ["é\u2028\x00\x1f\x7f\"\\/\n\t", "\U0001f600"],             # escapes, non-ASCII
+    [_Named(), {"k": _Named()}],                                # default=str
+    "a string", 7, 2.5, None,
+]
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_nested_values_are_json_dumps_text(spaced):
+    """The one-line text of a nested value is ``json.dumps``' with the writer's options
+    (compact; or json's spaces, as an operand's nested values), made by json's C encoder
+    called directly: the same text for every kind of value, the same error for a value
+    that holds itself."""
+    import json
+
+    from tracecvt.writers.perfetto import interning
+    fast = interning._JSON if spaced else interning._COMPACT
+    seps = (", ", ": ") if spaced else (",", ":")
+    for value in _NESTED_VALUES:
+        assert fast(value) == json.dumps(value, ensure_ascii=False, separators=seps,
+                                         default=str), value
+    loop: list = [1]
+    loop.append({"again": loop})
+    with pytest.raises(ValueError, match="Circular reference"):
+        fast(loop)
+    assert fast([loop[0]]) == "[1]"         # (nothing of the failed call stays behind)
