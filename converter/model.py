@@ -241,16 +241,15 @@ class Slice(msgspec.Struct, eq=False, gc=False):
         return f"Slice({self.name!r}, track={self.track}, ts={self.ts}, dur={self.dur})"
 
 
-class Instant:
-    __slots__ = ("track", "ts", "name", "cat", "args")
+class Instant(msgspec.Struct, eq=False, gc=False):
+    """A moment on a lane: ``Instant(track, ts, name, cat="", args=None)`` (made, held and
+    compared as a ``Slice`` is)."""
 
-    def __init__(self, track: int, ts: int, name: str, cat: str = "",
-                 args: dict[str, Any] | None = None):
-        self.track = track
-        self.ts = ts
-        self.name = name
-        self.cat = cat
-        self.args = args
+    track: int
+    ts: int
+    name: str
+    cat: str = ""
+    args: Any = None
 
 
 class Counter:
@@ -271,16 +270,14 @@ class Counter:
         return len(self.ts)
 
 
-class Flow:
-    """A dependency arrow from the end of slice ``src`` to the start of slice ``dst``."""
+class Flow(msgspec.Struct, eq=False, gc=False):
+    """A dependency arrow from the end of slice ``src`` to the start of slice ``dst``:
+    ``Flow(src, dst, name="", args=None)`` (made, held and compared as a ``Slice`` is)."""
 
-    __slots__ = ("src", "dst", "name", "args")
-
-    def __init__(self, src: int, dst: int, name: str = "", args: dict[str, Any] | None = None):
-        self.src = src
-        self.dst = dst
-        self.name = name
-        self.args = args
+    src: int
+    dst: int
+    name: str = ""
+    args: Any = None
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The model's ``Slice``: what callers rely on when they hold slices (in sets and dicts, as
+"""The model's ``Slice`` (and ``Flow`` and ``Instant``, made the same way): what callers rely on when they hold slices (in sets and dicts, as
 the analyses and writers do), make them (positionally or by name, with defaults) and send
 them to other processes (pickled)."""
 
@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-from tracecvt.model import Slice
+from tracecvt.model import Flow, Instant, Slice
 
 
 def test_a_slice_is_itself_only():
@@ -46,3 +46,16 @@ def test_pickled_and_copied_whole():
 def test_not_walked_by_the_garbage_collector():
     # (millions per run: a slice holds its args and names, never what holds it)
     assert not gc.is_tracked(Slice(0, 0, 0, "n", args={"a": 1}))
+
+
+def test_flows_and_instants_likewise():
+    f, g = Flow(1, 2), Flow(1, 2, "dep", {"k": 1})
+    assert (f.src, f.dst, f.name, f.args) == (1, 2, "", None) and g.args == {"k": 1}
+    assert f == f and f != Flow(1, 2) and len({f, Flow(1, 2)}) == 2
+    i = Instant(3, 4, "mark")
+    assert (i.track, i.ts, i.name, i.cat, i.args) == (3, 4, "mark", "", None)
+    assert i != Instant(3, 4, "mark")
+    for x in (f, g, i):
+        y = pickle.loads(pickle.dumps(x))
+        assert y is not x and all(getattr(y, k) == getattr(x, k) for k in x.__struct_fields__)
+        assert not gc.is_tracked(x)
