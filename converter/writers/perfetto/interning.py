@@ -20,7 +20,6 @@ from .wire import (_DOUBLE_VALUE, _I_ARG_NAME, _I_CATEGORY, _I_NAME, _I_STRING, 
                    _len)
 
 
-
 def _one_shot(separators: tuple[str, str]) -> Callable[[Any], str]:
     """``json.JSONEncoder(ensure_ascii=False, separators=separators, default=str).encode``:
     the C encoder that method makes for each value it is given (``iterencode``'s one-shot
