@@ -319,6 +319,12 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         w.write_slices(mine)
         w.write_counters(new_counters)
         w.counts["slices"] = w.done
+        # Let go of what only the share needed before the merge holds the whole trace
+        # (the args before enrich: a list of every slice's, twice; the derived slices'
+        # ids, as ``release`` does the writer's own)
+        del args_before, shared_before
+        for _, ids in units:
+            ids.clear()
         w.write_sorted(_part(w, helper, part_out))
     finally:
         helper.abandon()

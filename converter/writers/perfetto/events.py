@@ -177,6 +177,8 @@ class SequenceWriter:
         self.args_enc.clear()
         self.own_work = self.copied = self.cols = self.flow_cols = None
         forget_columns(self.slices)     # (those of the conversion, too)
+        for ids in self.by_track.values():  # (lists of this writer's own: the callers'
+            ids.clear()                     # units hold them too)
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, gives the run's facts
