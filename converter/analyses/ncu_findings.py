@@ -61,7 +61,7 @@ def _rule_advice(trace: Trace, ncu: Any) -> list[Opportunity]:
             "NCU's estimated speedup x the kernel's duration" + (
                 ", summed over its launches" if len(gains) > 1 else ""), "ncu rules",
             NCU_BOUND_LABEL.get(k.bound if k is not None else "", LATENCY),
-            ncu_rule_actions(f"{rule}"),
+            ncu_rule_actions(str(rule)),
             place=_launches(trace, ncu.kernels, kernel, places)))
     return out
 
