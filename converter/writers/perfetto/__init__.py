@@ -284,14 +284,14 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 before = {i: (args_before[i], shared_before[i]) for i in replaced}
                 if still(trace, w.own_work, before):
                     added = copies_work(trace, w.own_work)
-                    work = with_copies(w.own_fields, added)
+                    work = with_copies(w.own_fields, added, len(slices))
                     maybe = [i for i in {**w.copied, **added} if i < n_slices]
                 else:
                     work = correlation_fields(trace)
                     maybe = range(n_slices)
                 moved = [i for i in maybe
-                         if work.get(i) != w.work.get(i) and slices[i].track not in taken]
-                if all(i in changed and i not in w.work for i in moved):
+                         if work[i] != w.work[i] and slices[i].track not in taken]
+                if all(i in changed and not w.work[i] for i in moved):
                     for i in moved:
                         changed[i] = (*changed[i][:2], work[i])
                     w.work = work

@@ -99,9 +99,9 @@ class SequenceWriter:
         # them, ``model.COPIES``), on its BEGIN; from the whole trace, so both processes know
         # them.
         self.own_work = own_work(trace, None if self.cols is None else self.cols.track)
-        self.own_fields = own_id_fields(self.own_work)
+        self.own_fields = own_id_fields(self.own_work, len(self.slices))
         self.copied = copies_work(trace, self.own_work)
-        self.work = with_copies(self.own_fields, self.copied)
+        self.work = with_copies(self.own_fields, self.copied, len(self.slices))
         self.by_track = by_track(self.cols.track) if self.cols is not None \
             else trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
@@ -384,8 +384,8 @@ class SequenceWriter:
                 fb = riders.get(i)
                 if fb is not None:
                     event += fb
-                fb = work.get(i)
-                if fb is not None:
+                fb = work[i]
+                if fb:
                     event += fb
                 d = ts - base
                 tsb = begin_ts[k]
@@ -443,7 +443,7 @@ class SequenceWriter:
                 event += enc
                 deps.extend(entries)
         event += (flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
-                  + self.riders.get(i, b"") + self.work.get(i, b""))
+                  + self.riders.get(i, b"") + self.work[i])
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))

@@ -308,8 +308,7 @@ def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
         got.append(list(map(w.flow_bytes.get, (~at).tolist(), repeat(b""))))
     if w.riders:
         got.append(list(map(w.riders.get, ids, repeat(b""))))
-    if w.work:
-        got.append(list(map(w.work.get, ids, repeat(b""))))
+    got.append(list(map(w.work.__getitem__, ids)))
     got = [g for g in got if any(g)]
     if not got:
         return [b""] * len(ids)
