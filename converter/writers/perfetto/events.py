@@ -23,6 +23,7 @@ import numpy as np
 from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
+from ...heap import give_back
 from ...same_work import copies_work, own_work
 from ...slice_columns import by_track, forget_columns, kept_columns
 from .attributes import attributes_packet
@@ -158,6 +159,7 @@ class SequenceWriter:
         # (the part's come with its counts)
         self.counts["packets"] += len(self.spilled) + len(self.chunk)
         self.release()
+        give_back()         # (what was let go, before the merge's buffer: heap.py)
         try:
             write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets,
                          (self.spill, self.spilled) if self.spilled else None, self.sink[0])
