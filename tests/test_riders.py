@@ -9,11 +9,12 @@ from __future__ import annotations
 import io
 import random
 
+import numpy as np
 import pytest
 
 from tracecvt.model import Counter, RunMeta, Slice, Trace
 from tracecvt.writers.perfetto import time_origin, write_perfetto
-from tracecvt.writers.perfetto.riders import _ride_each, ride
+from tracecvt.writers.perfetto.riders import Riders, _ride_each, ride
 
 from test_perfetto_roundtrip import read_back
 
@@ -43,11 +44,20 @@ def _pathological_run(seed: int) -> tuple[list[Slice], list, list[Counter]]:
     return slices, units, counters
 
 
+def _as_dicts(riders: Riders) -> tuple[dict, dict]:
+    """``riders`` as slice id -> BEGIN fields, track -> end time -> END fields."""
+    begins: dict[int, bytes] = {}
+    for keys, pool, starts, lengths in reversed(riders.begins):     # (the later wins)
+        begins.update((k, pool[a:a + n]) for k, a, n in
+                      zip(keys.tolist(), starts.tolist(), lengths.tolist()))
+    return begins, {t: riders.end_dict(t) for t in list(riders.ends)}
+
+
 def _ride(fn, slices, units, counters):
-    riders, end_riders, rides = {}, {}, {}
-    fn(slices, units, counters, riders, end_riders, rides)
-    return riders, end_riders, {counters.index(next(c for c in counters if id(c) == k)):
-                                v.tolist() for k, v in rides.items()}
+    riders, rides = Riders(), {}
+    fn(slices, units, counters, riders, rides)
+    return (*_as_dicts(riders), {counters.index(next(c for c in counters if id(c) == k)):
+                                 v.tolist() for k, v in rides.items()})
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -126,3 +136,43 @@ def test_written_trace_reads_back_every_sample(seed):
         by_name[m.track] = sorted((ts, float(v)) for ts, v in zip(m.ts, m.values))
     have = {uuid: sorted((ts, float(v)) for ts, v in rows) for uuid, rows in got.items()}
     assert sorted(have.values()) == sorted(v for v in by_name.values() if v)
+
+
+def _pieces(fields: dict[int, bytes]):
+    keys = np.array(list(fields), dtype=np.int64)
+    lengths = np.array(list(map(len, fields.values())), dtype=np.int64)
+    return keys, b"".join(fields.values()), np.cumsum(lengths) - lengths, lengths
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lookups_are_those_of_the_dicts(seed):
+    """``Riders``' lookups give what the dicts they stand for give: BEGIN fields by slice
+    (a part added later replaces the earlier's), END fields taken once, by the first END
+    written at their time, across calls, in the order given."""
+    rng = random.Random(seed)
+    riders = Riders()
+    begins: dict[int, bytes] = {}
+    for _ in range(rng.randrange(1, 4)):
+        part = {i: bytes(rng.randrange(1, 255) for _ in range(rng.randrange(1, 6)))
+                for i in rng.sample(range(200), rng.randrange(0, 60))}
+        riders.add_begins(*_pieces(dict(rng.sample(list(part.items()), len(part)))))
+        begins.update(part)
+    ids = [rng.randrange(220) for _ in range(rng.randrange(0, 80))]
+    got = riders.begin_pieces(ids)
+    want = [begins.get(i, b"") for i in ids]
+    assert got == (want if any(want) else None)
+    assert [riders.begin_one(i) for i in ids] == want
+    reference: dict[int, bytes] = {}
+    for n in range(rng.randrange(0, 3)):        # a second part replaces equal times
+        times = rng.sample(range(1000), rng.randrange(1, 40))
+        part = {ts: bytes([1 + k % 250, n + 7]) for k, ts in enumerate(times)}
+        riders.add_ends(3, *_pieces(part))
+        reference.update(part)
+    for _ in range(3):                  # three parts of one lane, each in its own order
+        end = np.array([rng.randrange(1000) for _ in range(rng.randrange(0, 50))],
+                       dtype=np.int64)
+        want = [reference.pop(t, b"") for t in end.tolist()]
+        got = riders.end_pieces(3, end)
+        assert got == (want if any(want) else None)
+    left = riders.end_dict(3)
+    assert (left or {}) == reference                    # what no END took

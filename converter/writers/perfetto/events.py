@@ -31,7 +31,7 @@ from .flow_ids import add_flow_ids, flow_columns
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
 from .plain_lanes import PLAIN_FROM, plain_lane
-from .riders import ride
+from .riders import Riders, ride
 from .times import (_COLUMNS_FROM, _end_packets, _lane_times, _one_after_another,
                     _timestamps, _ts_field)
 from .tracks import Layout, _sequence_start
@@ -118,8 +118,7 @@ class SequenceWriter:
         # Counter samples riding on slice events of the same time (``ride``): the extra
         # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
         # per counter (by id) the times of its samples that ride.
-        self.riders: dict[int, bytes] = {}
-        self.end_riders: dict[int, dict[int, bytes]] = {}
+        self.riders = Riders()
         self.rides: dict[int, Any] = {}     # id(counter) -> numpy bools: which ride
 
     def report(self) -> None:
@@ -172,7 +171,7 @@ class SequenceWriter:
         fields per slice, the caches, the columns), so that merging the packets in time
         order does not hold them too: on a 1 M-task database, its peak memory 3.9 -> 3.5
         GB."""
-        for table in (self.flow_bytes, self.end_flow_bytes, self.riders, self.end_riders,
+        for table in (self.flow_bytes, self.end_flow_bytes, self.riders,
                       self.work, self.own_fields, self.names, self.cats, self.shared_cache,
                       self.rides):
             table.clear()
@@ -236,7 +235,7 @@ class SequenceWriter:
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
         """Let the samples of ``counters`` ride on the events of the slices of ``units``
         (``riders.ride``): before a fork that splits them, or where both are written."""
-        ride(self.slices, units, counters, self.riders, self.end_riders, self.rides, self.cols)
+        ride(self.slices, units, counters, self.riders, self.rides, self.cols)
 
     def count_names(self, units: list[tuple[int, list[int]]], instants: bool) -> None:
         slices = self.slices
@@ -267,7 +266,7 @@ class SequenceWriter:
         name_field, cat_field = self.name_field, self.cat_field
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
         end_flows = self.end_flow_bytes
-        riders, end_riders, work = self.riders, self.end_riders, self.work
+        riders, work = self.riders, self.work
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
@@ -322,7 +321,8 @@ class SequenceWriter:
             stack: list[int] = []   # open slice ends, innermost last
             kstack: list[int] = []  # their places in ``ids`` (``end_pk``)
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
-            at_end = end_riders.get(track_id)   # counter samples riding on ENDs, by time
+            at_end = riders.end_dict(track_id)  # counter samples riding on ENDs, by time
+            on_begin = riders.begin_pieces(ids)     # and on BEGINs, by place
             for k, (i, ts) in enumerate(zip([*ids, -1], starts)):
                 while stack and stack[-1] <= ts:
                     end = stack.pop()
@@ -383,9 +383,8 @@ class SequenceWriter:
                 fb = flow_bytes.get(~i)
                 if fb is not None:
                     event += fb
-                fb = riders.get(i)
-                if fb is not None:
-                    event += fb
+                if on_begin is not None:
+                    event += on_begin[k]
                 fb = work[i]
                 if fb:
                     event += fb
@@ -445,7 +444,7 @@ class SequenceWriter:
                 event += enc
                 deps.extend(entries)
         event += (flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
-                  + self.riders.get(i, b"") + self.work[i])
+                  + self.riders.begin_one(i) + self.work[i])
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))

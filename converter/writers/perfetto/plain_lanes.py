@@ -114,7 +114,6 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
     let go before the next (a database's CANN thread has 1.3 M slices).  Parts and pieces
     are cut where no slice is open."""
     fixed = (_PACKET, seq.field + _FLAGS_NEEDS, seq.field, _TRACK_EVENT, _END, _BEGIN)
-    at_end = w.end_riders.get(track)
     parts = sorted({0, *_snap(np.arange(_PART, len(ids), _PART), cuts, len(ids)), len(ids)})
     for p0, p1 in zip(parts, parts[1:]):
         part = ids[p0:p1]
@@ -126,7 +125,7 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
             w, lane, seq, args if any(args) else None)
         del lane, args
         begin_extra = _extras(w, part, np.array(part, dtype=np.int64))
-        end_extra = _end_extras(at_end, end[p0:p1],
+        end_extra = _end_extras(w.riders, track, end[p0:p1],
                                 None if mine is None else mine[mine & 1 == 1] >> 1)
         n = p1 - p0
         own_data, own_len = _own(own, n)
@@ -306,8 +305,9 @@ def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
     if w.flow_bytes:
         got.append(list(map(w.flow_bytes.get, ids, repeat(b""))))
         got.append(list(map(w.flow_bytes.get, (~at).tolist(), repeat(b""))))
-    if w.riders:
-        got.append(list(map(w.riders.get, ids, repeat(b""))))
+    on_begin = w.riders.begin_pieces(at)
+    if on_begin is not None:
+        got.append(on_begin)
     got.append(list(map(w.work.__getitem__, ids)))
     got = [g for g in got if any(g)]
     if not got:
@@ -317,23 +317,19 @@ def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
     return list(map(b"".join, zip(*got)))
 
 
-def _end_extras(at_end: dict | None, end: np.ndarray,
+def _end_extras(riders: Any, track: int, end: np.ndarray,
                 order: np.ndarray | None = None) -> list[bytes]:
-    """What each slice's END carries (b"": nothing): the samples riding at its end time,
-    on the first END written there (the loop takes them out of ``at_end``); ``order``: the
-    slices in the order their ENDs are written, where it is not theirs."""
-    if not at_end:
+    """What each slice's END carries (b"": nothing): the samples riding at its end time on
+    ``track``, on the first END written there (``riders.Riders.end_pieces``: taken there);
+    ``order``: the slices in the order their ENDs are written, where it is not theirs."""
+    if order is None:
+        got = riders.end_pieces(track, end)
+        return got if got is not None else [b""] * len(end)
+    got = riders.end_pieces(track, end[order])
+    if got is None:
         return [b""] * len(end)
-    if order is not None:
-        out = np.full(len(end), b"", dtype=object)
-        out[order] = list(map(at_end.pop, end[order].tolist(), repeat(b"")))
-        return out.tolist()
-    firsts = np.flatnonzero(np.concatenate(([True], end[1:] != end[:-1])))
-    got = list(map(at_end.pop, end[firsts].tolist(), repeat(b"")))
-    if len(firsts) == len(end):
-        return got
     out = np.full(len(end), b"", dtype=object)
-    out[firsts] = got
+    out[order] = got
     return out.tolist()
 
 

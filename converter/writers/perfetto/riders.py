@@ -5,7 +5,8 @@ written as one of that BEGIN's or END's extra counter values instead of a packet
 from __future__ import annotations
 
 import collections
-from itertools import chain
+from itertools import chain, repeat
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +20,134 @@ _MAX_EXTRA = 8                  # extra counter values Trace Processor reads per
 _FEW = 4                        # samples fewer than the slices / _FEW: those at their times
 
 
+class Riders:
+    """The extra counter fields riding on slice events (``ride``), held as columns: per
+    slice, those of its BEGIN; per track and end time, those of the first END written
+    there.  Each part added is its keys (sorted), a pool of bytes, and each key's place
+    and length in it: a 1 M-task database's derived counters ride on a million events,
+    and a dict entry and a ``bytes`` for each took 170 MB at the writer's peak.  Keys
+    added again replace theirs (the later part first)."""
+
+    __slots__ = ("begins", "ends")
+
+    def __init__(self) -> None:
+        self.begins: list[tuple[np.ndarray, bytes, np.ndarray, np.ndarray]] = []
+        self.ends: dict[int, tuple[np.ndarray, bytes, np.ndarray, np.ndarray, Any]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.begins or self.ends)
+
+    def clear(self) -> None:
+        self.begins.clear()
+        self.ends.clear()
+
+    def add_begins(self, ids: np.ndarray, pool: bytes, starts: np.ndarray,
+                   lengths: np.ndarray) -> None:
+        """The fields of the BEGINs of slices ``ids``: ``pool[starts:starts + lengths]``."""
+        if len(ids):
+            order = np.argsort(ids, kind="stable")
+            self.begins.insert(0, (ids[order], pool, starts[order], lengths[order]))
+
+    def add_ends(self, track: int, times: np.ndarray, pool: bytes, starts: np.ndarray,
+                 lengths: np.ndarray) -> None:
+        """The fields of the first END at each of ``times`` (distinct) on ``track``."""
+        if not len(times):
+            return
+        old = self.ends.get(track)
+        if old is not None:             # (merged: the new ones replace equal times)
+            keep = slice(None) if old[4] is None else ~old[4]
+            fields = dict(zip(old[0][keep].tolist(),
+                              _cut(old[1], old[2][keep], old[3][keep])))
+            fields.update(zip(times.tolist(), _cut(pool, starts, lengths)))
+            self.ends[track] = (*_pooled(dict(sorted(fields.items()))), None)
+            return
+        order = np.argsort(times, kind="stable")
+        self.ends[track] = (times[order], pool, starts[order], lengths[order], None)
+
+    def begin_pieces(self, ids: Any) -> list[bytes] | None:
+        """Per slice of ``ids``, the fields of its BEGIN (b"" where none); None where no
+        slice of them has any."""
+        out = None
+        if not self.begins:
+            return out
+        at = np.asarray(ids, dtype=np.int64)
+        got = np.zeros(len(at), dtype=bool)
+        for keys, pool, starts, lengths in self.begins:
+            k = np.minimum(np.searchsorted(keys, at), len(keys) - 1)
+            hit = (keys[k] == at) & ~got
+            if not hit.any():
+                continue
+            got |= hit
+            if out is None:
+                out = [b""] * len(at)
+            places = np.flatnonzero(hit)
+            k = k[places]
+            for p, piece in zip(places.tolist(), _cut(pool, starts[k], lengths[k])):
+                out[p] = piece
+        return out
+
+    def begin_one(self, i: int) -> bytes:
+        """The fields of slice ``i``'s BEGIN (b"" where none)."""
+        got = self.begin_pieces((i,))
+        return got[0] if got is not None else b""
+
+    def end_dict(self, track: int) -> dict[int, bytes] | None:
+        """The fields of ``track``'s ENDs as end time -> bytes (those not taken yet), for
+        a writer that takes them out one at a time; the track's are its from now on."""
+        hit = self.ends.pop(track, None)
+        if hit is None:
+            return None
+        times, pool, starts, lengths, taken = hit
+        if taken is not None:
+            keep = ~taken
+            times, starts, lengths = times[keep], starts[keep], lengths[keep]
+        return dict(zip(times.tolist(), _cut(pool, starts, lengths)))
+
+    def end_pieces(self, track: int, end: np.ndarray) -> list[bytes] | None:
+        """Per END time of ``end`` (int64, in the order written), the fields it carries:
+        those of its time on ``track`` on the first END written there (b"" elsewhere);
+        those taken are not given again.  None where none is given."""
+        hit = self.ends.get(track)
+        if hit is None or not len(end):
+            return None
+        times, pool, starts, lengths, taken = hit
+        if times.dtype != np.int64:
+            return self._end_pieces_each(track, end)
+        k = np.minimum(np.searchsorted(times, end), len(times) - 1)
+        ok = times[k] == end
+        if taken is not None:
+            ok &= ~taken[k]
+        if not ok.any():
+            return None
+        places = np.flatnonzero(ok)
+        keys, first = np.unique(k[places], return_index=True)
+        places = places[first]
+        if taken is None:
+            taken = np.zeros(len(times), dtype=bool)
+            self.ends[track] = (times, pool, starts, lengths, taken)
+        taken[keys] = True
+        out = [b""] * len(end)
+        for p, piece in zip(places.tolist(), _cut(pool, starts[keys], lengths[keys])):
+            out[p] = piece
+        return out
+
+    def _end_pieces_each(self, track: int, end: np.ndarray) -> list[bytes] | None:
+        """``end_pieces`` where the track's times are not all int64: one at a time."""
+        at = self.end_dict(track) or {}
+        out = list(map(at.pop, end.tolist(), repeat(b"")))
+        if at:
+            self.ends[track] = (*_pooled(at), None)
+        return out if any(out) else None
+
+
+def _cut(pool: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """``pool[s:s + n]`` per place."""
+    return [pool[a:a + n] for a, n in zip(starts.tolist(), lengths.tolist())]
+
+
 def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
-         riders: dict[int, bytes], end_riders: dict[int, dict[int, bytes]],
-         rides: dict[int, np.ndarray], cols: SliceColumns | None = None) -> None:
+         riders: Riders, rides: dict[int, np.ndarray], cols: SliceColumns | None = None
+         ) -> None:
     """Let the samples of ``counters`` ride on the BEGIN or END events of the slices of
     ``units`` (track, slice ids) that have their timestamp, as the event's extra counter
     values (``TrackEvent.extra_counter_values``): Trace Processor stores them as the same
@@ -35,8 +161,8 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     of the first track where one ends then; an event's values are in the order of
     ``counters``.
 
-    Adds to ``riders`` (slice id -> the extra counter fields of its BEGIN), ``end_riders``
-    (track -> end time -> those of the first END there) and ``rides`` (id of a counter ->
+    Adds to ``riders`` (``Riders``: per slice, the extra counter fields of its BEGIN; per
+    track and end time, those of the first END there) and ``rides`` (id of a counter ->
     per sample, whether it rides: then it gets no packet).  Every process that
     writes some of these slices or counters must know the result (``write_perfetto`` rides
     before it forks, or in the process that writes both); a slice or counter rides once.
@@ -48,12 +174,12 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     try:
         times = [np.array(c.ts, dtype=np.int64) for c in counters]
     except OverflowError:
-        _ride_each(slices, units, counters, riders, end_riders, rides)
+        _ride_each(slices, units, counters, riders, rides)
         return
     if cols is None:
         cols = kept_columns(slices)
         if cols is None:
-            _ride_each(slices, units, counters, riders, end_riders, rides)
+            _ride_each(slices, units, counters, riders, rides)
             return
     flat = np.fromiter(chain.from_iterable(ids for _, ids in units), dtype=np.int64)
     begin, end = cols.ts[flat], cols.end[flat]
@@ -119,32 +245,30 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     order = np.lexsort((key, track, on_end))
     key, track, which = key[order], track[order], which[order]
     firsts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    if len(firsts) == len(key):         # one value per key: each piece is a row
-        raw = data.tobytes()
-        made_rows = [raw[a:a + n] for a, n in zip(row_start.tolist(), row_length.tolist())]
-        pieces = list(map(made_rows.__getitem__, which.tolist()))
+    # each key's fields: where they are in ``pool`` (no bytes object per key: a 1 M-task
+    # database's derived counters ride on a million events)
+    if len(firsts) == len(key):         # one value per key: each key's is a row
+        pool = data.tobytes()
+        starts, lengths = row_start[which], row_length[which]
     else:
-        data = gather(data, row_start, row_length, which)
+        pool = gather(data, row_start, row_length, which)
         at_out = np.cumsum(row_length[which]) - row_length[which]
-        bounds = np.append(at_out[firsts], len(data)).tolist()
-        pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+        bounds = np.append(at_out[firsts], len(pool))
+        starts, lengths = bounds[:-1], np.diff(bounds)
     key, track = key[firsts], track[firsts]
     on_begin = int(np.searchsorted(track, -1, side="right"))    # (BEGIN keys: track -1)
-    riders.update(zip(begin_slice[key[:on_begin]].tolist(), pieces))
+    riders.add_begins(begin_slice[key[:on_begin]], pool, starts[:on_begin],
+                      lengths[:on_begin])
     if on_begin == len(key):
         return
     # per track, its ends in time order
     tracks = track[on_begin:]
-    times = ends[key[on_begin:] - n_begins].tolist()
-    pieces = pieces[on_begin:]
+    times = ends[key[on_begin:] - n_begins]
+    starts, lengths = starts[on_begin:], lengths[on_begin:]
     cut = np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1])))
     bounds = np.append(cut, len(tracks)).tolist()
     for t, a, b in zip(tracks[cut].tolist(), bounds, bounds[1:]):
-        at_end = end_riders.get(t)
-        if at_end is None:
-            end_riders[t] = dict(zip(times[a:b], pieces[a:b]))
-        else:
-            at_end.update(zip(times[a:b], pieces[a:b]))
+        riders.add_ends(t, times[a:b], pool, starts[a:b], lengths[a:b])
 
 
 def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -188,8 +312,7 @@ def _int64_values(values: list, wanted: np.ndarray) -> np.ndarray:
 
 
 def _ride_each(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
-               riders: dict[int, bytes], end_riders: dict[int, dict[int, bytes]],
-               rides: dict[int, np.ndarray]) -> None:
+               riders: Riders, rides: dict[int, np.ndarray]) -> None:
     """``ride`` one sample at a time, for times outside int64."""
     # The first slice (in the order of ``units``) to begin at each time, and the first
     # track where one ends: built backwards, so that the first one stays.
@@ -220,6 +343,14 @@ def _ride_each(slices: list[Slice], units: list[tuple[int, list[int]]], counters
                 rode[k] = True
         if any(rode):
             rides[id(counter)] = np.array(rode, dtype=bool)
-    riders.update((i, b"".join(v)) for i, v in on_begin.items())
+    riders.add_begins(*_pooled({i: b"".join(v) for i, v in on_begin.items()}))
     for track, at in on_end.items():
-        end_riders.setdefault(track, {}).update((ts, b"".join(v)) for ts, v in at.items())
+        riders.add_ends(track, *_pooled({ts: b"".join(v) for ts, v in at.items()}))
+
+
+def _pooled(fields: dict[int, bytes]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+    """``fields`` (key -> bytes) as ``Riders`` takes them: keys, pool, starts, lengths."""
+    lengths = np.fromiter(map(len, fields.values()), dtype=np.int64, count=len(fields))
+    keys = np.array(list(fields), dtype=object if fields and max(map(abs, fields)) >> 63
+                    else np.int64)
+    return keys, b"".join(fields.values()), np.cumsum(lengths) - lengths, lengths
