@@ -46,11 +46,7 @@ def _pathological_run(seed: int) -> tuple[list[Slice], list, list[Counter]]:
 
 def _as_dicts(riders: Riders) -> tuple[dict, dict]:
     """``riders`` as slice id -> BEGIN fields, track -> end time -> END fields."""
-    begins: dict[int, bytes] = {}
-    for keys, pool, starts, lengths in reversed(riders.begins):     # (the later wins)
-        begins.update((k, pool[a:a + n]) for k, a, n in
-                      zip(keys.tolist(), starts.tolist(), lengths.tolist()))
-    return begins, {t: riders.end_dict(t) for t in list(riders.ends)}
+    return riders.begins.as_dict(), {t: riders.end_dict(t) for t in list(riders.ends)}
 
 
 def _ride(fn, slices, units, counters):
@@ -145,25 +141,14 @@ def _pieces(fields: dict[int, bytes]):
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_lookups_are_those_of_the_dicts(seed):
-    """``Riders``' lookups give what the dicts they stand for give: BEGIN fields by slice
-    (a part added later replaces the earlier's), END fields taken once, by the first END
-    written at their time, across calls, in the order given."""
+def test_end_lookups_are_those_of_the_dict(seed):
+    """``Riders``' END fields are what the dict they stand for gives: each taken once, by
+    the first END written at its time, across calls, in the order given; end times added
+    again on a track replace theirs."""
     rng = random.Random(seed)
     riders = Riders()
-    begins: dict[int, bytes] = {}
-    for _ in range(rng.randrange(1, 4)):
-        part = {i: bytes(rng.randrange(1, 255) for _ in range(rng.randrange(1, 6)))
-                for i in rng.sample(range(200), rng.randrange(0, 60))}
-        riders.add_begins(*_pieces(dict(rng.sample(list(part.items()), len(part)))))
-        begins.update(part)
-    ids = [rng.randrange(220) for _ in range(rng.randrange(0, 80))]
-    got = riders.begin_pieces(ids)
-    want = [begins.get(i, b"") for i in ids]
-    assert got == (want if any(want) else None)
-    assert [riders.begin_one(i) for i in ids] == want
     reference: dict[int, bytes] = {}
-    for n in range(rng.randrange(0, 3)):        # a second part replaces equal times
+    for n in range(rng.randrange(0, 3)):
         times = rng.sample(range(1000), rng.randrange(1, 40))
         part = {ts: bytes([1 + k % 250, n + 7]) for k, ts in enumerate(times)}
         riders.add_ends(3, *_pieces(part))
@@ -174,5 +159,5 @@ def test_lookups_are_those_of_the_dicts(seed):
         want = [reference.pop(t, b"") for t in end.tolist()]
         got = riders.end_pieces(3, end)
         assert got == (want if any(want) else None)
-    left = riders.end_dict(3)
-    assert (left or {}) == reference                    # what no END took
+    assert (riders.end_dict(3) or {}) == reference          # what no END took
+    assert riders.end_dict(3) is None                       # (the writer's from then on)

@@ -28,6 +28,7 @@ from ...same_work import copies_work, own_work
 from ...slice_columns import by_track, forget_columns, kept_columns
 from .attributes import attributes_packet
 from .flow_ids import add_flow_ids, flow_columns
+from .keyed import KeyedFields
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
 from .plain_lanes import PLAIN_FROM, plain_lane
@@ -86,8 +87,8 @@ class SequenceWriter:
         # ns (``end_flow_bytes``); a flow whose destination starts before its source is not
         # written (Trace Processor would draw it reversed).  Each process fills them for its
         # own slices.
-        self.flow_bytes: dict[int, bytes] = {}
-        self.end_flow_bytes: dict[int, bytes] = {}
+        self.flow_bytes = KeyedFields()
+        self.end_flow_bytes = KeyedFields()
         # The slices' tracks and times as columns (None where a time is outside ±2^62: each
         # slice is then taken as it is), and the flows' ends as columns, made here: a forked
         # process does not read the flows again (reading an object writes its reference
@@ -207,8 +208,8 @@ class SequenceWriter:
     def _flows_each(self, tracks: set[int] | None) -> None:
         """``flows_of``, one flow at a time."""
         slices = self.slices
-        flow_bytes = self.flow_bytes
-        end_bytes = self.end_flow_bytes
+        flow_bytes: dict[int, bytes] = {}
+        end_bytes: dict[int, bytes] = {}
         not_drawn = 0
         for fid, flow in enumerate(self.trace.flows, 1):
             src, dst = flow.src, flow.dst
@@ -230,6 +231,8 @@ class SequenceWriter:
                     end_bytes[dst] = end_bytes.get(dst, b"") + _TE_TERM_FLOW + b
                 else:
                     flow_bytes[~dst] = flow_bytes.get(~dst, b"") + _TE_TERM_FLOW + b
+        self.flow_bytes.add_dict(flow_bytes)
+        self.end_flow_bytes.add_dict(end_bytes)
         self.counts["flows_not_drawn"] += not_drawn
 
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
@@ -265,7 +268,7 @@ class SequenceWriter:
         seq_ids, names, cats = self.seq_ids, self.names, self.cats
         name_field, cat_field = self.name_field, self.cat_field
         shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
-        end_flows = self.end_flow_bytes
+        end_flow_bytes = self.end_flow_bytes
         riders, work = self.riders, self.work
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
@@ -323,6 +326,10 @@ class SequenceWriter:
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
             at_end = riders.end_dict(track_id)  # counter samples riding on ENDs, by time
             on_begin = riders.begin_pieces(ids)     # and on BEGINs, by place
+            # flow ids on BEGINs (outgoing, terminating), by place; on ENDs, by slice
+            flows_out = flow_bytes.pieces(ids)
+            flows_in = flow_bytes.pieces([~i for i in ids]) if flow_bytes else None
+            end_flows = end_flow_bytes.subset(ids) if end_flow_bytes else {}
             for k, (i, ts) in enumerate(zip([*ids, -1], starts)):
                 while stack and stack[-1] <= ts:
                     end = stack.pop()
@@ -377,12 +384,10 @@ class SequenceWriter:
                     event += enc
                 if s.args:
                     event += encode_args(s.args, seq)
-                fb = flow_bytes.get(i)
-                if fb is not None:
-                    event += fb
-                fb = flow_bytes.get(~i)
-                if fb is not None:
-                    event += fb
+                if flows_out is not None:
+                    event += flows_out[k]
+                if flows_in is not None:
+                    event += flows_in[k]
                 if on_begin is not None:
                     event += on_begin[k]
                 fb = work[i]
@@ -443,7 +448,7 @@ class SequenceWriter:
                 enc, entries = encode_all(d, shared)
                 event += enc
                 deps.extend(entries)
-        event += (flow_bytes.get(i, b"") + flow_bytes.get(~i, b"")
+        event += (flow_bytes.get(i) + flow_bytes.get(~i)
                   + self.riders.begin_one(i) + self.work[i])
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,

@@ -14,6 +14,7 @@ import numpy as np
 from ...model import UNTRUSTED_FLOW
 from ...slice_columns import SliceColumns, int_columns
 from ..flows import drawable_columns
+from .keyed import KeyedFields
 from .wire import _TE_FLOW, _TE_TERM_FLOW
 
 _SRC, _DST, _NAME = attrgetter("src"), attrgetter("dst"), attrgetter("name")
@@ -40,9 +41,9 @@ def flow_columns(flows: list, n_slices: int) -> FlowColumns | None:
 
 
 def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None,
-                 begin_ids: dict[int, bytes], end_ids: dict[int, bytes]) -> int:
-    """Add to ``begin_ids`` (slice i -> its flow ids, ~i -> its terminating ids) and
-    ``end_ids`` (slice -> the terminating ids of its END) the fields of the flows with an
+                 begin_ids: KeyedFields, end_ids: KeyedFields) -> int:
+    """Add to ``begin_ids`` (slice i: its flow ids, ~i: its terminating ids) and
+    ``end_ids`` (slice: the terminating ids of its END) the fields of the flows with an
     end on ``tracks`` (None: all) that the .pftrace draws (``writers.flows.drawable``);
     returns how many of those it does not draw have their destination there."""
     src, dst, untrusted = flows
@@ -66,7 +67,7 @@ def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None
     return int(np.count_nonzero(bad & here_dst))
 
 
-def _add(fields: dict[int, bytes], keys: np.ndarray, fids: np.ndarray, tag: bytes) -> None:
+def _add(fields: KeyedFields, keys: np.ndarray, fids: np.ndarray, tag: bytes) -> None:
     """``fields[key] += tag + fixed64(fid)`` for each pair, in order (the ids of one key in
     the order given)."""
     if not len(keys):
@@ -77,13 +78,6 @@ def _add(fields: dict[int, bytes], keys: np.ndarray, fids: np.ndarray, tag: byte
     rows = np.empty((len(keys), width), dtype=np.uint8)
     rows[:, :len(tag)] = np.frombuffer(tag, dtype=np.uint8)
     rows[:, len(tag):] = fids.astype("<u8").view(np.uint8).reshape(-1, 8)
-    data = rows.tobytes()
     firsts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    bounds = (np.append(firsts, len(keys)) * width).tolist()
-    pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]
-    names = keys[firsts].tolist()
-    if fields.keys().isdisjoint(names):
-        fields.update(zip(names, pieces))
-    else:
-        for k, piece in zip(names, pieces):
-            fields[k] = fields.get(k, b"") + piece
+    bounds = np.append(firsts, len(keys)) * width
+    fields.add(keys[firsts], rows.tobytes(), bounds[:-1], np.diff(bounds))

@@ -59,8 +59,7 @@ def plain_lane(w: Any, track: int, ids: list[int], ts: np.ndarray, end: np.ndarr
     ``begin_again``)."""
     if int(ts[0]) < w.base or int(end.min()) < w.base or int(end.max()) - w.base >= 1 << 63:
         return None                 # (times before the time 0 or past 2^63 ns: the loop)
-    end_flows = w.end_flow_bytes
-    if end_flows and not end_flows.keys().isdisjoint(ids):
+    if w.end_flow_bytes and w.end_flow_bytes.pieces(ids) is not None:
         return None
     order = cuts = None
     if not (end[:-1] <= ts[1:]).all():
@@ -302,9 +301,10 @@ def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
     """What each slice's BEGIN carries after its label (b"": nothing): the flows that
     start or end there, the samples riding on it, its correlation id (the loop's order)."""
     got = []
-    if w.flow_bytes:
-        got.append(list(map(w.flow_bytes.get, ids, repeat(b""))))
-        got.append(list(map(w.flow_bytes.get, (~at).tolist(), repeat(b""))))
+    for keys in (at, ~at):
+        fields = w.flow_bytes.pieces(keys)
+        if fields is not None:
+            got.append(fields)
     on_begin = w.riders.begin_pieces(at)
     if on_begin is not None:
         got.append(on_begin)

@@ -14,6 +14,7 @@ from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
 from ...slice_columns import SliceColumns, kept_columns
 from .columns import flat_rows, gather, varint_matrix
+from .keyed import KeyedFields, cut
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
 _MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
@@ -22,16 +23,16 @@ _FEW = 4                        # samples fewer than the slices / _FEW: those at
 
 class Riders:
     """The extra counter fields riding on slice events (``ride``), held as columns: per
-    slice, those of its BEGIN; per track and end time, those of the first END written
-    there.  Each part added is its keys (sorted), a pool of bytes, and each key's place
-    and length in it: a 1 M-task database's derived counters ride on a million events,
-    and a dict entry and a ``bytes`` for each took 170 MB at the writer's peak.  Keys
-    added again replace theirs (the later part first)."""
+    slice, those of its BEGIN (``keyed.KeyedFields``); per track and end time, those of
+    the first END written there: each track's end times (sorted), a pool of bytes and
+    each time's place and length in it.  A 1 M-task database's derived counters ride on
+    a million events, and a dict entry and a ``bytes`` for each took 170 MB at the
+    writer's peak.  End times added again on a track replace theirs."""
 
     __slots__ = ("begins", "ends")
 
     def __init__(self) -> None:
-        self.begins: list[tuple[np.ndarray, bytes, np.ndarray, np.ndarray]] = []
+        self.begins = KeyedFields()
         self.ends: dict[int, tuple[np.ndarray, bytes, np.ndarray, np.ndarray, Any]] = {}
 
     def __bool__(self) -> bool:
@@ -43,10 +44,18 @@ class Riders:
 
     def add_begins(self, ids: np.ndarray, pool: bytes, starts: np.ndarray,
                    lengths: np.ndarray) -> None:
-        """The fields of the BEGINs of slices ``ids``: ``pool[starts:starts + lengths]``."""
-        if len(ids):
-            order = np.argsort(ids, kind="stable")
-            self.begins.insert(0, (ids[order], pool, starts[order], lengths[order]))
+        """The fields of the BEGINs of slices ``ids``: ``pool[starts:starts + lengths]``
+        (a slice rides once: ``ride``)."""
+        self.begins.add(ids, pool, starts, lengths)
+
+    def begin_pieces(self, ids: Any) -> list[bytes] | None:
+        """Per slice of ``ids``, the fields of its BEGIN (b"" where none); None where no
+        slice of them has any."""
+        return self.begins.pieces(ids)
+
+    def begin_one(self, i: int) -> bytes:
+        """The fields of slice ``i``'s BEGIN (b"" where none)."""
+        return self.begins.get(i)
 
     def add_ends(self, track: int, times: np.ndarray, pool: bytes, starts: np.ndarray,
                  lengths: np.ndarray) -> None:
@@ -57,39 +66,12 @@ class Riders:
         if old is not None:             # (merged: the new ones replace equal times)
             keep = slice(None) if old[4] is None else ~old[4]
             fields = dict(zip(old[0][keep].tolist(),
-                              _cut(old[1], old[2][keep], old[3][keep])))
-            fields.update(zip(times.tolist(), _cut(pool, starts, lengths)))
+                              cut(old[1], old[2][keep], old[3][keep])))
+            fields.update(zip(times.tolist(), cut(pool, starts, lengths)))
             self.ends[track] = (*_pooled(dict(sorted(fields.items()))), None)
             return
         order = np.argsort(times, kind="stable")
         self.ends[track] = (times[order], pool, starts[order], lengths[order], None)
-
-    def begin_pieces(self, ids: Any) -> list[bytes] | None:
-        """Per slice of ``ids``, the fields of its BEGIN (b"" where none); None where no
-        slice of them has any."""
-        out = None
-        if not self.begins:
-            return out
-        at = np.asarray(ids, dtype=np.int64)
-        got = np.zeros(len(at), dtype=bool)
-        for keys, pool, starts, lengths in self.begins:
-            k = np.minimum(np.searchsorted(keys, at), len(keys) - 1)
-            hit = (keys[k] == at) & ~got
-            if not hit.any():
-                continue
-            got |= hit
-            if out is None:
-                out = [b""] * len(at)
-            places = np.flatnonzero(hit)
-            k = k[places]
-            for p, piece in zip(places.tolist(), _cut(pool, starts[k], lengths[k])):
-                out[p] = piece
-        return out
-
-    def begin_one(self, i: int) -> bytes:
-        """The fields of slice ``i``'s BEGIN (b"" where none)."""
-        got = self.begin_pieces((i,))
-        return got[0] if got is not None else b""
 
     def end_dict(self, track: int) -> dict[int, bytes] | None:
         """The fields of ``track``'s ENDs as end time -> bytes (those not taken yet), for
@@ -101,7 +83,7 @@ class Riders:
         if taken is not None:
             keep = ~taken
             times, starts, lengths = times[keep], starts[keep], lengths[keep]
-        return dict(zip(times.tolist(), _cut(pool, starts, lengths)))
+        return dict(zip(times.tolist(), cut(pool, starts, lengths)))
 
     def end_pieces(self, track: int, end: np.ndarray) -> list[bytes] | None:
         """Per END time of ``end`` (int64, in the order written), the fields it carries:
@@ -127,7 +109,7 @@ class Riders:
             self.ends[track] = (times, pool, starts, lengths, taken)
         taken[keys] = True
         out = [b""] * len(end)
-        for p, piece in zip(places.tolist(), _cut(pool, starts[keys], lengths[keys])):
+        for p, piece in zip(places.tolist(), cut(pool, starts[keys], lengths[keys])):
             out[p] = piece
         return out
 
@@ -140,9 +122,6 @@ class Riders:
         return out if any(out) else None
 
 
-def _cut(pool: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
-    """``pool[s:s + n]`` per place."""
-    return [pool[a:a + n] for a, n in zip(starts.tolist(), lengths.tolist())]
 
 
 def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
