@@ -19,10 +19,11 @@ _looked = False
 
 def _find() -> Callable[[int], Any] | None:
     import ctypes           # (here: most commands never merge a trace)
-    import ctypes.util
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        trim = libc.malloc_trim
+        # the symbols the process has loaded: the C library's among them (not
+        # ``ctypes.util.find_library``, which runs ``ldconfig`` in a child process: a fork
+        # of this one, counted in its children's peak memory)
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError, TypeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
