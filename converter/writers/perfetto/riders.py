@@ -122,8 +122,6 @@ class Riders:
         return out if any(out) else None
 
 
-
-
 def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list,
          riders: Riders, rides: dict[int, np.ndarray], cols: SliceColumns | None = None
          ) -> None:
