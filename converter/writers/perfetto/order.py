@@ -93,6 +93,10 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     times = np.concatenate((np.array(stamps, dtype=np.int64),
                             np.frombuffer(part[1] if part else empty, dtype=np.int64)))
     del stamps[:]
+    # the order first, and the times let go, before the buffer is made (the sort's
+    # arrays and the buffer are not held at once: DB 1 M's peak)
+    order = np.argsort(times, kind="stable")           # this process's first at one time
+    del times
     starts = np.cumsum(lengths) - lengths
     first = len(spill_lengths)
     spill_size = int(spill_lengths.sum())
@@ -109,7 +113,6 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     if part:
         _fill(view[own_end:], part[0])
     view.release()
-    order = np.argsort(times, kind="stable")           # this process's first at one time
     source = np.frombuffer(data, dtype=np.uint8)
     pieces = _Gathered(source, starts, lengths, order, step)
     if not (into is not None and len(data) >= SPLIT_FROM_BYTES and _write_halves(into, pieces)):
