@@ -31,7 +31,7 @@ from .flow_ids import add_flow_ids, flow_columns
 from .keyed import KeyedFields
 from .interning import _ArgEncoder, _Interner, _Sequence, arg_lines
 from .order import send_part, time_origin, write_sorted
-from .plain_lanes import PLAIN_FROM, plain_lane
+from .plain_lanes import PLAIN_FROM, begin_extras, plain_lane
 from .riders import Riders, ride
 from .times import (_COLUMNS_FROM, _end_packets, _lane_times, _one_after_another,
                     _timestamps, _ts_field)
@@ -267,9 +267,8 @@ class SequenceWriter:
         slices, chunk, append, stamp = self.slices, self.chunk, self.append, self.stamp
         seq_ids, names, cats = self.seq_ids, self.names, self.cats
         name_field, cat_field = self.name_field, self.cat_field
-        shared_cache, flow_bytes = self.shared_cache, self.flow_bytes
-        end_flow_bytes = self.end_flow_bytes
-        riders, work = self.riders, self.work
+        shared_cache, end_flow_bytes, riders = self.shared_cache, self.end_flow_bytes, \
+            self.riders
         encode_args, encode_all = self.args_enc.encode, self.args_enc.encode_all
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
@@ -325,11 +324,9 @@ class SequenceWriter:
             kstack: list[int] = []  # their places in ``ids`` (``end_pk``)
             marks: list[tuple[int, int]] = []   # (depth, slice) of open slices with END flows
             at_end = riders.end_dict(track_id)  # counter samples riding on ENDs, by time
-            on_begin = riders.begin_pieces(ids)     # and on BEGINs, by place
-            # flow ids on BEGINs (outgoing, terminating), by place; on ENDs, by slice
-            flows_out = flow_bytes.pieces(ids)
-            flows_in = flow_bytes.pieces([~i for i in ids]) if flow_bytes else None
-            end_flows = end_flow_bytes.subset(ids) if end_flow_bytes else {}
+            end_flows = end_flow_bytes.subset(ids) if end_flow_bytes else {}   # by slice
+            # what each BEGIN carries after its args (flows, riders, correlation), by place
+            extras = begin_extras(self, ids, np.array(ids, dtype=np.int64))
             for k, (i, ts) in enumerate(zip([*ids, -1], starts)):
                 while stack and stack[-1] <= ts:
                     end = stack.pop()
@@ -384,13 +381,7 @@ class SequenceWriter:
                     event += enc
                 if s.args:
                     event += encode_args(s.args, seq)
-                if flows_out is not None:
-                    event += flows_out[k]
-                if flows_in is not None:
-                    event += flows_in[k]
-                if on_begin is not None:
-                    event += on_begin[k]
-                fb = work[i]
+                fb = extras[k]
                 if fb:
                     event += fb
                 d = ts - base
@@ -427,7 +418,7 @@ class SequenceWriter:
         """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
         from its current args, defining on its sequence every interned entry it uses: those
         it defined there already, and its own (again, if need be: an iid keeps its string)."""
-        names, cats, flow_bytes = self.names, self.cats, self.flow_bytes
+        names, cats = self.names, self.cats
         name_field, cat_field = self.name_field, self.cat_field
         encode_all = self.args_enc.encode_all
         pos, tsb, head, flushed = place
@@ -448,8 +439,7 @@ class SequenceWriter:
                 enc, entries = encode_all(d, shared)
                 event += enc
                 deps.extend(entries)
-        event += (flow_bytes.get(i) + flow_bytes.get(~i)
-                  + self.riders.begin_one(i) + self.work[i])
+        event += begin_extras(self, [i], np.array([i], dtype=np.int64))[0]
         data = b"".join(dict.fromkeys((*flushed, *deps)))
         body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
                          _TRACK_EVENT, _len(len(event)), event))

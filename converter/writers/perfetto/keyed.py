@@ -38,9 +38,7 @@ class KeyedFields:
 
     def add_dict(self, fields: dict[int, bytes]) -> None:
         """``add`` of a dict key -> bytes."""
-        lengths = np.fromiter(map(len, fields.values()), dtype=np.int64, count=len(fields))
-        self.add(np.fromiter(fields, dtype=np.int64, count=len(fields)),
-                 b"".join(fields.values()), np.cumsum(lengths) - lengths, lengths)
+        self.add(*pooled(fields))
 
     def pieces(self, keys: Iterable[int] | np.ndarray) -> list[bytes] | None:
         """Per key of ``keys``, its bytes (b"" where it has none); None where none has."""
@@ -84,6 +82,15 @@ class KeyedFields:
             for k, piece in zip(keys.tolist(), cut(pool, starts, lengths)):
                 out[k] = out.get(k, b"") + piece
         return out
+
+
+def pooled(fields: dict[int, bytes]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+    """``fields`` (key -> bytes) as columns: the keys (int64, or objects where one is
+    outside it), one pool of the bytes end to end, each one's start and length there."""
+    lengths = np.fromiter(map(len, fields.values()), dtype=np.int64, count=len(fields))
+    keys = np.array(list(fields), dtype=object if fields and max(map(abs, fields)) >> 63
+                    else np.int64)
+    return keys, b"".join(fields.values()), np.cumsum(lengths) - lengths, lengths
 
 
 def cut(pool: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:

@@ -123,7 +123,7 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
         fields, name_ids, labels, kinds, own, interned = _events(
             w, lane, seq, args if any(args) else None)
         del lane, args
-        begin_extra = _extras(w, part, np.array(part, dtype=np.int64))
+        begin_extra = begin_extras(w, part, np.array(part, dtype=np.int64))
         end_extra = _end_extras(w.riders, track, end[p0:p1],
                                 None if mine is None else mine[mine & 1 == 1] >> 1)
         n = p1 - p0
@@ -297,17 +297,12 @@ def _own(own: tuple | None, n: int) -> tuple[bytes, np.ndarray]:
                        lengths[:, None])[0], lengths
 
 
-def _extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
-    """What each slice's BEGIN carries after its label (b"": nothing): the flows that
-    start or end there, the samples riding on it, its correlation id (the loop's order)."""
-    got = []
-    for keys in (at, ~at):
-        fields = w.flow_bytes.pieces(keys)
-        if fields is not None:
-            got.append(fields)
-    on_begin = w.riders.begin_pieces(at)
-    if on_begin is not None:
-        got.append(on_begin)
+def begin_extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
+    """What each slice of ``ids`` (``at``: them as int64) carries on its BEGIN after its
+    args (b"": nothing), in this order: the flows that start there, those that end there,
+    the samples riding on it, its correlation id.  ``w``: the ``SequenceWriter``."""
+    got = [fields for fields in (w.flow_bytes.pieces(at), w.flow_bytes.pieces(~at),
+                                 w.riders.begins.pieces(at)) if fields is not None]
     got.append(list(map(w.work.__getitem__, ids)))
     got = [g for g in got if any(g)]
     if not got:

@@ -14,7 +14,7 @@ from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
 from ...slice_columns import SliceColumns, kept_columns
 from .columns import flat_rows, gather, varint_matrix
-from .keyed import KeyedFields, cut
+from .keyed import KeyedFields, cut, pooled
 from .wire import _TE_XC_INT, _TE_XC_TRACK
 
 _MAX_EXTRA = 8                  # extra counter values Trace Processor reads per event
@@ -25,7 +25,8 @@ class Riders:
     """The extra counter fields riding on slice events (``ride``), held as columns: per
     slice, those of its BEGIN (``keyed.KeyedFields``); per track and end time, those of
     the first END written there: each track's end times (sorted), a pool of bytes and
-    each time's place and length in it.  A 1 M-task database's derived counters ride on
+    each time's place and length in it.  A slice rides once, so its BEGIN's are added
+    once (``ride``).  A 1 M-task database's derived counters ride on
     a million events, and a dict entry and a ``bytes`` for each took 170 MB at the
     writer's peak.  End times added again on a track replace theirs."""
 
@@ -35,27 +36,9 @@ class Riders:
         self.begins = KeyedFields()
         self.ends: dict[int, tuple[np.ndarray, bytes, np.ndarray, np.ndarray, Any]] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self.begins or self.ends)
-
     def clear(self) -> None:
         self.begins.clear()
         self.ends.clear()
-
-    def add_begins(self, ids: np.ndarray, pool: bytes, starts: np.ndarray,
-                   lengths: np.ndarray) -> None:
-        """The fields of the BEGINs of slices ``ids``: ``pool[starts:starts + lengths]``
-        (a slice rides once: ``ride``)."""
-        self.begins.add(ids, pool, starts, lengths)
-
-    def begin_pieces(self, ids: Any) -> list[bytes] | None:
-        """Per slice of ``ids``, the fields of its BEGIN (b"" where none); None where no
-        slice of them has any."""
-        return self.begins.pieces(ids)
-
-    def begin_one(self, i: int) -> bytes:
-        """The fields of slice ``i``'s BEGIN (b"" where none)."""
-        return self.begins.get(i)
 
     def add_ends(self, track: int, times: np.ndarray, pool: bytes, starts: np.ndarray,
                  lengths: np.ndarray) -> None:
@@ -68,7 +51,7 @@ class Riders:
             fields = dict(zip(old[0][keep].tolist(),
                               cut(old[1], old[2][keep], old[3][keep])))
             fields.update(zip(times.tolist(), cut(pool, starts, lengths)))
-            self.ends[track] = (*_pooled(dict(sorted(fields.items()))), None)
+            self.ends[track] = (*pooled(dict(sorted(fields.items()))), None)
             return
         order = np.argsort(times, kind="stable")
         self.ends[track] = (times[order], pool, starts[order], lengths[order], None)
@@ -118,7 +101,7 @@ class Riders:
         at = self.end_dict(track) or {}
         out = list(map(at.pop, end.tolist(), repeat(b"")))
         if at:
-            self.ends[track] = (*_pooled(at), None)
+            self.ends[track] = (*pooled(at), None)
         return out if any(out) else None
 
 
@@ -234,7 +217,7 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         starts, lengths = bounds[:-1], np.diff(bounds)
     key, track = key[firsts], track[firsts]
     on_begin = int(np.searchsorted(track, -1, side="right"))    # (BEGIN keys: track -1)
-    riders.add_begins(begin_slice[key[:on_begin]], pool, starts[:on_begin],
+    riders.begins.add(begin_slice[key[:on_begin]], pool, starts[:on_begin],
                       lengths[:on_begin])
     if on_begin == len(key):
         return
@@ -320,14 +303,7 @@ def _ride_each(slices: list[Slice], units: list[tuple[int, list[int]]], counters
                 rode[k] = True
         if any(rode):
             rides[id(counter)] = np.array(rode, dtype=bool)
-    riders.add_begins(*_pooled({i: b"".join(v) for i, v in on_begin.items()}))
+    riders.begins.add_dict({i: b"".join(v) for i, v in on_begin.items()})
     for track, at in on_end.items():
-        riders.add_ends(track, *_pooled({ts: b"".join(v) for ts, v in at.items()}))
+        riders.add_ends(track, *pooled({ts: b"".join(v) for ts, v in at.items()}))
 
-
-def _pooled(fields: dict[int, bytes]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
-    """``fields`` (key -> bytes) as ``Riders`` takes them: keys, pool, starts, lengths."""
-    lengths = np.fromiter(map(len, fields.values()), dtype=np.int64, count=len(fields))
-    keys = np.array(list(fields), dtype=object if fields and max(map(abs, fields)) >> 63
-                    else np.int64)
-    return keys, b"".join(fields.values()), np.cumsum(lengths) - lengths, lengths
