@@ -16,6 +16,7 @@ from tracecvt.model import Counter, RunMeta, Slice, Trace
 from tracecvt.writers.perfetto import time_origin, write_perfetto
 from tracecvt.writers.perfetto.riders import Riders, _ride_each, ride
 
+from test_keyed import as_dict
 from test_perfetto_roundtrip import read_back
 
 
@@ -46,7 +47,7 @@ def _pathological_run(seed: int) -> tuple[list[Slice], list, list[Counter]]:
 
 def _as_dicts(riders: Riders) -> tuple[dict, dict]:
     """``riders`` as slice id -> BEGIN fields, track -> end time -> END fields."""
-    return riders.begins.as_dict(), {t: riders.end_dict(t) for t in list(riders.ends)}
+    return as_dict(riders.begins), {t: riders.end_dict(t) for t in list(riders.ends)}
 
 
 def _ride(fn, slices, units, counters):

@@ -9,7 +9,7 @@ key's place and length in it, and a lane takes the fields of its slices at once
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -74,14 +74,6 @@ class KeyedFields:
         keys = list(keys)
         got = self.pieces(keys)
         return {} if got is None else {k: b for k, b in zip(keys, got) if b}
-
-    def as_dict(self) -> dict[int, Any]:
-        """Every key with its bytes."""
-        out: dict[int, bytes] = {}
-        for keys, pool, starts, lengths in self.parts:
-            for k, piece in zip(keys.tolist(), cut(pool, starts, lengths)):
-                out[k] = out.get(k, b"") + piece
-        return out
 
 
 def pooled(fields: dict[int, bytes]) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
