@@ -59,7 +59,7 @@ def _pathologies() -> Trace:
               for k in range(3)]
     long_text = "x" * 300                       # a body past 127 bytes: two-byte lengths
     lanes = [t.add_track(f"lane {k}", proc, LANE, k, nesting=k in (4, 11, 12))
-             for k in range(13)]
+             for k in range(14)]
     # rows whose strings come new late in the lane (inline first, then interned), whose
     # strings were met on another lane (cached, not defined on this one), with None and
     # nested values: the rows that cannot wait for the rest (``row_args.later``)
@@ -69,6 +69,11 @@ def _pathologies() -> Trace:
     # runs only, one of them of numbers and None: the second lane defines their entries
     # (the optional run's at its first row with a value)
     numbers = ArgTable(("x", "y", "maybe"))
+    # a new dict in every row (a PMU task's pipe ratios), a second nested column (a list
+    # new every 3 rows, held by the next two), a string new every 20 rows: the rows whose
+    # only news are their nested values wait, those values made in their place
+    ratios = ArgTable(("id", "pipes", "op", "dims"))
+    dims: list = []
     ts = 1_000
     for r in range(120):
         ts += 7 + r % 5
@@ -114,6 +119,11 @@ def _pathologies() -> Trace:
             t.add_slice(lane, ts, dur, "numbers", "", numbers.add((
                 r * 1000, r / 7,
                 r if r % 3 == 0 and (lane == lanes[9] or r > 70) else None)))
+        if r % 3 == 0:
+            dims = [r, r + 1]
+        t.add_slice(lanes[13], ts, dur, "kernel", "kernel", ratios.add((
+            r, {"aic": {"cube": r / 9, "mte2": 0.5}, "aiv": {"vec": r / 11}},
+            f"op {r // 20}" if r % 4 else None, dims if r % 6 < 5 else None)))
     t.add_slice(lanes[12], 1_000, ts + 5 - 1_000, "whole", "call")
     return t
 
