@@ -70,8 +70,8 @@ def _pathologies() -> Trace:
     # (the optional run's at its first row with a value)
     numbers = ArgTable(("x", "y", "maybe"))
     # a new dict in every row (a PMU task's pipe ratios), a second nested column (a list
-    # new every 3 rows, held by the next two), a string new every 20 rows: the rows whose
-    # only news are their nested values wait, those values made in their place
+    # new every 3 rows, held by the next two), a string new every 20 rows: most rows
+    # encoded in their place (a nested value's first use defines its text's entry)
     ratios = ArgTable(("id", "pipes", "op", "dims"))
     dims: list = []
     ts = 1_000

@@ -215,11 +215,9 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
     labels = []
     interned: dict[int, tuple[bytes, tuple[bytes, ...]]] = {}
 
-    def at(places, into: list | None = None, waits: set | frozenset = frozenset(),
-           made: dict | None = None) -> None:
+    def at(places, into: list | None = None, waits: set | frozenset = frozenset()) -> None:
         """The loop's defines at ``places`` (in order): a name's entry, a label's, own
-        args encoded (into ``into``, but those that ``waits``: of those, the lists and
-        dicts ``made`` there), the pending entries."""
+        args encoded (into ``into``, but those that ``waits``), the pending entries."""
         for k in places:
             entry = name_entry.get(k)
             if entry is not None and entry not in defined:
@@ -227,13 +225,9 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
                 pending.append(entry)
             if k in is_first:
                 labels.append(label(lane[k]))
-            if into is not None:
-                if k not in waits:
-                    a = args[k]
-                    into[k] = encode(a, seq) if a else b""
-                elif made:
-                    for name, value in made.get(k, ()):
-                        seq.use(pair(name, value)[1])
+            if into is not None and k not in waits:
+                a = args[k]
+                into[k] = encode(a, seq) if a else b""
             if pending:
                 entries = tuple(pending)
                 pending.clear()
@@ -245,7 +239,7 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
         return fields, name_ids, labels, kinds, None, interned
     own: list[bytes] = [b""] * len(lane)
     waited: list[tuple[list[int], bytes, np.ndarray]] = []
-    encode, rows, pair = w.args_enc.encode, w.args_enc.rows, w.args_enc.pair
+    encode, rows = w.args_enc.encode, w.args_enc.rows
     # (the first block short: a table's plan is made at its first row, and its rows wait
     # from the next block on)
     bounds = [0, *range(_FIRST_BLOCK, len(lane), _BLOCK), len(lane)]
@@ -266,17 +260,14 @@ def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
                     got[0].append(k)
                     got[1].append(a.row)
         waiting = []
-        made: dict[int, list] = {}      # place -> the lists and dicts made there
         for table, (places, numbers) in tables.items():
-            got = rows.later(table, numbers, seq)
-            if got is not None and any(got[0]):
-                mask, nested = got
+            mask = rows.later(table, numbers, seq)
+            if mask is not None and any(mask):
                 waiting.append((table, list(compress(places, mask)),
                                 list(compress(numbers, mask))))
-                made.update((places[j], d) for j, d in nested.items())
         waits = {k for _, places, _ in waiting for k in places}
-        at([k for k in range(a0, b0) if k not in waits or k in name_entry or k in is_first
-            or k in made] if waits else range(a0, b0), own, waits, made)
+        at([k for k in range(a0, b0) if k not in waits or k in name_entry or k in is_first]
+           if waits else range(a0, b0), own, waits)
         for table, places, numbers in waiting:
             waited.append((places, *rows.encode_later(table, numbers)))
     return fields, name_ids, labels, kinds, (own, waited), interned

@@ -111,28 +111,23 @@ class RowPlans:
             parts.append(encode_pairs(((name, value),), seq))
         return b"".join(parts)
 
-    def later(self, table: ArgTable, rows: list[int], seq
-              ) -> tuple[list[bool], dict[int, list[tuple[str, Any]]]] | None:
+    def later(self, table: ArgTable, rows: list[int], seq) -> list[bool] | None:
         """Which of ``rows`` (row numbers of ``table``, in the order they are to be encoded
         on ``seq``, after all encoded there so far) may be encoded at once, after the
-        others (``encode_later``): encoding them in their place would change no cache and
-        define no entry on ``seq`` but those of their lists and dicts, once the others are
-        encoded in order (``encode``); and of those, by place in ``rows``, the (name,
-        value) of each list or dict to be made in its place, in column order
-        (``_ArgEncoder.pair``, then ``seq.use`` of its entries): its first use here,
-        where it is not cached or its entries are not defined on ``seq`` (one string,
-        cached by the object, interned at once: a PMU task's ``pipe_ratio``, new on every
-        task).  None where ``table`` has no plan yet.  Not later: a row added after the
-        plan; the first row to use a run the sequence has not seen; a string's first use
-        here where its entries are not all defined on ``seq``, and its first two where it
-        is not in the cache (written inline first, interned from the next); any other
-        value that is not None in a dynamic column."""
+        others (``encode_later``): encoding them in their place would define no entry on
+        ``seq`` and change no cache, once the others are encoded in order (``encode``).
+        None where ``table`` has no plan yet.  Not later: a row added after the plan; the
+        first row to use a run the sequence has not seen; a string's first use here where
+        its entries are not all defined on ``seq``, and its first two where it is not in
+        the cache (written inline first, interned from the next); a list's or dict's
+        (one string, cached by the object: ``_ArgEncoder.pair``) first use here where it
+        is not cached or its entries are not defined on ``seq``; any other value that is
+        not None in a dynamic column."""
         plan = self.plans.get(table)
         if plan is None:
             return None
         planned, segs = plan
         later = [r < planned for r in rows]
-        made: dict[int, list[tuple[str, Any]]] = {}     # place -> nested values made there
         values = list(map(table.rows.__getitem__, rows))
         cache, defined, seen = self.cache, seq.defined, seq.seen
         for seg in segs:
@@ -167,11 +162,7 @@ class RowPlans:
                 for key, j in nested.items():   # (made one string: ``_ArgEncoder.pair``)
                     hit = cache.get((name, key))
                     if hit is None or not defined.issuperset(hit[1]):
-                        got = made.get(j)
-                        if got is None:
-                            made[j] = [(name, column[j])]
-                        else:
-                            got.append((name, column[j]))
+                        later[j] = False
             new: set[str] = set()           # strings not cached: inline here, interned at
             for v, j in first.items():      # their next use
                 if v is None:
@@ -189,7 +180,7 @@ class RowPlans:
                         new.discard(v)
                         if not new:
                             break
-        return later, {j: d for j, d in made.items() if later[j]}
+        return later
 
     def encode_later(self, table: ArgTable, rows: list[int]) -> tuple[bytes, np.ndarray]:
         """The DebugAnnotations of ``rows`` of ``table`` that ``later`` let wait, once the
