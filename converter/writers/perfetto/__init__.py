@@ -263,7 +263,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 w.cols = cols           # (the forked process keeps those of its slices)
                 own = {id(c) for c in counter_units}
                 new_counters = [c for c in trace.counters if c.ts and id(c) not in own]
-                new_units = by_track(added_tracks, n_slices)
+                new_units = by_track(added_tracks, n_slices, packed=True)
                 # The last contested sequences this process takes, to even out the work
                 n_taken = share.taken(
                     [costs[k] for k in at], share.own_cost(costs, n_slices, sum(samples)),
@@ -324,7 +324,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         # ids, as ``release`` does the writer's own)
         del args_before, shared_before
         for _, ids in units:
-            ids.clear()
+            del ids[:]
         w.write_sorted(_part(w, helper, part_out))
     finally:
         helper.abandon()

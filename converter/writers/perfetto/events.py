@@ -104,7 +104,9 @@ class SequenceWriter:
         self.own_fields = own_id_fields(self.own_work, len(self.slices))
         self.copied = copies_work(trace, self.own_work)
         self.work = with_copies(self.own_fields, self.copied, len(self.slices))
-        self.by_track = by_track(self.cols.track) if self.cols is not None \
+        # (each track's slice ids an ``array("q")``, or a list where the columns are not
+        # made; both are read alike)
+        self.by_track = by_track(self.cols.track, packed=True) if self.cols is not None \
             else trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
@@ -179,8 +181,8 @@ class SequenceWriter:
         self.args_enc.clear()
         self.own_work = self.copied = self.cols = self.flow_cols = None
         forget_columns(self.slices)     # (those of the conversion, too)
-        for ids in self.by_track.values():  # (lists of this writer's own: the callers'
-            ids.clear()                     # units hold them too)
+        for ids in self.by_track.values():  # (this writer's own: the callers' units hold
+            del ids[:]                      # them too)
 
     def write_header(self) -> None:
         """Sequence 1: clears incremental state, gives the run's facts
@@ -302,7 +304,8 @@ class SequenceWriter:
             else:
                 starts = [slices[i].ts for i in ids]
                 if not all(map(int.__lt__, starts, starts[1:])):    # sorted only if need be
-                    ids.sort(key=lambda i: (slices[i].ts, -slices[i].dur))
+                    ordered = sorted(ids, key=lambda i: (slices[i].ts, -slices[i].dur))
+                    ids[:] = ordered if ids.__class__ is list else array("q", ordered)
                     starts = [slices[i].ts for i in ids]
                 ends = [slices[i].ts + slices[i].dur for i in ids]
             seqb = seq.field

@@ -9,6 +9,7 @@ key's place and length in it, and a lane takes the fields of its slices at once
 
 from __future__ import annotations
 
+from array import array
 from typing import Iterable
 
 import numpy as np
@@ -45,7 +46,7 @@ class KeyedFields:
         out = None
         if not self.parts:
             return out
-        at = np.asarray(keys if isinstance(keys, np.ndarray) else list(keys),
+        at = np.asarray(keys if isinstance(keys, (np.ndarray, array)) else list(keys),
                         dtype=np.int64)
         for part_keys, pool, starts, lengths in self.parts:
             k = np.minimum(np.searchsorted(part_keys, at), len(part_keys) - 1)

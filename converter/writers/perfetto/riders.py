@@ -5,7 +5,7 @@ written as one of that BEGIN's or END's extra counter values instead of a packet
 from __future__ import annotations
 
 import collections
-from itertools import chain, repeat
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -141,7 +141,8 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         if cols is None:
             _ride_each(slices, units, counters, riders, rides)
             return
-    flat = np.fromiter(chain.from_iterable(ids for _, ids in units), dtype=np.int64)
+    flat = np.concatenate([np.asarray(ids, dtype=np.int64) for _, ids in units]) if units \
+        else np.zeros(0, dtype=np.int64)
     begin, end = cols.ts[flat], cols.end[flat]
     track = np.repeat(np.array([t for t, _ in units], dtype=np.int64),
                       [len(ids) for _, ids in units])

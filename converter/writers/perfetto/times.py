@@ -6,6 +6,8 @@ slices come one after another (``_one_after_another``)."""
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from ...slice_columns import SliceColumns, start_order
@@ -64,7 +66,7 @@ def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[np.ndarray, np.ndar
     if not (starts[1:] > starts[:-1]).all():
         order = start_order(starts, cols.end[at] - starts)
         at, starts = at[order], starts[order]
-        ids[:] = at.tolist()
+        ids[:] = at.tolist() if ids.__class__ is list else array("q", at.tobytes())
     return starts, cols.end[at]
 
 
