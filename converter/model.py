@@ -253,7 +253,9 @@ class Instant(msgspec.Struct, eq=False, gc=False):
 
 
 class Counter:
-    """Samples of one counter track; a value holds until the next sample."""
+    """Samples of one counter track; a value holds until the next sample.  ``ts`` and
+    ``values`` are lists, or ``array("q")`` columns (8 bytes a sample: the analyses' derived
+    counters), read alike."""
 
     __slots__ = ("track", "ts", "values")
 

@@ -26,6 +26,7 @@ one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares 
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,9 @@ import numpy as np
 from ..model import MARKER, PICKUP, Trace
 from . import lane_columns
 from .timeline import Timeline
+
+# a step function's samples as columns (timestamps, values): ``step_series``'s
+Series = tuple["list[int] | array", "list[int] | array"]
 
 WAIT_PREDECESSOR = "wait predecessor"
 WAIT_SCHEDULE = "wait schedule"
@@ -184,13 +188,13 @@ class Bubbles:
     gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
     # (kind, group of the lanes) -> (timestamps, values) of the busy-lanes step function of
     # that group's lanes (``busy_series``: a kind's over all its groups)
-    busy_by_group: dict[tuple[str, int | None], tuple[list[int], list[int]]] = field(
+    busy_by_group: dict[tuple[str, int | None], Series] = field(
         default_factory=dict)
     # kind -> (timestamps, values) of the ready-tasks step function
-    ready_series: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
+    ready_series: dict[str, Series] = field(default_factory=dict)
     lane_prev: dict[int, int] = field(default_factory=dict)   # slice -> previous on its lane
 
-    def busy_series(self, kind: str) -> tuple[list[int], list[int]]:
+    def busy_series(self, kind: str) -> Series:
         """The busy-lanes step function of every lane of ``kind``: its groups' added up."""
         parts = [s for (k, _), s in self.busy_by_group.items() if k == kind]
         if len(parts) == 1:
@@ -371,11 +375,13 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
 
 
 def step_series(delta: dict[int, int], t0: int,
-                blocks: list | None = None) -> tuple[list[int], list[int]]:
+                blocks: list | None = None) -> Series:
     """Samples of a step function from its changes ``delta`` (ts -> change; and +1 at each
     start, -1 at each end of ``blocks``, (starts, ends) int64 arrays), starting at ``t0``
     with 0, as columns (timestamps, values): one sample per timestamp where the value
-    changes.  With numpy; ints outside int64 one change at a time."""
+    changes.  With numpy, the columns ``array("q")``s (8 bytes a sample, where a list
+    holds an int object for each time: a 1 M-task database has 1.6 M samples); ints
+    outside int64 one change at a time, the columns lists."""
     if delta and set(map(type, delta.values())) != {int}:
         return _step_series_each(_add_blocks(delta, blocks), t0)
     try:
@@ -389,7 +395,7 @@ def step_series(delta: dict[int, int], t0: int,
         changes = np.concatenate([changes, *(np.full(len(x), 1 - 2 * k, dtype=np.int64)
                                              for pair in blocks for k, x in enumerate(pair))])
     if not len(times):
-        return [t0], [0]
+        return array("q", [t0]), array("q", [0])
     if int(changes.min()) * len(changes) <= -(1 << 62) or \
             int(changes.max()) * len(changes) >= 1 << 62:    # a sum could pass int64
         return _step_series_each(_add_blocks(delta, blocks), t0)
@@ -403,7 +409,10 @@ def step_series(delta: dict[int, int], t0: int,
     at_t0 = times == t0
     keep = ~at_t0 & (value != last)
     first = int(value[at_t0][0]) if at_t0.any() else 0
-    return [t0, *times[keep].tolist()], [first, *value[keep].tolist()]
+    ts, values = array("q", [t0]), array("q", [first])
+    ts.frombytes(times[keep].tobytes())
+    values.frombytes(value[keep].tobytes())
+    return ts, values
 
 
 def _add_blocks(delta: dict[int, int], blocks: list | None) -> dict[int, int]:
@@ -416,7 +425,7 @@ def _add_blocks(delta: dict[int, int], blocks: list | None) -> dict[int, int]:
     return delta
 
 
-def _step_series_each(delta: dict[int, int], t0: int) -> tuple[list[int], list[int]]:
+def _step_series_each(delta: dict[int, int], t0: int) -> Series:
     """``step_series`` one change at a time."""
     times = [t0]
     values = [0]

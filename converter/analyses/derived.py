@@ -147,7 +147,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
 
     def add_counter(name, parent, unit, rank, what, series):
         c = trace.add_counter(name, parent, unit, rank, what, derived=True)
-        c.ts, c.values = list(series[0]), list(series[1])   # not the analysis' own
+        c.ts, c.values = series[0][:], series[1][:]     # copies: not the analysis' own
         counts["counter_tracks"] += 1
         counts["counter_samples"] += len(c.ts)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from array import array
 from typing import Any
 
 from ..arg_rows import ArgRow
@@ -22,7 +23,12 @@ _TRACK_FIELDS = ("index", "name", "kind", "parent", "order", "description", "uni
 
 
 def same_value(x: Any, y: Any) -> bool:
-    """Deep equality that also requires equal types (and key order for dicts)."""
+    """Deep equality that also requires equal types (and key order for dicts); an
+    ``array`` (a counter's samples as a column: ``model.Counter``) is the list it reads as."""
+    if x.__class__ is array:
+        x = x.tolist()
+    if y.__class__ is array:
+        y = y.tolist()
     if type(x) is not type(y):
         return False
     if isinstance(x, float):
