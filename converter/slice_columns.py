@@ -142,14 +142,17 @@ def by_track(track: np.ndarray, first: int = 0, packed: bool = False
     (fresh lists; ``packed``: fresh ``array("q")``s, 8 bytes an index where a list's
     int objects take 36: a 1 M-task database's writer holds 3 M of them)."""
     keys, order, bounds = track_groups(track)
-    if packed:
-        flat = array("q", (order + first).astype(np.int64).tobytes())
-        groups = [(keys[k], flat[bounds[k]:bounds[k + 1]]) for k in range(len(keys))]
-    else:
-        ids = (order + first).tolist()
-        groups = [(keys[k], ids[bounds[k]:bounds[k + 1]]) for k in range(len(keys))]
+    ids = (order + first).astype(np.int64)
+    ids = array("q", ids.tobytes()) if packed else ids.tolist()
+    groups = [(keys[k], ids[bounds[k]:bounds[k + 1]]) for k in range(len(keys))]
     groups.sort(key=lambda g: g[1][0])          # by the index of their first slice
     return dict(groups)
+
+
+def refill(ids: list[int] | array, values: np.ndarray) -> None:
+    """Put ``values`` (slice indexes, int64) in place of a lane's ``ids`` (a list, or
+    ``by_track(packed=True)``'s array), keeping its kind: a lane reordered in place."""
+    ids[:] = values.tolist() if ids.__class__ is list else array("q", values.tobytes())
 
 
 def track_groups(track: np.ndarray) -> tuple[list[int], np.ndarray, list[int]]:

@@ -27,6 +27,7 @@ one exception; ``pypto_check`` recomputes PyPTO's figures verbatim and compares 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +37,9 @@ from ..model import MARKER, PICKUP, Trace
 from . import lane_columns
 from .timeline import Timeline
 
-# a step function's samples as columns (timestamps, values): ``step_series``'s
-Series = tuple["list[int] | array", "list[int] | array"]
+# a step function's samples as columns (timestamps, values): ``step_series``'s (a list
+# or an ``array("q")`` each)
+Series = tuple[Sequence[int], Sequence[int]]
 
 WAIT_PREDECESSOR = "wait predecessor"
 WAIT_SCHEDULE = "wait schedule"

@@ -25,7 +25,7 @@ from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from ...heap import give_back
 from ...same_work import copies_work, own_work
-from ...slice_columns import by_track, forget_columns, kept_columns
+from ...slice_columns import by_track, forget_columns, kept_columns, refill
 from .attributes import attributes_packet
 from .flow_ids import add_flow_ids, flow_columns
 from .keyed import KeyedFields
@@ -305,7 +305,7 @@ class SequenceWriter:
                 starts = [slices[i].ts for i in ids]
                 if not all(map(int.__lt__, starts, starts[1:])):    # sorted only if need be
                     ordered = sorted(ids, key=lambda i: (slices[i].ts, -slices[i].dur))
-                    ids[:] = ordered if ids.__class__ is list else array("q", ordered)
+                    refill(ids, np.array(ordered, dtype=np.int64))
                     starts = [slices[i].ts for i in ids]
                 ends = [slices[i].ts + slices[i].dur for i in ids]
             seqb = seq.field

@@ -6,11 +6,9 @@ slices come one after another (``_one_after_another``)."""
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
-from ...slice_columns import SliceColumns, start_order
+from ...slice_columns import SliceColumns, refill, start_order
 from ..protowire import varint
 from . import columns
 from .wire import _DTS, _LEN, _PACKET, _TS, _TS3_LO, _TS4_MID, _len
@@ -66,7 +64,7 @@ def _lane_times(cols: SliceColumns, ids: list[int]) -> tuple[np.ndarray, np.ndar
     if not (starts[1:] > starts[:-1]).all():
         order = start_order(starts, cols.end[at] - starts)
         at, starts = at[order], starts[order]
-        ids[:] = at.tolist() if ids.__class__ is list else array("q", at.tobytes())
+        refill(ids, at)
     return starts, cols.end[at]
 
 
