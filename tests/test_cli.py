@@ -13,8 +13,8 @@ import pytest
 
 from tracecvt.readers import find_runs
 
-from conftest import (FIELD, REPO, check_pftrace, checkout_copy, decode_pftrace, pftrace_counts,
-                      pypto_run_dir)
+from conftest import (FIELD, REPO, SHARED, check_pftrace, checkout_copy, decode_pftrace,
+                      pftrace_counts, pypto_run_dir)
 from conftest import cli as run
 
 
@@ -355,6 +355,26 @@ def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
         f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived",
                                           "lane_columns", "timeline")]
     assert (tmp_path / "t.pftrace").stat().st_size > 0
+
+
+@pytest.mark.parametrize("run", [
+    REPO / "samples" / "pypto" / "ffn_medium",
+    SHARED / "samples" / "msprof" / "msinsight" / "test" / "data" / "pytorch" / "db" / "level0"
+    / "rank0_ascend_pt",
+    SHARED / "samples" / "simpler" / "a2a3sim_tmr_benchmark_bgemm_Case0_L4",
+], ids=["pypto", "torch_npu_db", "simpler"])
+def test_conversion_leaves_numpy_ma_unimported(run, tmp_path):
+    """np.unique of a plain array imports numpy.ma (about 10 ms of a small run's command):
+    the conversion's distinct values and look-ups (``tracecvt.distinct``) do without."""
+    import subprocess
+    import sys
+    code = ("import sys; import tracecvt.cli as c; "
+            f"c.main(['to-perfetto', {str(run)!r}, '-o', "
+            f"{str(tmp_path / 't.pftrace')!r}, '-j', '1', '-q'], standalone_mode=False); "
+            "print('numpy.ma' in sys.modules, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(REPO), check=True).stdout
+    assert out.split() == ["False", "True"]
 
 
 def test_progress_bar_shows_after_the_delay_only(monkeypatch):

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...distinct import distinct
 from ...model import Flow
 
 
@@ -34,7 +35,7 @@ class _Table:
         thread, times, index = thread[order], times[order], index[order]
         first = np.ones(len(order), dtype=bool)
         first[1:] = (thread[1:] != thread[:-1]) | (times[1:] != times[:-1])
-        self.times = np.unique(times)
+        self.times = distinct(times)
         self.width = len(self.times) + 1
         # (thread, rank of the time) as one key: sorted, as the rows are
         self.keys = thread[first] * self.width + np.searchsorted(self.times, times[first])

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ...distinct import distinct, repeats, within
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
 from ...slice_columns import SliceColumns, kept_columns
@@ -149,8 +150,8 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
     if _FEW * sum(map(len, times)) < len(flat):
         # Few samples for the slices (the run's own counters of an msprof database): only
         # the slices that begin or end at a sample's time can carry one, in the same order.
-        at = np.unique(np.concatenate(times))
-        kept = np.isin(begin, at) | np.isin(end, at)
+        at = distinct(np.concatenate(times))
+        kept = within(begin, at) | within(end, at)
         flat, begin, end, track = flat[kept], begin[kept], end[kept], track[kept]
     # The times where slices begin (each with the first slice to begin there) and end
     # (each with the first track where one ends): the keys samples ride on, numbered
@@ -172,7 +173,7 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         ok &= values != 0
         if not ok.any():
             continue
-        if not (t[1:] > t[:-1]).all() and len(np.unique(t)) != len(t):
+        if not (t[1:] > t[:-1]).all() and repeats(t):
             # a time its counter repeats: no riding
             _, where, n = np.unique(t, return_inverse=True, return_counts=True)
             ok &= n[where] == 1
@@ -184,13 +185,13 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         rode = rides[id(counter)] = np.zeros(len(t), dtype=bool)
         rode[at] = True
         head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
-        distinct, inverse = _distinct(values[at])
-        row, length = flat_rows(varint_matrix(distinct.astype(np.uint64)), head)
+        once, inverse = _distinct(values[at])
+        row, length = flat_rows(varint_matrix(once.astype(np.uint64)), head)
         keys.append(key[at])
         rows.append(row)
         lengths.append(length)
         which.append(inverse + made)
-        made += len(distinct)
+        made += len(once)
     if not keys:
         return
     # Each key's values, in the order of ``counters``: a stable sort of the rows by key,

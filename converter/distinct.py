@@ -1,0 +1,34 @@
+"""Sorted distinct values and membership of integer columns, as ``np.unique`` and
+``np.isin`` give them, without their cost on first use: ``np.unique`` of a plain array
+(and ``np.isin``, which calls it) imports ``numpy.ma`` to rule out a masked array, about
+10 ms of a conversion that needs nothing else from it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a 1-D integer array: its values sorted, each once."""
+    out = np.sort(values)
+    if len(out) > 1:
+        keep = np.empty(len(out), dtype=bool)
+        keep[0] = True
+        np.not_equal(out[1:], out[:-1], out=keep[1:])
+        out = out[keep]
+    return out
+
+
+def repeats(values: np.ndarray) -> bool:
+    """Whether a value of the 1-D integer array ``values`` is there more than once."""
+    ordered = np.sort(values)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def within(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``np.isin(values, known)`` where ``known`` is sorted (``distinct``'s)."""
+    if not len(known):
+        return np.zeros(len(values), dtype=bool)
+    at = np.searchsorted(known, values)
+    np.minimum(at, len(known) - 1, out=at)
+    return known[at] == values
