@@ -234,7 +234,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             slices[i].shared_args = sh
             if work is not None:            # a task the analyses drew a copy of
                 w.work[i] = work
-            w.begin_again(i, places[i])
+        w.begin_again(list(news), places)
         return w.part_counts()
 
     part_out = tempfile.TemporaryFile()

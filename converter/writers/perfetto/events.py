@@ -417,36 +417,40 @@ class SequenceWriter:
                     limit = self.next_report
         self.done = done
 
-    def begin_again(self, i: int, place: tuple) -> None:
-        """Build slice ``i``'s BEGIN packet (recorded by ``write_slices`` at ``place``) again
-        from its current args, defining on its sequence every interned entry it uses: those
-        it defined there already, and its own (again, if need be: an iid keeps its string)."""
+    def begin_again(self, ids: list[int], places: dict[int, tuple]) -> None:
+        """Build the BEGIN packet of each slice of ``ids`` (recorded by ``write_slices`` at
+        ``places[i]``) again from its current args, in that order, defining on its sequence
+        every interned entry it uses: those it defined there already, and its own (again,
+        if need be: an iid keeps its string).  What each carries after its args is looked
+        up for all of them at once (``begin_extras``)."""
         names, cats = self.names, self.cats
         name_field, cat_field = self.name_field, self.cat_field
         encode_all = self.args_enc.encode_all
-        pos, tsb, head, flushed = place
-        s = self.slices[i]
-        if tsb is None:                     # (``plain_lanes``: made here)
-            tsb = _ts_field(s.ts - self.base)
-        deps = []
-        hit = names.get(s.name) or name_field(s.name)
-        event = _BEGIN + hit[0]
-        if hit[1] is not None:
-            deps.append(hit[1])
-        if s.cat:
-            hit = cats.get(s.cat) or cat_field(s.cat)
-            event += hit[0]
-            deps.append(hit[1])
-        for d, shared in ((s.shared_args, True), (s.args, False)):
-            if d:
-                enc, entries = encode_all(d, shared)
-                event += enc
-                deps.extend(entries)
-        event += begin_extras(self, [i], np.array([i], dtype=np.int64))[0]
-        data = b"".join(dict.fromkeys((*flushed, *deps)))
-        body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
-                         _TRACK_EVENT, _len(len(event)), event))
-        self.chunk[pos] = _PACKET + _len(len(body)) + body
+        extras = begin_extras(self, ids, np.array(ids, dtype=np.int64))
+        for i, extra in zip(ids, extras):
+            pos, tsb, head, flushed = places[i]
+            s = self.slices[i]
+            if tsb is None:                     # (``plain_lanes``: made here)
+                tsb = _ts_field(s.ts - self.base)
+            deps = []
+            hit = names.get(s.name) or name_field(s.name)
+            event = _BEGIN + hit[0]
+            if hit[1] is not None:
+                deps.append(hit[1])
+            if s.cat:
+                hit = cats.get(s.cat) or cat_field(s.cat)
+                event += hit[0]
+                deps.append(hit[1])
+            for d, shared in ((s.shared_args, True), (s.args, False)):
+                if d:
+                    enc, entries = encode_all(d, shared)
+                    event += enc
+                    deps.extend(entries)
+            event += extra
+            data = b"".join(dict.fromkeys((*flushed, *deps)))
+            body = b"".join((tsb, head, _INTERNED, varint(len(data)), data,
+                             _TRACK_EVENT, _len(len(event)), event))
+            self.chunk[pos] = _PACKET + _len(len(body)) + body
 
     def write_counters(self, units: list) -> None:
         chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
