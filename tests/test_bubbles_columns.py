@@ -54,11 +54,23 @@ def _both(trace: Trace, monkeypatch) -> tuple:
                 b.ignored_dependencies, b.lane_prev)
     tl = Timeline.build(trace)
     columns = figures(compute_bubbles(trace, tl))
+    with monkeypatch.context() as m:          # a graph's lanes one at a time
+        m.setattr(lane_columns, "graph_lanes", lambda *a: None)
+        assert figures(compute_bubbles(trace, tl)) == columns
     with monkeypatch.context() as m:
         m.setattr(lane_columns, "idle_lane", lambda *a: None)
         m.setattr(lane_columns, "graph_lane", lambda *a: None)
+        m.setattr(lane_columns, "graph_lanes", lambda *a: None)
         loop = figures(compute_bubbles(trace, tl))
     return columns, loop
+
+
+def _batched(monkeypatch) -> list:
+    """What each call of ``graph_lanes`` returns, from here on."""
+    got: list = []
+    real = lane_columns.graph_lanes
+    monkeypatch.setattr(lane_columns, "graph_lanes", lambda *a: got.append(real(*a)) or got[-1])
+    return got
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -74,7 +86,9 @@ def test_task_graph_lanes_a_column_at_a_time_are_the_loops(seed, monkeypatch):
     trace = _lanes(random.Random(seed), graph=True, tasks=seed % 2 == 1)
     tl = Timeline.build(trace)
     assert tl.has_graph and any(lane.graph for lane in tl.lanes)
+    batches = _batched(monkeypatch)
     columns, loop = _both(trace, monkeypatch)
+    assert batches[0] is not None, "the lanes were not taken at once"
     assert {g[3] for g in loop[0]} >= {1}, "no wait schedule: the case says nothing"
     assert columns == loop
 
@@ -110,3 +124,21 @@ def test_times_past_int64_take_the_loop(monkeypatch):
     assert calls and b.computed
     assert [(g[1], g[2]) for g in b.gaps] == [((1 << 63) + 10, (1 << 63) + 100),
                                               ((1 << 63) + 110, (1 << 63) + 200)]
+
+
+def test_lanes_too_far_apart_for_one_int64_are_taken_one_at_a_time(monkeypatch):
+    """``graph_lanes`` moves each lane's times above the lane's before it in one int64: two
+    lanes 2^61 ns apart do not fit, and each lane is then taken on its own, as before."""
+    trace = Trace(RunMeta("t", "test"))
+    trace.meta.extra[TASK_GRAPH] = True
+    a, b = trace.add_track("core 0", None, LANE, 0), trace.add_track("core 1", None, LANE, 1)
+    x = [trace.add_slice(a, ts, 10, "a") for ts in (0, 50, 100)]
+    y = [trace.add_slice(b, ts, 10, "b") for ts in (1 << 61, (1 << 61) + 40)]
+    trace.add_flow(x[1], y[0])
+    trace.add_flow(x[2], y[1])
+    batches = _batched(monkeypatch)
+    columns, loop = _both(trace, monkeypatch)
+    assert batches == [None]
+    assert columns == loop
+    assert [(g[1], g[2], g[3]) for g in loop[0] if g[4] == y[0]] == [(0, 60, 0),
+                                                                     (60, 1 << 61, 1)]

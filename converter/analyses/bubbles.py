@@ -247,6 +247,13 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
             pass
     multi = tl.node_of                      # slices of tasks of several slices
     firsts = set(tl.node_first.values())
+    # the lanes of a graph without dispatch times, all at once
+    batched = [li for li, lane in enumerate(tl.lanes) if lane.graph] \
+        if end_column is not None else []
+    batch = lane_columns.graph_lanes(
+        slices, [(li, tl.lanes[li].slices, tl.lanes[li].times, tl.lanes[li].kind,
+                  tl.lanes[li].group) for li in batched], t0, end_column, tl)
+    in_batch = {li: k for k, li in enumerate(batched)} if batch is not None else {}
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices
         graph = lane.graph
@@ -257,7 +264,14 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         # one at a time below)
         got = None
         blocks = busy_blocks.setdefault((lane.kind, lane.group), [])
-        if not graph and not pickup:
+        k = in_batch.get(li)
+        if k is not None:
+            gaps.extend(batch.rows[batch.gap_at[k]:batch.gap_at[k + 1]])
+            p0, p1 = batch.prev_at[k], batch.prev_at[k + 1]
+            lane_prev.update(zip(batch.prev_keys[p0:p1], batch.prev_values[p0:p1]))
+            ready_blocks.setdefault(lane.kind, [])
+            got = batch.figures[k]
+        elif not graph and not pickup:
             got = lane_columns.idle_lane(slices, ids, t0, li, gaps, blocks, lane.times)
         elif graph and end_column is not None:
             got = lane_columns.graph_lane(slices, ids, t0, li, gaps, blocks,
@@ -350,6 +364,11 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
             pickup=pickup))
         ignored_total += ignored
     result.ignored_dependencies = ignored_total
+    if batch is not None:
+        for key, pair in batch.blocks.items():
+            busy_blocks[key].append(pair)
+        for kind, pair in batch.ready.items():
+            ready_blocks[kind].append(pair)
     kinds: dict[str, Totals] = {}
     for fig in result.lanes:
         k = kinds.get(fig.kind)
