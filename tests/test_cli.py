@@ -342,15 +342,9 @@ def test_start_up_imports_only_what_the_command_needs():
 def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
     """to-perfetto runs the timeline, bubble and critical-path analyses; the summary's
     (findings, labels, ratings, the format checks) are not even imported."""
-    import subprocess
-    import sys
     tiny = checkout_copy(REPO / "samples" / "pypto" / "tiny_add", tmp_path / "tiny_add")
-    code = ("import sys; import tracecvt.cli as c; "
-            f"c.main(['to-perfetto', {str(tiny)!r}, '-o', "
-            f"{str(tmp_path / 't.pftrace')!r}, '-j', '1', '-q'], standalone_mode=False); "
-            "print(*sorted(m for m in sys.modules if m.startswith('tracecvt.analyses')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=str(REPO), check=True).stdout
+    out = _after_conversion(tiny, tmp_path / "t.pftrace",
+                            "*sorted(m for m in sys.modules if m.startswith('tracecvt.analyses'))")
     assert out.split() == ["tracecvt.analyses"] + [
         f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived",
                                           "lane_columns", "timeline")]
@@ -366,15 +360,19 @@ def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
 def test_conversion_leaves_numpy_ma_unimported(run, tmp_path):
     """np.unique of a plain array imports numpy.ma (about 10 ms of a small run's command):
     the conversion's distinct values and look-ups (``tracecvt.distinct``) do without."""
-    import subprocess
-    import sys
-    code = ("import sys; import tracecvt.cli as c; "
-            f"c.main(['to-perfetto', {str(run)!r}, '-o', "
-            f"{str(tmp_path / 't.pftrace')!r}, '-j', '1', '-q'], standalone_mode=False); "
-            "print('numpy.ma' in sys.modules, 'numpy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=str(REPO), check=True).stdout
+    out = _after_conversion(run, tmp_path / "t.pftrace",
+                            "'numpy.ma' in sys.modules, 'numpy' in sys.modules")
     assert out.split() == ["False", "True"]
+
+
+def _after_conversion(run: Path, out: Path, what: str) -> str:
+    """What a fresh process prints (``print(what)``) after ``to-perfetto run -o out``
+    in one process."""
+    code = ("import sys; import tracecvt.cli as c; "
+            f"c.main(['to-perfetto', {str(run)!r}, '-o', {str(out)!r}, '-j', '1', '-q'], "
+            f"standalone_mode=False); print({what})")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=str(REPO), check=True).stdout
 
 
 def test_progress_bar_shows_after_the_delay_only(monkeypatch):

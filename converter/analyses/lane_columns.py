@@ -118,12 +118,28 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
     made = np.concatenate(([-1], np.maximum.accumulate(np.where(end > before, pos, -1))[:-1]))
     follows = (before <= ts) & (made >= 0)
     lane_prev.update(zip(who[follows].tolist(), who[made[follows]].tolist()))
-    # ready times: the latest predecessor end by the task's start (t0 at least); the
-    # predecessor is the first one with that end; a predecessor ending later is ignored
+    ready, by, ignored, waits = _readiness(slices, ids, ts, t0, ends, tl)
+    ready_blocks.append((ready[waits], ts[waits]))
+    a, b, r, pred, sched, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap)
+    gaps.extend(zip(repeat(li), *columns))
+    blocks.append(_busy_blocks(ts, before, at_gap, last))
+    return (busy, int((b - a).sum()), int((b - r)[sched].sum()), int((r - a)[pred].sum()), 0,
+            len(at_gap), int(ignored.sum()), last)
+
+
+def _readiness(slices: list, ids: list[int], ts: np.ndarray, t0: int, ends: Any,
+               tl: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Of the tasks ``ids`` (starting at ``ts``) of a task graph (``tl``; ``ends``: every
+    slice's end): each one's ready time, the latest predecessor end by its start (t0 at
+    least); the predecessor that made it (the first with that end; -1: none); whether it
+    has a dependency not followed (a predecessor ending after its start, or untrusted);
+    and whether it waits ready (not a marker; a task of several slices once, until its
+    first start)."""
+    n = len(ids)
     plists = list(map(tl.preds.get, ids, repeat(())))
     counts = np.fromiter(map(len, plists), dtype=np.int64, count=n)
     flat = np.fromiter(chain.from_iterable(plists), dtype=np.int64, count=int(counts.sum()))
-    seg = np.repeat(pos, counts)
+    seg = np.repeat(np.arange(n), counts)
     pe = ends[flat]
     late = pe > ts[seg]
     ok = ~late
@@ -137,28 +153,32 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
     ignored[seg[late]] = True
     if tl.untrusted:
         ignored |= np.fromiter(map(tl.untrusted.__contains__, ids), dtype=bool, count=n)
-    # ready but waiting: tasks (not markers; a task of several slices once, until its first
-    # start) ready before they start
     waits = ready < ts
     waits &= np.fromiter((slices[i].cat != MARKER for i in ids), dtype=bool, count=n)
     if tl.node_of:
         multi, firsts = tl.node_of, set(tl.node_first.values())
         waits &= np.fromiter((i not in multi or i in firsts for i in ids), dtype=bool,
                              count=n)
-    ready_blocks.append((ready[waits], ts[waits]))
-    # gaps: [end so far, ready) wait predecessor, [ready, start) wait schedule
+    return ready, by, ignored, waits
+
+
+def _split_gaps(before: np.ndarray, ts: np.ndarray, ready: np.ndarray, by: np.ndarray,
+                who: np.ndarray, at_gap: np.ndarray) -> tuple:
+    """The gaps before the slices at ``at_gap``, each split at its task's ready time:
+    [end so far, ready) wait predecessor, [ready, start) wait schedule.  Returns the gaps'
+    (ends so far, starts, ready times), which of the two parts each has, both as one mask
+    of the parts in order, and the parts' columns as lists (start, end, cause, task,
+    predecessor)."""
     a, b = before[at_gap], ts[at_gap]
     r = np.maximum(ready[at_gap], a)
     pred, sched = r > a, b > r
     m = len(at_gap)
     keep = np.stack((pred, sched), axis=1).ravel()
-    gaps.extend(zip(repeat(li), np.stack((a, r), axis=1).ravel()[keep].tolist(),
-                    np.stack((r, b), axis=1).ravel()[keep].tolist(),
-                    np.tile([0, 1], m)[keep].tolist(), np.repeat(who[at_gap], 2)[keep].tolist(),
-                    np.stack((by[at_gap], np.full(m, -1)), axis=1).ravel()[keep].tolist()))
-    blocks.append(_busy_blocks(ts, before, at_gap, last))
-    return (busy, int((b - a).sum()), int((b - r)[sched].sum()), int((r - a)[pred].sum()), 0,
-            m, int(ignored.sum()), last)
+    return a, b, r, pred, sched, keep, (
+        np.stack((a, r), axis=1).ravel()[keep].tolist(),
+        np.stack((r, b), axis=1).ravel()[keep].tolist(),
+        np.tile([0, 1], m)[keep].tolist(), np.repeat(who[at_gap], 2)[keep].tolist(),
+        np.stack((by[at_gap], np.full(m, -1)), axis=1).ravel()[keep].tolist())
 
 
 class GraphLanes:
@@ -216,7 +236,8 @@ def graph_lanes(slices: list, lanes: list, t0: int, ends: Any, tl: Any) -> Graph
     lane_busy = _sums(np.maximum(end - np.maximum(ts, before), 0), off)
     last = np.maximum(before[stop - 1], end[stop - 1])
     pos = np.arange(n, dtype=np.int64)
-    who = np.fromiter(chain.from_iterable(x[1] for x in lanes), dtype=np.int64, count=n)
+    ids = list(chain.from_iterable(x[1] for x in lanes))
+    who = np.array(ids, dtype=np.int64)
     # the slice that last pushed the union's end, before each slice (none from a lane before)
     made = np.empty(n, dtype=np.int64)
     made[1:] = np.maximum.accumulate(np.where(end > before, pos, -1))[:-1]
@@ -227,46 +248,12 @@ def graph_lanes(slices: list, lanes: list, t0: int, ends: Any, tl: Any) -> Graph
     out.prev_keys, out.prev_values = who[follows].tolist(), who[made[follows]].tolist()
     out.prev_at = np.searchsorted(follows, off).tolist()
     del made, follows
-    # ready times, as ``graph_lane``
-    ids = who.tolist()
-    plists = list(map(tl.preds.get, ids, repeat(())))
-    counts = np.fromiter(map(len, plists), dtype=np.int64, count=n)
-    flat = np.fromiter(chain.from_iterable(plists), dtype=np.int64, count=int(counts.sum()))
-    seg = np.repeat(pos, counts)
-    pe = ends[flat]
-    late = pe > ts[seg]
-    ok = ~late
-    ready = np.full(n, t0, dtype=np.int64)
-    np.maximum.at(ready, seg[ok], pe[ok])
-    hit = np.flatnonzero(ok & (pe == ready[seg]) & (pe > t0))
-    with_by, at = np.unique(seg[hit], return_index=True)
-    by = np.full(n, -1, dtype=np.int64)
-    by[with_by] = flat[hit[at]]
-    ignored = np.zeros(n, dtype=bool)
-    ignored[seg[late]] = True
-    if tl.untrusted:
-        ignored |= np.fromiter(map(tl.untrusted.__contains__, ids), dtype=bool, count=n)
-    waits = ready < ts
-    waits &= np.fromiter((slices[i].cat != MARKER for i in ids), dtype=bool, count=n)
-    if tl.node_of:
-        multi, firsts = tl.node_of, set(tl.node_first.values())
-        waits &= np.fromiter((i not in multi or i in firsts for i in ids), dtype=bool,
-                             count=n)
-    # gaps: [end so far, ready) wait predecessor, [ready, start) wait schedule
+    ready, by, ignored, waits = _readiness(slices, ids, ts, t0, ends, tl)
     at_gap = np.flatnonzero(ts > before)
     gap_off = np.searchsorted(at_gap, off)
-    a, b = before[at_gap], ts[at_gap]
-    r = np.maximum(ready[at_gap], a)
-    pred, sched = r > a, b > r
-    m = len(at_gap)
-    keep = np.stack((pred, sched), axis=1).ravel()
+    a, b, r, pred, sched, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap)
     li = np.array([x[0] for x in lanes], dtype=np.int64)
-    out.rows = list(zip(np.repeat(li[lane_of[at_gap]], 2)[keep].tolist(),
-                        np.stack((a, r), axis=1).ravel()[keep].tolist(),
-                        np.stack((r, b), axis=1).ravel()[keep].tolist(),
-                        np.tile([0, 1], m)[keep].tolist(),
-                        np.repeat(who[at_gap], 2)[keep].tolist(),
-                        np.stack((by[at_gap], np.full(m, -1)), axis=1).ravel()[keep].tolist()))
+    out.rows = list(zip(np.repeat(li[lane_of[at_gap]], 2)[keep].tolist(), *columns))
     out.gap_at = _sums(keep.reshape(-1, 2).sum(axis=1), gap_off, True).tolist()
     out.figures = list(zip(lane_busy.tolist(), _sums(b - a, gap_off).tolist(),
                            _sums(np.where(sched, b - r, 0), gap_off).tolist(),
