@@ -1,7 +1,7 @@
 """Sorted distinct values and membership of integer columns, as ``np.unique`` and
 ``np.isin`` give them, without their cost on first use: ``np.unique`` of a plain array
-(and ``np.isin``, which calls it) imports ``numpy.ma`` to rule out a masked array, about
-10 ms of a conversion that needs nothing else from it."""
+(and ``np.isin`` where it sorts, which calls it) imports ``numpy.ma`` to rule out a
+masked array, about 10 ms of a conversion that needs nothing else from it."""
 
 from __future__ import annotations
 
