@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .distinct import distinct_places
 from .model import COPIES, SAME_WORK, Trace, task_arg
 
 
@@ -270,7 +271,7 @@ def _components(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     is in two edges (a flow per launch and its task), each edge is one; else by label
     propagation: each slice takes the least label of its edges' ends, then of the slice its
     label names (pointer jumping), until nothing changes."""
-    members, at = _unique(pairs.ravel())
+    members, at = distinct_places(pairs.ravel())
     a, b = at.reshape(-1, 2).T
     if len(members) == pairs.size:
         label = np.empty(len(members), dtype=np.int64)
@@ -291,19 +292,6 @@ def _components(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if np.array_equal(new, label):
             return members, members[label]
         label = new
-
-
-def _unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(values, return_inverse=True)`` of slice indexes (not negative): by a
-    table of the indexes up to the largest where they fill a good part of it (no sort),
-    else by numpy's sort."""
-    if len(values) and 0 <= values.min() and values.max() < 4 * len(values):
-        seen = np.zeros(int(values.max()) + 1, dtype=bool)
-        seen[values] = True
-        rank = np.cumsum(seen, dtype=np.int64) - 1
-        return np.flatnonzero(seen), rank[values]
-    members, at = np.unique(values, return_inverse=True)
-    return members, at.ravel()
 
 
 def _has_task_ids(trace: Trace, task: str) -> bool:

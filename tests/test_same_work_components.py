@@ -1,8 +1,8 @@
 """``same_work._components`` (label propagation with numpy, or each edge on its own where
 no slice is in two) finds the components a plain union-find finds, each named by its least
 slice, on random graphs, long chains (the worst case for propagation), stars and pairs that
-share no slice; ``same_work._unique`` (a table of the indexes, or numpy's sort) is
-``np.unique``."""
+share no slice; ``distinct.distinct_places`` (a table of the indexes, or numpy's sort),
+which it numbers them by, is ``np.unique``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import random
 import numpy as np
 import pytest
 
-from tracecvt.same_work import _components, _unique
+from tracecvt.distinct import distinct_places
+from tracecvt.same_work import _components
 
 
 def _union_find(pairs):
@@ -47,7 +48,7 @@ def _graphs():
 @pytest.mark.parametrize("pairs", list(_graphs()))
 def test_unique_is_numpys(pairs):
     values = np.array(pairs, dtype=np.int64).ravel()
-    members, at = _unique(values)
+    members, at = distinct_places(values)
     want, want_at = np.unique(values, return_inverse=True)
     assert members.tolist() == want.tolist() and at.tolist() == want_at.ravel().tolist()
 

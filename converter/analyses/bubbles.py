@@ -250,9 +250,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     # the lanes of a graph without dispatch times, all at once
     batched = [li for li, lane in enumerate(tl.lanes) if lane.graph] \
         if end_column is not None else []
-    batch = lane_columns.graph_lanes(
-        slices, [(li, tl.lanes[li].slices, tl.lanes[li].times, tl.lanes[li].kind,
-                  tl.lanes[li].group) for li in batched], t0, end_column, tl)
+    batch = lane_columns.graph_lanes(slices, batched, t0, end_column, tl)
     in_batch = {li: k for k, li in enumerate(batched)} if batch is not None else {}
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices

@@ -192,23 +192,26 @@ class GraphLanes:
                  "blocks", "ready")
 
 
-def graph_lanes(slices: list, lanes: list, t0: int, ends: Any, tl: Any) -> GraphLanes | None:
-    """What ``graph_lane`` gives for each of ``lanes`` ((lane index, ids, (starts, ends) in
-    their order or None, kind, group), of one task graph without dispatch times), computed over all
-    of them at once: numpy's cost per call paid once, not once per lane (a run of 10,000
-    tasks has about 70 such lanes).  None where a time is outside int64 or a lane's times
-    could not be told apart from the next lane's in one int64 (each lane then on its own)."""
+def graph_lanes(slices: list, at: list[int], t0: int, ends: Any, tl: Any
+                ) -> GraphLanes | None:
+    """What ``graph_lane`` gives for each lane of ``tl.lanes`` at ``at`` (lanes of one task
+    graph without dispatch times; ``ends``: every slice's end), computed over all of them
+    at once: numpy's cost per call paid once, not once per lane (a run of 10,000 tasks has
+    about 70 such lanes).  None where a time is outside int64 or a lane's times could not
+    be told apart from the next lane's in one int64 (each lane then on its own)."""
+    lanes = [tl.lanes[li] for li in at]
     if not lanes:
         return None
     try:
         np.int64(t0)
     except OverflowError:
         return None
-    sizes = np.fromiter((len(x[1]) for x in lanes), dtype=np.int64, count=len(lanes))
+    sizes = np.fromiter((len(lane.slices) for lane in lanes), dtype=np.int64, count=len(lanes))
     off = np.concatenate(([0], np.cumsum(sizes)))
     first, stop = off[:-1], off[1:]
     try:
-        times = [x[2] if x[2] is not None else _times(slices, x[1]) for x in lanes]
+        times = [lane.times if lane.times is not None else _times(slices, lane.slices)
+                 for lane in lanes]
     except (OverflowError, TypeError):
         return None
     ts = np.concatenate([t[0] for t in times])
@@ -236,7 +239,7 @@ def graph_lanes(slices: list, lanes: list, t0: int, ends: Any, tl: Any) -> Graph
     lane_busy = _sums(np.maximum(end - np.maximum(ts, before), 0), off)
     last = np.maximum(before[stop - 1], end[stop - 1])
     pos = np.arange(n, dtype=np.int64)
-    ids = list(chain.from_iterable(x[1] for x in lanes))
+    ids = list(chain.from_iterable(lane.slices for lane in lanes))
     who = np.array(ids, dtype=np.int64)
     # the slice that last pushed the union's end, before each slice (none from a lane before)
     made = np.empty(n, dtype=np.int64)
@@ -252,7 +255,7 @@ def graph_lanes(slices: list, lanes: list, t0: int, ends: Any, tl: Any) -> Graph
     at_gap = np.flatnonzero(ts > before)
     gap_off = np.searchsorted(at_gap, off)
     a, b, r, pred, sched, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap)
-    li = np.array([x[0] for x in lanes], dtype=np.int64)
+    li = np.array(at, dtype=np.int64)
     out.rows = list(zip(np.repeat(li[lane_of[at_gap]], 2)[keep].tolist(), *columns))
     out.gap_at = _sums(keep.reshape(-1, 2).sum(axis=1), gap_off, True).tolist()
     out.figures = list(zip(lane_busy.tolist(), _sums(b - a, gap_off).tolist(),
@@ -269,9 +272,9 @@ def graph_lanes(slices: list, lanes: list, t0: int, ends: Any, tl: Any) -> Graph
     block_end = np.concatenate((before[later], last))
     wait_at = np.flatnonzero(waits)
     out.blocks, out.ready = {}, {}
-    for key, mine in _by_key([(x[3], x[4]) for x in lanes], nl).items():
+    for key, mine in _by_key([(lane.kind, lane.group) for lane in lanes], nl).items():
         out.blocks[key] = (block_start[mine[block_lane]], block_end[mine[block_end_lane]])
-    for kind, mine in _by_key([x[3] for x in lanes], nl).items():
+    for kind, mine in _by_key([lane.kind for lane in lanes], nl).items():
         at = wait_at[mine[lane_of[wait_at]]]
         out.ready[kind] = (ready[at], ts[at])
     return out

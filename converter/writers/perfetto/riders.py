@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...distinct import distinct, repeats, within
+from ...distinct import distinct, distinct_places, repeats, within
 from ...model import INT64_END, INT64_MIN, Slice
 from ..protowire import varint
 from ...slice_columns import SliceColumns, kept_columns
@@ -185,7 +185,7 @@ def ride(slices: list[Slice], units: list[tuple[int, list[int]]], counters: list
         rode = rides[id(counter)] = np.zeros(len(t), dtype=bool)
         rode[at] = True
         head = _TE_XC_TRACK + varint(counter.track + 1) + _TE_XC_INT
-        once, inverse = _distinct(values[at])
+        once, inverse = distinct_places(values[at])
         row, length = flat_rows(varint_matrix(once.astype(np.uint64)), head)
         keys.append(key[at])
         rows.append(row)
@@ -248,17 +248,6 @@ def _keys(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         hit[hit] = begins[at[hit]] == t[hit]
         key[hit] = at[hit]
     return key
-
-
-def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``values`` (int64) and each one's place among them: counted
-    where they are small and not negative (the usual counts), else sorted."""
-    if len(values) and int(values.min()) >= 0 and int(values.max()) < 1 << 16:
-        present = np.flatnonzero(np.bincount(values))
-        place = np.zeros(int(present[-1]) + 1, dtype=np.int64)
-        place[present] = np.arange(len(present))
-        return present, place[values]
-    return np.unique(values, return_inverse=True)
 
 
 def _int64_values(values: list, wanted: np.ndarray) -> np.ndarray:
