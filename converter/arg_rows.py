@@ -2,13 +2,18 @@
 
 A reader that makes many slices whose own args have the same names in the same order (an
 msprof database's device tasks: ids, op info, 20 or more PMU figures each) may give each
-slice an ``ArgRow`` instead of a dict: the names are held once, in an ``ArgTable``, and each
-slice's values as one tuple.  An ``ArgRow`` is a read-only mapping with the dict's order and
+slice an ``ArgRow`` instead of a dict: the names are held once, in an ``ArgTable``, and the
+values a column per name.  An ``ArgRow`` is a read-only mapping with the dict's order and
 values, so every reader of ``Slice.args`` works unchanged (``Slice.all_args`` gives a dict);
 writers that know tables take a row's numbers a column at a time
 (``writers.perfetto.row_args``).  A row of an args dict costs a third of its memory (the
 names and the hash table are the table's), and the Perfetto writer need not visit each
 number.
+
+Rows are added one at a time (``ArgTable.add``, as a reader makes them) and wait as tuples
+until a column is first read (``ArgTable.settle``: what a writer does anyway to encode a
+column at a time): then each column becomes an ``array('q')`` where every value is an int
+of int64 (8 bytes a value, no int object), else a list; the tuples are let go.
 
 A caller that wants to change a row's args replaces them with a dict (``dict(row)``, then
 its changes), as for any args (the model's args are read-only).  A row pickles as the dict
@@ -17,31 +22,82 @@ it stands for.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from typing import Any, Iterator
 
 
 class ArgTable:
-    """Arg names (distinct, in order) and one tuple of values per row."""
+    """Arg names (distinct, in order) and their values: a column per name (``columns``,
+    the rows settled), and the tuples of the rows added since (``rows``)."""
 
-    __slots__ = ("names", "index", "rows")
+    __slots__ = ("names", "index", "columns", "rows", "size")
 
     def __init__(self, names: tuple[str, ...]):
         if len(set(names)) != len(names) or not all(n.__class__ is str for n in names):
             raise ValueError(f"arg names must be distinct strings: {names!r}")
         self.names = tuple(names)
         self.index = {n: k for k, n in enumerate(self.names)}
+        self.columns: list[Any] = [[] for _ in self.names]
         self.rows: list[tuple] = []
+        self.size = 0                   # rows settled into the columns
 
     def add(self, values: tuple) -> ArgRow:
         """A new row of ``values`` (one per name, in order)."""
         if len(values) != len(self.names):
             raise ValueError(f"{len(values)} values for {len(self.names)} arg names")
         self.rows.append(values)
-        return ArgRow(self, len(self.rows) - 1)
+        return ArgRow(self, self.size + len(self.rows) - 1)
+
+    def __len__(self) -> int:
+        return self.size + len(self.rows)
+
+    def settle(self) -> list[Any]:
+        """The columns, the rows added since moved into them (a column an ``array('q')``
+        while every value is an int of int64, else a list); the tuples let go."""
+        if self.rows:
+            rows, self.rows = self.rows, []
+            for k, values in enumerate(zip(*rows)):
+                column = self.columns[k]
+                if _INT.issuperset(map(type, values)) and \
+                        (column.__class__ is array or not self.size):
+                    try:
+                        more = array("q", values)
+                    except OverflowError:
+                        more = None
+                    if more is not None:
+                        if column.__class__ is array:
+                            column.extend(more)
+                        else:
+                            self.columns[k] = more
+                        continue
+                if column.__class__ is array:
+                    column = self.columns[k] = column.tolist()
+                column.extend(values)
+            self.size += len(rows)
+        return self.columns
+
+    def row(self, r: int) -> tuple:
+        """Row ``r``'s values, in the names' order."""
+        if r >= self.size:
+            return self.rows[r - self.size]
+        return tuple([column[r] for column in self.columns])
+
+    def value(self, r: int, k: int) -> Any:
+        """Row ``r``'s value of the ``k``-th name."""
+        if r >= self.size:
+            return self.rows[r - self.size][k]
+        return self.columns[k][r]
+
+    def take(self, k: int, rows: list[int]) -> list:
+        """The values of the ``k``-th name of ``rows``."""
+        return list(map(self.settle()[k].__getitem__, rows))
 
     def __repr__(self) -> str:
-        return f"ArgTable({len(self.names)} names, {len(self.rows)} rows)"
+        return f"ArgTable({len(self.names)} names, {len(self)} rows)"
+
+
+_INT = frozenset({int})
 
 
 class ArgRow(Mapping):
@@ -55,11 +111,11 @@ class ArgRow(Mapping):
         self.row = row
 
     def __getitem__(self, name: str) -> Any:
-        return self.table.rows[self.row][self.table.index[name]]
+        return self.table.value(self.row, self.table.index[name])
 
     def get(self, name: str, default: Any = None) -> Any:
         k = self.table.index.get(name)
-        return default if k is None else self.table.rows[self.row][k]
+        return default if k is None else self.table.value(self.row, k)
 
     def __contains__(self, name: object) -> bool:
         return name in self.table.index
@@ -74,10 +130,10 @@ class ArgRow(Mapping):
         return self.table.index.keys()
 
     def values(self):
-        return self.table.rows[self.row]
+        return self.table.row(self.row)
 
     def items(self):
-        return zip(self.table.names, self.table.rows[self.row])
+        return zip(self.table.names, self.table.row(self.row))
 
     def copy(self) -> dict[str, Any]:
         return dict(self.items())

@@ -53,6 +53,29 @@ def test_slice_all_args_of_a_row_is_a_dict():
     assert list(s.all_args.items()) == [("y", 2), ("z", 3), ("x", 1)]
 
 
+def test_settled_columns_keep_every_value_and_its_type():
+    """A column settles into an ``array('q')`` only while every value is an int of int64
+    (not a bool, not past int64); a later value of another kind turns it into a list of
+    the same values; rows read the same, waiting as tuples or settled."""
+    table = ArgTable(("i", "b", "big", "mixed", "late", "none"))
+    rows = [table.add((r, r % 2 == 0, (1 << 63) + r, r if r % 2 else float(r), r, None))
+            for r in range(5)]
+    before = [tuple(r.values()) for r in rows]
+    columns = table.settle()
+    assert table.size == 5 and not table.rows and len(table) == 5
+    assert [c.__class__.__name__ for c in columns] == ["array", "list", "list", "list",
+                                                       "array", "list"]
+    assert [tuple(r.values()) for r in rows] == before
+    assert [type(v) for r in rows for v in r.values()] == \
+        [type(v) for b in before for v in b]
+    later = table.add((5, True, 0, 5, "text", None))      # waits as a tuple
+    assert later["late"] == "text" and len(table) == 6 and table.size == 5
+    assert table.take(4, [0, 5]) == [0, "text"] and table.size == 6
+    assert table.columns[4].__class__ is list and table.columns[4] == [0, 1, 2, 3, 4, "text"]
+    assert later["late"] == "text" and rows[2]["late"] == 2
+    assert [tuple(r.values()) for r in rows] == before
+
+
 def test_a_table_refuses_repeated_names_and_rows_of_another_width():
     with pytest.raises(ValueError):
         ArgTable(("a", "b", "a"))
@@ -87,10 +110,11 @@ def _values(r: int) -> tuple:
             r if r < 5 else None)                               # None from the sixth row on
 
 
-def _trace(as_rows: bool, tables: int = 2) -> Trace:
+def _trace(as_rows: bool, tables: int = 2, settle_at: int | None = None) -> Trace:
     """Three lanes whose slices take turns; their own args rows of ``tables`` tables (the
     second with some of the first's names), or the dicts they stand for; a few slices with
-    dict args of the same names between them."""
+    dict args of the same names between them.  ``settle_at``: the tables' rows made
+    columns after that many slices (those after wait as tuples)."""
     t = Trace(RunMeta("rows", "test"))
     dev = t.add_track("device", kind="group")
     lanes = [t.add_track(f"lane {k}", dev, nesting=False) for k in range(3)]
@@ -106,6 +130,9 @@ def _trace(as_rows: bool, tables: int = 2) -> Trace:
         if not as_rows:
             args = as_dict(args)
         t.add_slice(lane, 1000 * r, 500, f"task {r % 6}", "kernel", args)
+        if r + 1 == settle_at:
+            for table in made:
+                table.settle()
     return t
 
 
@@ -125,6 +152,8 @@ def test_rows_write_the_bytes_their_dicts_write(monkeypatch, alone):
     monkeypatch.setattr(row_args, "_plan", lambda *a: planned.append(1) or real(*a))
     assert _written(_trace(True)) == _written(_trace(False))
     assert len(planned) == 2, "the rows were not encoded by their plans"
+    for settle_at in (1, 30, 60):       # the first row, half of them, all settled before
+        assert _written(_trace(True, settle_at=settle_at)) == _written(_trace(False))
     for tables in (1, 2):
         rows, dicts = _trace(True, tables), _trace(False, tables)
         assert model_differences(rows, dicts) == []

@@ -88,7 +88,8 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
     first = len(slices)
     # the args as rows of one table (``arg_rows``): the writer encodes them a column at a
     # time (1.3 M rows in a 1 M-task run)
-    add = ArgTable(("Thread Id", "level", "id", "connection_id")).add
+    table = ArgTable(("Thread Id", "level", "id", "connection_id"))
+    add = table.add
     for k, start, dur, n, conn in rows["rows"]:
         if k == len(by_tid):
             by_tid.append(_thread_lane(layout, "CANN", CANN_ORDER, tids[k], lanes))
@@ -97,6 +98,7 @@ def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
             cann.setdefault(conn, len(slices))
         slices.append(Slice(by_tid[k], start, dur, name, "cann",
                             add((tids[k], level, api, conn))))
+    table.settle()                      # the rows as columns now (``arg_rows``)
     report_rows(trace, db, stats, "CANN_API", len(slices) - first, rows["bad"])
 
 

@@ -281,6 +281,9 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
                     merged += 1
                     continue
             draw(whole[0], whole[1], start, end, name, cat, args, whole[3])
+    for table in tables.values():       # the rows as columns now (``arg_rows``)
+        if table.__class__ is ArgTable:
+            table.settle()
     stats["TASK"] = {"rows": made + merged + bad, "slices": made,
                      "merged_into_subtask": merged}
     if merged:

@@ -18,8 +18,8 @@ there, in column order, as the dict way defines them arg by arg.
 
 from __future__ import annotations
 
+from array import array
 from itertools import count
-from operator import itemgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -77,7 +77,7 @@ class RowPlans:
         """``row``'s DebugAnnotations, defining on ``seq`` the entries they use."""
         table = row.table
         plan = self.plans.get(table)
-        values = table.rows[row.row]
+        values = table.row(row.row)
         if plan is None or row.row >= plan[0]:
             # the table's first row here, or one added since its plan: the dict way (which
             # gives the names their iids)
@@ -128,7 +128,6 @@ class RowPlans:
             return None
         planned, segs = plan
         later = [r < planned for r in rows]
-        values = list(map(table.rows.__getitem__, rows))
         cache, defined, seen = self.cache, seq.defined, seq.seen
         for seg in segs:
             if seg.__class__ is _Run:
@@ -146,7 +145,7 @@ class RowPlans:
                     later[0] = False
                 continue
             c, name = seg
-            column = list(map(itemgetter(c), values))
+            column = table.take(c, rows)
             first: dict[Any, int] = {}          # each string's first place
             if _STR_OR_NONE.issuperset(map(type, column)):
                 list(map(first.setdefault, column, count()))
@@ -192,7 +191,6 @@ class RowPlans:
         if not segs:
             return b"", np.zeros(n, dtype=np.int64)
         at = np.array(rows, dtype=np.int64)
-        values = None
         cache = self.cache
         pools: list[np.ndarray] = []
         starts, lengths = np.empty((n, len(segs)), np.int64), np.empty((n, len(segs)), np.int64)
@@ -208,10 +206,8 @@ class RowPlans:
                 pool = np.frombuffer(made, dtype=np.uint8)
                 starts[:, j] = np.cumsum(size) - size
             else:
-                if values is None:
-                    values = list(map(table.rows.__getitem__, rows))
                 c, name = seg
-                column = list(map(itemgetter(c), values))
+                column = table.take(c, rows)
                 if not _STR_OR_NONE.issuperset(map(type, column)):
                     column = [v if v is None or v.__class__ is str else id(v) for v in column]
                 firsts, number = factor(column)
@@ -234,7 +230,7 @@ def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> tuple[int, 
     of None only are left out (they write nothing)."""
     plan: list = []
     run: list[tuple[bytes, _Column]] = []
-    for c, values in enumerate(zip(*table.rows)):
+    for c, values in enumerate(table.settle()):
         column = _column(values)
         if column is _NONE:
             continue                # (neither ends a run nor starts one)
@@ -251,7 +247,7 @@ def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> tuple[int, 
             run.append((names[name], column))
     if run:
         plan.append(_make_run(run))
-    return len(table.rows), plan
+    return len(table), plan
 
 
 class _Column:
@@ -279,6 +275,9 @@ def _column(values: tuple):
     in [0, 2^63) or None, not all None), else ``_NONE`` (every value None) or
     ``_DYNAMIC``."""
     n = len(values)
+    if values.__class__ is array and n:     # ints of int64 (``ArgTable.settle``)
+        ints = np.array(values, dtype=np.int64)
+        return _Column(n, None, ints) if not n or int(ints.min()) >= 0 else _DYNAMIC
     classes = frozenset(map(type, values))
     if classes == _ONLY_NONE:
         return _NONE
