@@ -58,24 +58,46 @@ class ArgTable:
         if self.rows:
             rows, self.rows = self.rows, []
             for k, values in enumerate(zip(*rows)):
-                column = self.columns[k]
-                if _INT.issuperset(map(type, values)) and \
-                        (column.__class__ is array or not self.size):
-                    try:
-                        more = array("q", values)
-                    except OverflowError:
-                        more = None
-                    if more is not None:
-                        if column.__class__ is array:
-                            column.extend(more)
-                        else:
-                            self.columns[k] = more
-                        continue
-                if column.__class__ is array:
-                    column = self.columns[k] = column.tolist()
-                column.extend(values)
+                self._extend(k, values)
             self.size += len(rows)
         return self.columns
+
+    def extend(self, columns: list, n: int) -> int:
+        """``n`` rows given as their columns (one per name, in order, of ``n`` values
+        each); the first one's row number."""
+        if len(columns) != len(self.names) or any(len(c) != n for c in columns):
+            raise ValueError(f"{len(columns)} columns for {len(self.names)} arg names, or "
+                             f"not {n} values each")
+        self.settle()
+        first = self.size
+        for k, values in enumerate(columns):
+            self._extend(k, values)
+        self.size += n
+        return first
+
+    def _extend(self, k: int, values) -> None:
+        """The ``k``-th column with ``values`` after its own (kept an ``array('q')`` while
+        every value is an int of int64)."""
+        column = self.columns[k]
+        if column.__class__ is array or not self.size:
+            if values.__class__ is array:
+                more = values
+            elif _INT.issuperset(map(type, values)):
+                try:
+                    more = array("q", values)
+                except OverflowError:
+                    more = None
+            else:
+                more = None
+            if more is not None:
+                if column.__class__ is array:
+                    column.extend(more)
+                else:
+                    self.columns[k] = array("q", more)
+                return
+            if column.__class__ is array:
+                column = self.columns[k] = column.tolist()
+        column.extend(values)
 
     def row(self, r: int) -> tuple:
         """Row ``r``'s values, in the names' order."""

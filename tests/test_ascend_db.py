@@ -122,6 +122,15 @@ def test_database_and_text_give_the_same_device_tasks(prof, tmp_path):
     assert sum(map(len, got.values())) == rows - merged
     assert dtrace.meta.extra["ascend_db"].get("tasks_merged_into_subtask", 0) == merged
     assert sum(1 for s in dtrace.slices if "hardware_task_start_ns" in (s.args or {})) == merged
+    # ... each with its hardware task's start, duration and id
+    with ro(db) as c:
+        hardware = set(c.execute(
+            "SELECT startNs, endNs - startNs, globalTaskId FROM TASK t JOIN STRING_IDS s ON "
+            "s.id = t.taskType WHERE s.value LIKE 'KERNEL%' AND t.contextId = 4294967295 "
+            "AND t.globalTaskId NOT IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO)"))
+    assert {(s.args["hardware_task_start_ns"], s.args["hardware_task_dur_ns"],
+             s.args["hardware_global_task_id"]) for s in dtrace.slices
+            if "hardware_task_start_ns" in (s.args or {})} <= hardware
     # the kernel table of the summary: the same rows, but for the database's extra tasks
     dsum = {r["label"]: r for r in summary_data(dtrace, analyze(dtrace))["time_by_label"]
             [0]["rows"]}
@@ -613,14 +622,14 @@ def test_tables_read_ahead_by_another_process(tmp_path, monkeypatch, run, how):
         return real_rest(self, table, got, done)
     monkeypatch.setattr(ahead.Ahead, "_piece", piece)
     monkeypatch.setattr(ahead.Ahead, "_rest", rest)
-    monkeypatch.setattr(ahead, "CHUNK_ROWS", 97)      # many pieces a table
+    monkeypatch.setattr(ahead, "BATCH_ROWS", 97)      # many pieces a table
 
     def fork(body):
         forked.append(body)
         return real_fork(body)
 
-    def take(self, table):
-        got = real_take(self, table)
+    def take(self, table, batches=False):
+        got = real_take(self, table, batches)
         taken.append((table, got is not None))
         return got
     monkeypatch.setattr(ahead, "PARALLEL_MIN_BYTES", 0)

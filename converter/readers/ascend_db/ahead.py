@@ -4,8 +4,8 @@ Reading a 1 M-task database is sqlite's rows and the model's objects, one proces
 CPU.  The objects must be made here, but the rows need not be fetched here: a forked
 process fetches TASK's rows (with the task info the reader joins to them; where this one
 has PMU figures to read meanwhile), then CANN_API's and PYTORCH_API's (with their lookups),
-through a connection of its own, and hands them over as columns ``CHUNK_ROWS`` rows at a
-time, so that this one makes the slices of a table's first rows while the forked one still
+through a connection of its own, and hands them over as columns ``BATCH_ROWS`` rows at a
+time (``database.as_columns``), so that this one makes the slices of a table's first rows while the forked one still
 fetches the rest.  What comes back is exactly what this process would have read, values
 and types: a column of 64-bit ints or of floats as an array (iterated, it gives back the
 same numbers), anything else as it is.  A table that process fails on (or every table,
@@ -22,11 +22,11 @@ import pickle
 import struct
 import tempfile
 from collections import deque
-from itertools import islice
+from itertools import chain, islice
 from typing import IO, Any, Callable, Iterator
 
-from ...forkpass import fork_child, pack_numbers, reap
-from .database import Database
+from ...forkpass import fork_child, reap
+from .database import BATCH_ROWS, Database, as_columns, column_batches
 from .host import cann_rows, pytorch_rows
 from .tasks import task_tables
 
@@ -40,14 +40,14 @@ PASSES: dict[str, Callable[[Database], dict]] = {
     "TASK": task_tables, "CANN_API": cann_rows, "PYTORCH_API": pytorch_rows}
 
 
-# Rows per hand-over: the first reach this process soon after the forked one starts a table.
-CHUNK_ROWS = 1 << 16
+def _rows_of(columns: list) -> Iterator[tuple]:
+    return zip(*columns)
 
 
 def _pieces(got: dict[str, Any]) -> Iterator[tuple[bool, dict[str, Any]]]:
     """In the forked process: a pass's result ``got`` as pieces to hand over, (last?,
-    piece): each piece has ``CHUNK_ROWS`` of the rows as columns that pickle fast
-    (``pack_numbers``), the first every other key of ``got``, the next what the rows read
+    piece): each piece has ``BATCH_ROWS`` of the rows as columns that pickle fast
+    (``database.as_columns``), the first every other key of ``got``, the next what the rows read
     meanwhile added to its lists (they only grow: ``cann_rows``), the last its other
     values again but its dicts (complete when the pass begins: ``task_tables``; the rest
     final once every row is read, e.g. "bad")."""
@@ -55,8 +55,8 @@ def _pieces(got: dict[str, Any]) -> Iterator[tuple[bool, dict[str, Any]]]:
     lists = {key: 0 for key, v in got.items() if v.__class__ is list}
     first = True
     while True:
-        chunk = list(islice(rows, CHUNK_ROWS))
-        last = len(chunk) < CHUNK_ROWS
+        chunk = list(islice(rows, BATCH_ROWS))
+        last = len(chunk) < BATCH_ROWS
         if first:
             piece = dict(got)
         else:
@@ -66,7 +66,7 @@ def _pieces(got: dict[str, Any]) -> Iterator[tuple[bool, dict[str, Any]]]:
                              if key not in lists and v.__class__ is not dict)
         for key in lists:
             lists[key] = len(got[key])
-        piece["rows"] = [pack_numbers(list(column)) for column in zip(*chunk)]
+        piece["rows"] = as_columns(chunk)
         yield last, piece
         if last:
             return
@@ -132,10 +132,11 @@ class Ahead:
                 os.write(w, _NOTICE.pack(k, True, 0, -1))
         os.close(w)
 
-    def take(self, table: str) -> dict[str, Any] | None:
-        """What the forked process read of ``table`` (its "rows" given as its pieces come),
-        or None (it was not started, it failed on that table, or it ended before: the
-        reader then reads it itself)."""
+    def take(self, table: str, batches: bool = False) -> dict[str, Any] | None:
+        """What the forked process read of ``table`` (its "rows" given as its pieces come;
+        with ``batches``, as batches of columns: ``database.column_batches``), or None (it
+        was not started, it failed on that table, or it ended before: the reader then
+        reads it itself)."""
         if self.notices is None or table not in self.tables:
             return None
         piece = self._piece(table)
@@ -143,22 +144,24 @@ class Ahead:
             return None
         last, got = piece
         rows = got.pop("rows")
-        got["rows"] = self._rows(table, got, rows, last)
+        got["rows"] = self._batches(table, got, rows, last)
+        if not batches:
+            got["rows"] = chain.from_iterable(map(_rows_of, got["rows"]))
         return got
 
-    def _rows(self, table: str, got: dict[str, Any], rows: list, last: bool) -> Iterator:
-        """The rows of ``table``'s pieces, the first (``rows``, ``last``) at hand; each next
-        piece's additions go into ``got`` as it comes.  Where a piece does not come, the
-        rest are read here."""
+    def _batches(self, table: str, got: dict[str, Any], rows: list, last: bool) -> Iterator:
+        """The rows of ``table``'s pieces as columns, a piece at a time, the first
+        (``rows``, ``last``) at hand; each next piece's additions go into ``got`` as it
+        comes.  Where a piece does not come, the rest are read here."""
         done = 0
         while True:
-            yield from zip(*rows)
+            yield rows
             if last:
                 return
             done += len(rows[0]) if rows else 0
             piece = self._piece(table)
             if piece is None:
-                yield from self._rest(table, got, done)
+                yield from column_batches(self._rest(table, got, done))
                 return
             last, more = piece
             rows = more.pop("rows")

@@ -15,12 +15,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
+from itertools import islice
 from pathlib import Path
+from typing import Iterable, Iterator
 from urllib.parse import quote
 
 from ...archive import locate
 from ...errors import InputError
 from ...fileio import read_bytes, read_head
+from ...forkpass import pack_numbers
 from ...model import MAX_NS, Trace
 
 MAGIC = b"SQLite format 3\x00"
@@ -231,6 +234,29 @@ def span(start, end) -> tuple[int, int] | None:
             or end > MAX_NS:
         return None
     return start, end - start
+
+
+# Rows per batch of columns (``column_batches``; ``ahead`` hands a table over in batches of
+# this size too).
+BATCH_ROWS = 1 << 16
+
+
+def as_columns(rows: list) -> list:
+    """``rows`` (tuples of one table's row) as its columns, each in a form that pickles and
+    reads fast (``forkpass.pack_numbers``: a column of 64-bit ints or of floats as an
+    ``array``, so that its values and their types come back exactly); [] for no rows."""
+    return [pack_numbers(list(column)) for column in zip(*rows)]
+
+
+def column_batches(rows: Iterable[tuple]) -> Iterator[list]:
+    """``rows`` as batches of ``BATCH_ROWS`` rows, each batch as its columns
+    (``as_columns``)."""
+    rows = iter(rows)
+    while True:
+        chunk = list(islice(rows, BATCH_ROWS))
+        if not chunk:
+            return
+        yield as_columns(chunk)
 
 
 def plain(v):

@@ -107,7 +107,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
     ahead = Ahead(db, options.workers)      # large tables read meanwhile elsewhere
     steps = [
         ("TASK", lambda: add_tasks(trace, layout, db, device, stats,
-                                   lambda: ahead.take("TASK"))),
+                                   lambda: ahead.take("TASK", batches=True))),
         ("COMMUNICATION_OP", lambda: add_comm_ops(trace, layout, db, device, stats)),
         ("CANN_API", lambda: add_cann(trace, layout, db, cann, stats,
                                       ahead.take("CANN_API"))),

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...arg_rows import ArgRow, ArgTable
-from ...model import KERNEL, MAX_NS, Slice, Trace
-from ..msprof.csvtable import normalize_task_type, tensor_list, cell_value
-from ..msprof.jsontrace import _describe_lane, _describe_process
+from ...model import Trace
+from ..msprof.csvtable import tensor_list, cell_value
+from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
-from ..msprof.tasks import pipe_ratios
 from ..msprof.timefmt import UINT32_MAX
-from .database import Database, plain, report_rows, span, text
+from .database import Database, column_batches, plain, report_rows, span
+from .task_rows import TaskRows
 
-HW_ORDER, HCCL_ORDER = 13, 15
+HCCL_ORDER = 15
 # TASK_PMU_INFO metric -> the op_summary column's arg name (the text export's spelling).
 PMU_NAMES = {"aic_total_time": "aicore_time_us", "aiv_total_time": "aiv_time_us"}
 # COMPUTE_TASK_INFO column -> arg name (as op_summary / kernel_details columns become)
@@ -134,231 +133,19 @@ def task_tables(db: Database) -> dict[str, Any]:
 def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],
               stats: dict[str, Any], ahead: Callable[[], dict | None] | None = None) -> None:
     """One slice per TASK row; ``index`` gets connectionId -> slices (flow ends).
-    ``ahead``: ``task_tables`` read by another process meanwhile (``ahead.Ahead``), or
-    None (then read here)."""
+    ``ahead``: ``task_tables`` read by another process meanwhile (``ahead.Ahead``: its
+    rows as batches of columns), or None (then read here)."""
     if "TASK" not in db.tables:
         return
     pmu = _pmu(db)
-    got = (ahead() if ahead is not None else None) or task_tables(db)
-    compute, comm, cur = got["compute"], got["comm"], got["rows"]
-    source = db.path.name
-    lanes: dict[tuple, int] = {}
-    types: dict[Any, str | None] = {}
-    made = bad = 0
-    containers: dict[tuple, list] = {}
-    plans: dict[tuple, tuple] = {}     # PMU names -> their pipe plan, a number
-    norms: dict[Any, str | None] = {}
-
-    def norm(v):
-        try:
-            return norms[v]
-        except KeyError:
-            out = norms[v] = normalize_task_type(v)
-            return out
-    subtasks: dict[tuple, int] = {}
-    slices = trace.slices
-    tables: dict[tuple, Any] = {}       # the shape of a task's args -> their ArgTable
-    more = extra = None                 # a task's task info and PMU figures (``_table``)
-    # id of a task info's args (held by ``got``) -> a number for their names
-    more_keys: dict[int, int] = {}
-    key_sets: dict[tuple, int] = {}
-
-    def keys_of(more: dict) -> int:
-        hit = more_keys.get(id(more))
-        if hit is None:
-            hit = more_keys[id(more)] = key_sets.setdefault(tuple(more), len(key_sets))
-        return hit
-
-    def draw(dev, stream, start, end, name, cat, args, conn) -> int:
-        nonlocal made
-        key = (dev, stream)
-        lane = lanes.get(key)
-        if lane is None:
-            lane = lanes[key] = _task_lane(layout, dev, stream)
-        i = len(slices)
-        slices.append(Slice(lane, start, end - start, name, cat, args))
-        if conn is not None:
-            at = index.get(conn)
-            if at is None:
-                index[conn] = [i]
-            else:
-                at.append(i)
-        made += 1
-        return i
-
-    # (The checks of every row are written out: 1 M rows; ``span`` and ``plain`` say what
-    # they check.)
-    for start, end, dev, conn, gid, ttype, ctx, stream, task, model in cur:
-        if start.__class__ is not int or end.__class__ is not int or start < 0 \
-                or end < start or end > MAX_NS:
-            bad += 1
-            if span(start, start) is None:  # a usable start: drawn zero-length
-                continue
-            end = start
-        if dev.__class__ is bytes or conn.__class__ is bytes or gid.__class__ is bytes or \
-                ctx.__class__ is bytes or stream.__class__ is bytes or \
-                task.__class__ is bytes or model.__class__ is bytes:
-            dev, conn, gid, ctx, stream, task, model = map(plain, (dev, conn, gid, ctx, stream,
-                                                                    task, model))
-        tname = types.get(ttype, "")
-        if tname == "":
-            tname = types[ttype] = db.string(ttype) if isinstance(ttype, int) else \
-                (text(ttype) if ttype is not None else None)
-        c = compute.get(gid)
-        h = comm.get(gid) if c is None else None
-        if model is not None and (model == UINT32_MAX or model == -1):      # (``_id``)
-            model = None
-        if ctx is not None and (ctx == UINT32_MAX or ctx == -1):
-            ctx = None
-        # The args: names and values in the order a dict of them had (``_TASK_ARGS``, then
-        # the task info's, the PMU figures...), a row of the table of those names
-        # (``arg_rows``).
-        values = (model, tname, stream, task, ctx, conn, dev)
-        if c is not None:
-            op_name, op_type, more = c
-            name = op_name or tname or "task"
-            cat = norm(op_type) or norm(tname) or KERNEL
-            extra = pmu.get(gid)
-            if extra:
-                ek = tuple(extra)
-                plan = plans.get(ek)
-                if plan is None:
-                    plan = plans[ek] = (_pipe_plan(extra), len(plans))
-                pipes = _pipes(extra, plan[0])
-                values = (*values, *more.values(), op_name, *extra.values(),
-                          *((pipes,) if pipes else ()), gid, source)
-                shape = (keys_of(more), plan[1], not pipes)
-            else:
-                values = (*values, *more.values(), op_name, gid, source)
-                shape = (keys_of(more), None, None)
-        elif h is not None:
-            # communication subtasks sit on their hardware stream, named by the task type
-            # (as the text timeline draws them); the op they belong to is an arg
-            op_name, op_type, more = h
-            name = tname or op_name or "task"
-            htype = cell_value(op_type or "")
-            cat = normalize_task_type(htype) or "hccl"
-            if htype is not None:
-                values = (*values, op_name, *more.values(), htype, gid, source)
-            else:
-                values = (*values, op_name, *more.values(), gid, source)
-            shape = (keys_of(more), htype is None)
-        else:
-            name = tname or "task"
-            cat = norm(tname) or KERNEL
-            values = (*values, gid, source)
-            shape = ()
-        table = tables.get(shape)
-        if table is None:
-            table = tables[shape] = _table(shape, more, extra)
-        args = table.add(values) if table.__class__ is ArgTable else dict(zip(table, values))
-        if c is None and h is None and ctx is None and str(tname).startswith("KERNEL"):
-            # maybe the hardware task around a context subtask (MIX kernels): drawn once
-            # (``ctx`` is its context_id arg: nothing was added to its args)
-            containers.setdefault((dev, stream, task, conn), []).append(
-                (start, end, name, cat, args))
-            continue
-        i = draw(dev, stream, start, end, name, cat, args, conn)
-        if c is not None and args["context_id"] is not None:    # (its figures may name it)
-            subtasks.setdefault((dev, stream, task, conn), i)
-    merged = 0
-    for whole, rows in containers.items():
-        sub = subtasks.get(whole)
-        for start, end, name, cat, args in rows:
-            if sub is not None:
-                a = trace.slices[sub].args
-                if "hardware_task_start_ns" not in a:
-                    more = (start, end - start, args["global_task_id"])
-                    if a.__class__ is ArgRow:       # a row of the table with these too
-                        wider = tables.get(a.table)
-                        if wider is None:
-                            wider = tables[a.table] = _table_with(a.table, _HARDWARE)
-                        trace.slices[sub].args = wider.add((*a.values(), *more)) \
-                            if wider.__class__ is ArgTable else dict(zip(wider, (*a.values(),
-                                                                                 *more)))
-                    else:
-                        a.update(zip(_HARDWARE, more))
-                    merged += 1
-                    continue
-            draw(whole[0], whole[1], start, end, name, cat, args, whole[3])
-    for table in tables.values():       # the rows as columns now (``arg_rows``)
-        if table.__class__ is ArgTable:
-            table.settle()
-    stats["TASK"] = {"rows": made + merged + bad, "slices": made,
-                     "merged_into_subtask": merged}
-    if merged:
-        info = trace.meta.extra.setdefault("ascend_db", {})
-        info["tasks_merged_into_subtask"] = info.get("tasks_merged_into_subtask", 0) + merged
-    if bad:
-        trace.warn(f"{db.path}: {bad} TASK rows without a usable start/end time "
-                   "(drawn as zero-length where the start is known, else not converted)")
-
-
-_TASK_ARGS = ("model_id", "task_type", "stream_id", "task_id", "context_id", "connection_id",
-              "device_id")
-
-
-def _table(shape: tuple, more: dict | None, pmu: dict | None):
-    """The ``ArgTable`` of the args of a task of ``shape`` (``add_tasks``: (task info
-    names, PMU names or None, no pipe ratios?) for an op, (task info names, no HCCL task
-    type?) for a communication task, () for the rest; ``more``, ``pmu``: that task's task
-    info and PMU figures): the names in the order a dict of them had; where a name repeats
-    (a PMU metric spelled as a task arg), the names as a tuple: the args are then a dict,
-    built as ``dict.update`` would (the value of the last, at the place of the first)."""
-    names = _TASK_ARGS
-    if len(shape) == 3:
-        names += (*more, "op_name")
-        if shape[1] is not None:
-            names += (*pmu, *(() if shape[2] else ("pipe_ratio",)))
-    elif shape:
-        names += ("op_name", *more, *(() if shape[1] else ("hccl_task_type",)))
-    names += ("global_task_id", "source")
-    return ArgTable(names) if len(set(names)) == len(names) else names
-
-
-_HARDWARE = ("hardware_task_start_ns", "hardware_task_dur_ns", "hardware_global_task_id")
-
-
-def _table_with(table: ArgTable, names: tuple[str, ...]):
-    """The table of ``table``'s names and ``names`` after them (as ``_table``: the names
-    alone where one repeats)."""
-    wider = table.names + names
-    return ArgTable(wider) if len(set(wider)) == len(wider) else wider
-
-
-def _pipe_plan(pmu: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(metric, side, pipe) of the metrics of ``pmu`` that are pipe ratios
-    (``msprof.tasks.pipe_ratios``), in its order: the same for every task with these
-    metrics."""
-    plan = []
-    for k in pmu:
-        got = pipe_ratios({k: 0.0})
-        where = next(((side, pipe) for side, d in got.items() for pipe in d), None)
-        if where is not None:
-            plan.append((k, *where))
-    return plan
-
-
-def _pipes(pmu: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict:
-    """msprof.tasks.pipe_ratios of ``pmu``, by its metrics' ``_pipe_plan``."""
-    out: dict[str, dict[str, float]] = {}
-    for k, side, pipe in plan:
-        v = pmu[k]
-        if v.__class__ is float or v.__class__ is int:
-            d = out.get(side)
-            if d is None:
-                d = out[side] = {}
-            d[pipe] = float(v)
-    return out
-
-
-def _task_lane(layout: Layout, dev, stream) -> int:
-    d = layout.device(dev if isinstance(dev, int) else None)
-    g = layout.group(d, "Ascend Hardware", HW_ORDER,
-                     _describe_process("Ascend Hardware", f"NPU {dev}"))
-    name = f"Stream {stream}" if stream is not None else "No stream"
-    return layout.lane(g, name, order=stream if isinstance(stream, int) else 1 << 20,
-                       nesting=False, description=_describe_lane("Ascend Hardware", name))
+    got = ahead() if ahead is not None else None
+    if got is None:
+        got = task_tables(db)
+        got["rows"] = column_batches(got["rows"])
+    tasks = TaskRows(trace, layout, db, index, got["compute"], got["comm"], pmu)
+    for columns in got["rows"]:
+        tasks.batch(columns)
+    tasks.finish(stats)
 
 
 def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],

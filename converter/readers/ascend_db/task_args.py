@@ -1,0 +1,108 @@
+"""The args of the device tasks ``task_rows`` makes: their tables' names by the shape of a
+task's args, the pipe ratios of its PMU figures, its lane; and two small helpers of the
+batch path."""
+
+from __future__ import annotations
+
+from array import array
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from ...arg_rows import ArgTable
+from ..msprof.jsontrace import _describe_lane, _describe_process
+from ..msprof.layout import Layout
+from ..msprof.tasks import pipe_ratios
+from ..msprof.timefmt import UINT32_MAX
+
+HW_ORDER = 13
+TASK_ARGS = ("model_id", "task_type", "stream_id", "task_id", "context_id", "connection_id",
+             "device_id")
+HARDWARE = ("hardware_task_start_ns", "hardware_task_dur_ns", "hardware_global_task_id")
+_INT_OR_NONE = frozenset({int, type(None)})
+
+
+def ids_of(column, ids: bool) -> list | None:
+    """A column of ints or None as a list (``ids``: UINT32_MAX and -1, "no id", as None, as
+    ``tasks._id``); None where it holds anything else."""
+    if column.__class__ is array:
+        out = column.tolist()
+        if ids:
+            a = np.frombuffer(column, np.int64)
+            for k in np.flatnonzero((a == UINT32_MAX) | (a == -1)).tolist():
+                out[k] = None
+        return out
+    if not _INT_OR_NONE.issuperset(map(type, column)):
+        return None
+    if not ids:
+        return list(column)
+    return [None if v is not None and (v == UINT32_MAX or v == -1) else v for v in column]
+
+
+def taker(at: list[int]):
+    """A function that takes the items ``at`` of a sequence, as a list."""
+    if len(at) == 1:
+        return lambda values: [values[at[0]]]
+    get = itemgetter(*at)
+    return lambda values: list(get(values))
+
+
+def args_table(shape: tuple, more: dict | None, pmu: dict | None):
+    """The ``ArgTable`` of the args of a task of ``shape`` (``TaskRows``: (task info
+    names, PMU names or None, no pipe ratios?) for an op, (task info names, no HCCL task
+    type?) for a communication task, () for the rest; ``more``, ``pmu``: that task's task
+    info and PMU figures): the names in the order a dict of them had; where a name repeats
+    (a PMU metric spelled as a task arg), the names as a tuple: the args are then a dict,
+    built as ``dict.update`` would (the value of the last, at the place of the first)."""
+    names = TASK_ARGS
+    if len(shape) == 3:
+        names += (*more, "op_name")
+        if shape[1] is not None:
+            names += (*pmu, *(() if shape[2] else ("pipe_ratio",)))
+    elif shape:
+        names += ("op_name", *more, *(() if shape[1] else ("hccl_task_type",)))
+    names += ("global_task_id", "source")
+    return ArgTable(names) if len(set(names)) == len(names) else names
+
+
+def wider_table(table: ArgTable, names: tuple[str, ...]):
+    """The table of ``table``'s names and ``names`` after them (as ``args_table``: the names
+    alone where one repeats)."""
+    wider = table.names + names
+    return ArgTable(wider) if len(set(wider)) == len(wider) else wider
+
+
+def pipe_plan(pmu: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(metric, side, pipe) of the metrics of ``pmu`` that are pipe ratios
+    (``msprof.tasks.pipe_ratios``), in its order: the same for every task with these
+    metrics."""
+    plan = []
+    for k in pmu:
+        got = pipe_ratios({k: 0.0})
+        where = next(((side, pipe) for side, d in got.items() for pipe in d), None)
+        if where is not None:
+            plan.append((k, *where))
+    return plan
+
+
+def pipes_of(pmu: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict:
+    """msprof.tasks.pipe_ratios of ``pmu``, by its metrics' ``pipe_plan``."""
+    out: dict[str, dict[str, float]] = {}
+    for k, side, pipe in plan:
+        v = pmu[k]
+        if v.__class__ is float or v.__class__ is int:
+            d = out.get(side)
+            if d is None:
+                d = out[side] = {}
+            d[pipe] = float(v)
+    return out
+
+
+def task_lane(layout: Layout, dev, stream) -> int:
+    d = layout.device(dev if isinstance(dev, int) else None)
+    g = layout.group(d, "Ascend Hardware", HW_ORDER,
+                     _describe_process("Ascend Hardware", f"NPU {dev}"))
+    name = f"Stream {stream}" if stream is not None else "No stream"
+    return layout.lane(g, name, order=stream if isinstance(stream, int) else 1 << 20,
+                       nesting=False, description=_describe_lane("Ascend Hardware", name))
