@@ -29,7 +29,8 @@ from typing import Any, Iterator
 
 class ArgTable:
     """Arg names (distinct, in order) and their values: a column per name (``columns``,
-    the rows settled), and the tuples of the rows added since (``rows``)."""
+    the rows settled: an ``array('q')``, a ``Coded`` or a list), and the tuples of the
+    rows added since (``rows``)."""
 
     __slots__ = ("names", "index", "columns", "rows", "size")
 
@@ -77,12 +78,22 @@ class ArgTable:
 
     def _extend(self, k: int, values) -> None:
         """The ``k``-th column with ``values`` after its own (kept an ``array('q')`` while
-        every value is an int of int64)."""
+        every value is an int of int64, ``Coded`` while both are)."""
         column = self.columns[k]
+        if values.__class__ is Coded:
+            if not self.size:
+                self.columns[k] = Coded(values.values, array(values.codes.typecode,
+                                                             values.codes))
+                return
+            if column.__class__ is Coded:
+                column.extend(values)
+                return
+        elif column.__class__ is Coded:
+            column = self.columns[k] = list(column)
         if column.__class__ is array or not self.size:
             if values.__class__ is array:
                 more = values
-            elif _INT.issuperset(map(type, values)):
+            elif values.__class__ is not Coded and _INT.issuperset(map(type, values)):
                 try:
                     more = array("q", values)
                 except OverflowError:
@@ -113,13 +124,76 @@ class ArgTable:
 
     def take(self, k: int, rows: list[int]) -> list:
         """The values of the ``k``-th name of ``rows``."""
-        return list(map(self.settle()[k].__getitem__, rows))
+        column = self.settle()[k]
+        if column.__class__ is Coded:
+            return column.take(rows)
+        return list(map(column.__getitem__, rows))
 
     def __repr__(self) -> str:
         return f"ArgTable({len(self.names)} names, {len(self)} rows)"
 
 
 _INT = frozenset({int})
+
+
+class Coded:
+    """A column of few distinct values (a reader's: the op info of many tasks of the same
+    op): the values once each (by identity: 1, 1.0 and True stay apart), and each row's
+    number of its value (``codes``, an ``array`` of 2 bytes a row, or 4 past 65,535
+    values)."""
+
+    __slots__ = ("values", "codes", "where")
+
+    def __init__(self, values: list, codes: Any):
+        self.values = list(values)
+        self.where = {id(v): k for k, v in enumerate(self.values)}
+        if len(self.where) != len(self.values):
+            raise ValueError("a value given twice")
+        self.codes = codes if codes.__class__ is array and codes.typecode == _code_type(
+            len(self.values)) else array(_code_type(len(self.values)), codes)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, r: int) -> Any:
+        return self.values[self.codes[r]]
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.values.__getitem__, self.codes)
+
+    def take(self, rows: list[int]) -> list:
+        return list(map(self.values.__getitem__, map(self.codes.__getitem__, rows)))
+
+    def extend(self, other: Coded) -> None:
+        """``other``'s rows after these (its values added where they are new)."""
+        where, values = self.where, self.values
+        moved = []
+        for v in other.values:
+            k = where.get(id(v))
+            if k is None:
+                k = where[id(v)] = len(values)
+                values.append(v)
+            moved.append(k)
+        if self.codes.typecode != _code_type(len(values)):
+            self.codes = array(_code_type(len(values)), self.codes)
+        self.codes.extend(array(self.codes.typecode, map(moved.__getitem__, other.codes))
+                          if moved != list(range(len(moved))) else other.codes)
+
+
+def coded(values: list, codes: Any) -> Coded:
+    """The ``Coded`` column whose row r has ``values[codes[r]]`` (a value given twice held
+    once)."""
+    distinct = {id(v): v for v in values}
+    if len(distinct) == len(values):
+        return Coded(values, codes)
+    place = {k: j for j, k in enumerate(distinct)}
+    moved = [place[id(v)] for v in values]
+    return Coded(list(distinct.values()), array(_code_type(len(distinct)),
+                                                map(moved.__getitem__, codes)))
+
+
+def _code_type(values: int) -> str:
+    return "H" if values <= 1 << 16 else "I"
 
 
 class ArgRow(Mapping):

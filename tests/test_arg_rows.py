@@ -76,6 +76,72 @@ def test_settled_columns_keep_every_value_and_its_type():
     assert [tuple(r.values()) for r in rows] == before
 
 
+def test_coded_columns_hold_each_value_once_and_give_it_back_as_it_was():
+    """A ``Coded`` column holds each distinct value once, by identity (1, 1.0 and True
+    stay apart); columns added in batches share the values held before; past 65,536
+    values the numbers take 4 bytes; a row added one at a time turns the column into a
+    list of the same values."""
+    from array import array
+    from tracecvt.arg_rows import Coded, coded
+    text = "x" * 40
+    table = ArgTable(("k", "v"))
+    first = coded([1, 1.0, True, text, 1], array("H", [0, 1, 2, 3, 4, 0]))
+    assert len(first.values) == 4                   # (the same 1 given twice)
+    assert table.extend([list(range(6)), first], 6) == 0
+    second = coded([2.5, text], array("H", [1, 0, 1]))
+    assert table.extend([[6, 7, 8], second], 3) == 6
+    column = table.columns[1]
+    assert column.__class__ is Coded and column.values == [1, 1.0, True, text, 2.5]
+    want = [1, 1.0, True, text, 1, 1, text, 2.5, text]
+    assert list(column) == want and [type(v) for v in column] == list(map(type, want))
+    assert table.take(1, [8, 2, 1]) == [text, True, 1.0]
+    assert [ArgRow(table, r)["v"] for r in range(9)] == want
+    table.add((9, None))
+    assert table.settle()[1] == [*want, None] and table.columns[1].__class__ is list
+    wide = ArgTable(("v",))
+    many = [object() for _ in range(70000)]
+    wide.extend([Coded(many[:65536], array("H", range(65536)))], 65536)
+    wide.extend([Coded(many[65536:], array("H", range(70000 - 65536)))], 70000 - 65536)
+    assert wide.columns[0].codes.typecode == "I" and list(wide.columns[0]) == many
+    with pytest.raises(ValueError):
+        Coded([text, text], array("H", [0, 1]))
+    with pytest.raises(ValueError):
+        wide.extend([[1, 2]], 3)
+
+
+def test_rows_of_coded_columns_write_the_bytes_their_dicts_write(monkeypatch):
+    """Tables filled a batch of columns at a time, strings, nested values and numbers
+    (with None) as ``Coded`` columns, ints as arrays: the bytes of their dicts, in one
+    process and in two."""
+    from array import array
+    from tracecvt.arg_rows import coded
+    shared = {"shared": [1, 2]}
+
+    def trace(as_rows: bool) -> Trace:
+        t = Trace(RunMeta("coded", "test"))
+        dev = t.add_track("device", kind="group")
+        lanes = [t.add_track(f"lane {k}", dev, nesting=False) for k in range(3)]
+        table = ArgTable(("n", "text", "nested", "f", "none"))
+        texts = ["name-long-0", "short", "name-long-1"]
+        nested = [shared, [1, {"a": 2}]]
+        numbers = [0.5, 3, None]
+        rows = []
+        for batch in range(3):
+            ks = range(20 * batch, 20 * batch + 20)
+            first = table.extend([list(ks), coded(texts, array("H", [k % 3 for k in ks])),
+                                  coded(nested, array("H", [k % 2 for k in ks])),
+                                  coded(numbers, array("H", [k % 3 for k in ks])),
+                                  coded([None], array("H", [0] * 20))], 20)
+            rows += [ArgRow(table, r) for r in range(first, first + 20)]
+        for r, args in enumerate(rows):
+            t.add_slice(lanes[r % 3], 1000 * r, 500, f"task {r % 4}", "kernel",
+                        args if as_rows else as_dict(args))
+        return t
+    assert _written(trace(True)) == _written(trace(False))
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    assert _written(trace(True), 2) == _written(trace(False), 2)
+
+
 def test_a_table_refuses_repeated_names_and_rows_of_another_width():
     with pytest.raises(ValueError):
         ArgTable(("a", "b", "a"))

@@ -4,14 +4,17 @@ connection ids (CANN_API <-> TASK; PYTORCH_API -> CONNECTION_IDS -> TASK)."""
 
 from __future__ import annotations
 
+from array import array
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
-from ...arg_rows import ArgTable
+from ...arg_rows import ArgRow, ArgTable, coded
 from ...model import Slice, Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import _int
-from .database import Database, plain, report_rows, span
+from .database import Database, column_batches, plain, report_rows, span
 
 CANN_ORDER, PYTHON_ORDER, MSTX_ORDER = 7, 5, 6
 # ENUM_API_TYPE name -> the prefix the text export puts before a CANN API's name
@@ -75,31 +78,44 @@ def _cann_rows(db: Database, out: dict[str, Any]):
 def add_cann(trace: Trace, layout: Layout, db: Database, cann: dict[int, int],
              stats: dict[str, Any], rows: dict[str, Any] | None = None) -> None:
     """One slice per usable CANN_API row, on its thread's lane; ``cann`` gets connectionId
-    -> its first slice.  ``rows``: ``cann_rows`` read by another process (``ahead``), or
-    None (then read here)."""
+    -> its first slice.  ``rows``: ``cann_rows`` read by another process (``ahead``: its
+    rows as batches of columns), or None (then read here)."""
     if "CANN_API" not in db.tables:
         return
     if rows is None:
         rows = cann_rows(db)
+        rows["rows"] = column_batches(rows["rows"])
     lanes: dict = {}
     by_tid: list[int] = []      # the lanes, made in order of first use as the rows come
     tids, names = rows["tids"], rows["names"]
     slices = trace.slices
     first = len(slices)
-    # the args as rows of one table (``arg_rows``): the writer encodes them a column at a
-    # time (1.3 M rows in a 1 M-task run)
+    # the args as rows of one table (``arg_rows``), a batch of rows at a time: the writer
+    # encodes them a column at a time (1.3 M rows in a 1 M-task run)
     table = ArgTable(("Thread Id", "level", "id", "connection_id"))
-    add = table.add
-    for k, start, dur, n, conn in rows["rows"]:
-        if k == len(by_tid):
-            by_tid.append(_thread_lane(layout, "CANN", CANN_ORDER, tids[k], lanes))
-        level, api, name = names[n]
-        if conn is not None:
-            cann.setdefault(conn, len(slices))
-        slices.append(Slice(by_tid[k], start, dur, name, "cann",
-                            add((tids[k], level, api, conn))))
-    table.settle()                      # the rows as columns now (``arg_rows``)
+    for columns in rows["rows"]:
+        if not columns:
+            continue
+        ks, starts, durs, ns, conns = (c.tolist() if c.__class__ is array else list(c)
+                                       for c in columns)
+        while len(by_tid) <= max(ks):   # (a thread's number is the count of those before)
+            by_tid.append(_thread_lane(layout, "CANN", CANN_ORDER, tids[len(by_tid)],
+                                       lanes))
+        at = len(slices)
+        for i, conn in enumerate(conns, at):
+            if conn is not None:
+                cann.setdefault(conn, i)
+        code = array("H" if len(names) <= 1 << 16 else "I", ns)
+        row = table.extend([list(map(tids.__getitem__, ks)),
+                            coded([n[0] for n in names], code),
+                            coded([n[1] for n in names], code), conns], len(ks))
+        slices.extend(map(Slice, map(by_tid.__getitem__, ks), starts, durs,
+                          map(_NAME, map(names.__getitem__, ns)), repeat("cann"),
+                          map(ArgRow, repeat(table), range(row, row + len(ks)))))
     report_rows(trace, db, stats, "CANN_API", len(slices) - first, rows["bad"])
+
+
+_NAME = itemgetter(2)
 
 
 def _stacks(db: Database) -> dict[int, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...arg_rows import ArgRow, ArgTable
+from ...arg_rows import ArgRow, ArgTable, Coded, coded
 from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import cell_value, normalize_task_type
 from ..msprof.layout import Layout
@@ -308,15 +308,15 @@ class TaskRows:
             table, m = tabs[ks[0]], len(ks)
             take = taker(ks)
             columns = [take(c) for c in task_cols]
-            # the kind's values: the same for every row of a kind
+            # the kind's values, the same for every row of a kind: a number per row for
+            # each distinct one (``arg_rows.Coded``)
             serials = list(map(_SERIAL, map(got.__getitem__, ks)))
             mids = {number: j for j, number in enumerate(dict.fromkeys(serials))}
-            kind_at = list(map(mids.__getitem__, serials))
+            kind_at = array("H" if len(mids) <= 1 << 16 else "I",
+                            map(mids.__getitem__, serials))
             made = [got[k][_MID] for k in dict(zip(kind_at, ks)).values()]
             for j in range(len(made[0])):
-                values = [mid[j] for mid in made]
-                columns.append([values[0]] * m if len(made) == 1 else
-                               taker(kind_at)(values))
+                columns.append(coded([mid[j] for mid in made], kind_at))
             if ks[0] in figures:                # (every row of the table has them)
                 held = [figures[k] for k in ks]
                 extras = [x for x, _ in held]
@@ -324,7 +324,7 @@ class TaskRows:
                 if held[0][1]:
                     columns.append([p for _, p in held])
             columns.append(take(gids))
-            columns.append([self.source] * m)
+            columns.append(Coded([self.source], array("H", bytes(2 * m))))
             if table.__class__ is ArgTable:
                 first = table.extend(columns, m)
                 made_rows = map(ArgRow, repeat(table), range(first, first + m))

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...arg_rows import ArgRow, ArgTable
+from ...arg_rows import ArgRow, ArgTable, Coded
 from .columns import factor, gather_rows, varint_matrix
 from .wire import _DOUBLE_VALUE, _INT_VALUE, _TE_DEBUG
 
@@ -278,6 +278,13 @@ def _column(values: tuple):
     if values.__class__ is array and n:     # ints of int64 (``ArgTable.settle``)
         ints = np.array(values, dtype=np.int64)
         return _Column(n, None, ints) if not n or int(ints.min()) >= 0 else _DYNAMIC
+    if values.__class__ is Coded:           # (few distinct values: their kinds first)
+        classes = frozenset(map(type, values.values))
+        if classes == _ONLY_NONE:
+            return _NONE
+        if not classes <= _NUMBERS:
+            return _DYNAMIC
+        values = list(values)
     classes = frozenset(map(type, values))
     if classes == _ONLY_NONE:
         return _NONE
