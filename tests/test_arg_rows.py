@@ -6,8 +6,10 @@ the reader gives as rows) and on mutated databases."""
 
 from __future__ import annotations
 
+import gc
 import io
 import math
+from collections.abc import Mapping
 import pickle
 
 import pytest
@@ -26,6 +28,7 @@ def test_a_row_is_the_dict_it_stands_for():
     nested = [1, {"x": 2}]
     row = table.add((2, "text", None, nested))
     plain = {"b": 2, "a": "text", "none": None, "nested": nested}
+    assert isinstance(row, Mapping) and not gc.is_tracked(row)  # (32 bytes, no GC header)
     assert row == plain and plain == row and not (row != plain)
     assert list(row) == ["b", "a", "none", "nested"] and len(row) == 4
     assert list(row.items()) == list(plain.items())
