@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any, Iterator
 
 import msgspec
@@ -130,6 +131,23 @@ class ArgTable:
         if column.__class__ is Coded:
             return column.take(rows)
         return list(map(column.__getitem__, rows))
+
+    def take_columns(self, rows: list[int]) -> list:
+        """The columns of ``rows``, each of its column's kind (an ``array('q')``, a
+        ``Coded`` of the same values, a list)."""
+        out: list = []
+        if not rows:
+            return [[] for _ in self.names]
+        get = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
+        for column in self.settle():
+            if column.__class__ is Coded:
+                out.append(Coded(column.values, array(column.codes.typecode,
+                                                      get(column.codes))))
+            elif column.__class__ is array:
+                out.append(array("q", get(column)))
+            else:
+                out.append(list(get(column)))
+        return out
 
     def __repr__(self) -> str:
         return f"ArgTable({len(self.names)} names, {len(self)} rows)"

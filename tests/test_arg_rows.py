@@ -99,6 +99,9 @@ def test_coded_columns_hold_each_value_once_and_give_it_back_as_it_was():
     assert list(column) == want and [type(v) for v in column] == list(map(type, want))
     assert table.take(1, [8, 2, 1]) == [text, True, 1.0]
     assert [ArgRow(table, r)["v"] for r in range(9)] == want
+    taken = table.take_columns([8, 0, 2])       # (each column of its kind)
+    assert [c.__class__.__name__ for c in taken] == ["array", "Coded"]
+    assert [list(c) for c in taken] == [[8, 0, 2], [text, 1, True]]
     table.add((9, None))
     assert table.settle()[1] == [*want, None] and table.columns[1].__class__ is list
     wide = ArgTable(("v",))

@@ -170,7 +170,7 @@ class TaskRows:
                 # maybe the hardware task around a context subtask (MIX kernels): drawn
                 # once (``ctx`` is its context_id arg: nothing was added to its args)
                 self.containers.setdefault((dev, stream, task, conn), []).append(
-                    (start, end, name, cat, args))
+                    (start, end, name, cat, args, gid))
                 continue
             i = self.draw(dev, stream, start, end, name, cat, args, conn)
             if c is not None and args["context_id"] is not None:  # (its figures may name it)
@@ -261,7 +261,7 @@ class TaskRows:
             for k in compress(range(n), map(not_, drawn)):
                 self.containers.setdefault((devs[k], streams[k], tasks[k], conn_l[k]),
                                            []).append((starts[k], ends[k], names[k], cats[k],
-                                                       args[k]))
+                                                       args[k], gids[k]))
 
             def keep(column):
                 return list(compress(column, drawn))
@@ -372,11 +372,11 @@ class TaskRows:
         done: set[int] = set()
         for whole, rows in self.containers.items():
             sub = self.subtasks.get(whole)
-            for start, end, name, cat, args in rows:
+            for start, end, name, cat, args, gid in rows:
                 if sub is not None and sub not in done:
                     a = trace.slices[sub].args
                     if "hardware_task_start_ns" not in a:
-                        more = (start, end - start, args["global_task_id"])
+                        more = (start, end - start, gid)     # (its global_task_id)
                         if a.__class__ is ArgRow:       # a row of the table with these too
                             wider_rows.setdefault(id(a.table), []).append((sub, more))
                             done.add(sub)
@@ -415,8 +415,7 @@ class TaskRows:
             for sub, more in pairs:
                 slices[sub].args = dict(zip(wider, (*slices[sub].args.values(), *more)))
             return
-        take = taker([slices[sub].args.row for sub, _ in pairs])
-        columns = [take(column) for column in table.settle()]
+        columns = table.take_columns([slices[sub].args.row for sub, _ in pairs])
         columns.extend(map(list, zip(*(more for _, more in pairs))))
         first = wider.extend(columns, len(pairs))
         for r, (sub, _) in enumerate(pairs, first):
