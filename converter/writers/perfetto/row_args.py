@@ -75,28 +75,28 @@ class RowPlans:
 
     def encode(self, row: ArgRow, seq) -> bytes:
         """``row``'s DebugAnnotations, defining on ``seq`` the entries they use."""
-        table = row.table
+        table, r = row.table, row.row
         plan = self.plans.get(table)
-        values = table.row(row.row)
-        if plan is None or row.row >= plan[0]:
+        if plan is None or r >= plan[0]:
             # the table's first row here, or one added since its plan: the dict way (which
             # gives the names their iids)
-            out = self.encode_pairs(zip(table.names, values), seq)
+            out = self.encode_pairs(zip(table.names, table.row(r)), seq)
             if plan is None:
                 self.plans[table] = _plan(table, self.names)
             return out
         parts = []
         cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
+        columns = table.columns             # (the rows of the plan are settled)
         for seg in plan[1]:
             if seg.__class__ is _Run:
                 pieces = seg.pieces
-                piece = pieces[row.row] if pieces is not None else seg.piece(row.row)
+                piece = pieces[r] if pieces is not None else seg.piece(r)
                 if seg not in seq.seen and (piece or not seg.optional):
                     seq.seen.add(seg)
                     seq.use(seg.entries)
                 parts.append(piece)
                 continue
-            name, value = seg[1], values[seg[0]]
+            name, value = seg[1], columns[seg[0]][r]
             if value.__class__ is str:      # a string seen before, as ``encode_pairs``
                 hit = cache.get((name, str, value))     # takes it
                 if hit is not None:
