@@ -143,7 +143,15 @@ def test_rows_of_coded_columns_write_the_bytes_their_dicts_write(monkeypatch):
             t.add_slice(lanes[r % 3], 1000 * r, 500, f"task {r % 4}", "kernel",
                         args if as_rows else as_dict(args))
         return t
-    assert _written(trace(True)) == _written(trace(False))
+    from tracecvt.writers.perfetto import events
+    coded_rows = []
+    real = row_args.distinct_places
+    monkeypatch.setattr(row_args, "distinct_places", lambda v: coded_rows.append(len(v))
+                        or real(v))
+    want = _written(trace(False))
+    assert _written(trace(True)) == want
+    monkeypatch.setattr(events, "PLAIN_FROM", 1)        # (rows that wait: by their codes)
+    assert _written(trace(True)) == want and coded_rows
     monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
     assert _written(trace(True), 2) == _written(trace(False), 2)
 

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...arg_rows import ArgRow, ArgTable, Coded
+from ...distinct import distinct_places
 from .columns import factor, gather_rows, varint_matrix
 from .wire import _DOUBLE_VALUE, _INT_VALUE, _TE_DEBUG
 
@@ -207,12 +208,21 @@ class RowPlans:
                 starts[:, j] = np.cumsum(size) - size
             else:
                 c, name = seg
-                column = table.take(c, rows)
-                if not _STR_OR_NONE.issuperset(map(type, column)):
-                    column = [v if v is None or v.__class__ is str else id(v) for v in column]
-                firsts, number = factor(column)
+                column = table.settle()[c]
+                if column.__class__ is Coded:   # (its numbers: the values' numbers)
+                    used, number = distinct_places(
+                        np.frombuffer(column.codes, dtype=_CODES[column.codes.typecode])[at])
+                    values = list(map(column.values.__getitem__, used.tolist()))
+                else:
+                    values = table.take(c, rows)
+                if not _STR_OR_NONE.issuperset(map(type, values)):    # (a list or dict:
+                    values = [v if v is None or v.__class__ is str else id(v)  # by itself)
+                              for v in values]
+                if column.__class__ is not Coded:
+                    firsts, number = factor(values)
+                    values = list(map(values.__getitem__, firsts))
                 made = [b"" if v is None else cache[name, str, v][0] if v.__class__ is str
-                        else cache[name, v][0] for v in map(column.__getitem__, firsts)]
+                        else cache[name, v][0] for v in values]
                 made_len = np.fromiter(map(len, made), np.int64, len(made))
                 size = made_len[number]
                 starts[:, j] = (np.cumsum(made_len) - made_len)[number]
@@ -267,6 +277,7 @@ _ONLY_NONE = frozenset({type(None)})
 _NUMBERS = frozenset({int, float, type(None)})
 _CLASS_CODE = {float: 0, int: 1, type(None): 2}
 _STR_OR_NONE = frozenset({str, type(None)})
+_CODES = {"H": np.uint16, "I": np.uint32}       # ``Coded.codes`` as numpy reads them
 _NESTED = frozenset({list, dict, tuple})
 
 
