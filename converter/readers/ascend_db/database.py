@@ -259,6 +259,23 @@ def column_batches(rows: Iterable[tuple]) -> Iterator[list]:
         yield as_columns(chunk)
 
 
+def add_end(index: dict, key, i: int) -> None:
+    """Slice ``i`` into ``index[key]``: the slice, or the list of them in order once a
+    second comes (most connection ids have one device task: no list each)."""
+    at = index.get(key)
+    if at is None:
+        index[key] = i
+    elif at.__class__ is int:
+        index[key] = [at, i]
+    else:
+        at.append(i)
+
+
+def ends_of(at) -> list[int] | tuple[int]:
+    """The slices ``add_end`` put under a key (None for none: ())."""
+    return () if at is None else (at,) if at.__class__ is int else at
+
+
 def plain(v):
     """A cell as a value args can hold: bytes (a BLOB) as hex text."""
     return v.hex() if isinstance(v, bytes) else v

@@ -14,7 +14,7 @@ from ...model import Slice, Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import _int
-from .database import Database, column_batches, plain, report_rows, span
+from .database import Database, column_batches, ends_of, plain, report_rows, span
 
 CANN_ORDER, PYTHON_ORDER, MSTX_ORDER = 7, 5, 6
 # ENUM_API_TYPE name -> the prefix the text export puts before a CANN API's name
@@ -254,16 +254,17 @@ def add_mstx(trace: Trace, layout: Layout, db: Database, stats: dict[str, Any]) 
 
 
 def add_flows(trace: Trace, db: Database, cann: dict[int, int],
-              device: dict[int, list[int]], torch: dict[int, list[int]],
+              device: dict[int, Any], torch: dict[int, list[int]],
               stats: dict[str, Any]) -> None:
     """CANN API -> device task (same connectionId: ``HostToDevice``) and PyTorch op ->
-    device task (CONNECTION_IDS: ``async_npu``)."""
+    device task (CONNECTION_IDS: ``async_npu``); ``device``: connectionId -> device tasks
+    (``database.add_end``)."""
     h2d = 0
     for conn, targets in device.items():
         src = cann.get(conn)
         if src is None:
             continue
-        for t in targets:
+        for t in ends_of(targets):
             trace.add_flow(src, t, "HostToDevice")
             h2d += 1
     stats["flows"] = {"HostToDevice": h2d}
@@ -276,7 +277,7 @@ def add_flows(trace: Trace, db: Database, cann: dict[int, int],
         if not srcs:
             no_api += 1
             continue
-        targets = device.get(conn)
+        targets = ends_of(device.get(conn))
         if targets:
             for t in targets:
                 trace.add_flow(srcs[0], t, "async_npu")

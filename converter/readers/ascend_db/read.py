@@ -101,7 +101,7 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
     meta.source_files.append(str(path))
     options.report("reading database", 0, 1)
     cann: dict[int, int] = {}
-    device: dict[int, list[int]] = {}
+    device: dict[int, Any] = {}            # connectionId -> device tasks (``add_end``)
     pytorch: dict[int, list[int]] = {}
     failed: list[str] = []
     ahead = Ahead(db, options.workers)      # large tables read meanwhile elsewhere

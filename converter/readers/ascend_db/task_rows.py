@@ -13,7 +13,7 @@ the same order: tests/test_ascend_db_batches.py compares them.
 from __future__ import annotations
 
 from array import array
-from itertools import compress, repeat
+from itertools import compress, count, repeat
 from operator import itemgetter, not_
 from typing import Any
 
@@ -24,7 +24,7 @@ from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import cell_value, normalize_task_type
 from ..msprof.layout import Layout
 from ..msprof.timefmt import UINT32_MAX
-from .database import Database, plain, span, text
+from .database import Database, add_end, plain, span, text
 from .task_args import (HARDWARE, args_table, ids_of, pipe_plan, pipes_of, task_lane, taker,
                         wider_table)
 
@@ -36,7 +36,7 @@ _MID = 2
 class TaskRows:
     """The device tasks of one TASK table as they are read: ``batch`` or ``rows`` for each
     part of its rows in order, then ``finish``.  ``index`` gets connectionId -> slices
-    (flow ends); ``compute`` / ``comm``: the task info by globalTaskId (``tasks._side``),
+    (flow ends: ``database.add_end``); ``compute`` / ``comm``: the task info by globalTaskId (``tasks._side``),
     ``pmu``: the PMU figures by globalTaskId (``tasks._pmu``)."""
 
     def __init__(self, trace: Trace, layout: Layout, db: Database,
@@ -92,11 +92,7 @@ class TaskRows:
         i = len(self.slices)
         self.slices.append(Slice(self.lane(dev, stream), start, end - start, name, cat, args))
         if conn is not None:
-            at = self.index.get(conn)
-            if at is None:
-                self.index[conn] = [i]
-            else:
-                at.append(i)
+            add_end(self.index, conn, i)
         self.made += 1
         return i
 
@@ -275,14 +271,16 @@ class TaskRows:
         self.slices.extend(map(Slice, map(self.lanes.__getitem__, lanes), keep(starts),
                                keep((e - s).tolist()), keep(names), keep(cats), keep(args)))
         self.made += len(self.slices) - first
-        index = self.index
-        for i, conn_ in enumerate(keep(conn_l), first):
-            if conn_ is not None:
-                at = index.get(conn_)
-                if at is None:
-                    index[conn_] = [i]
-                else:
-                    at.append(i)
+        index, conns = self.index, keep(conn_l)
+        if None not in conns:           # (each new one in order; those met before after)
+            places = range(first, first + len(conns))
+            for k in [k for k, at, i in zip(count(), map(index.setdefault, conns, places),
+                                            places) if at != i]:
+                add_end(index, conns[k], places[k])
+        else:
+            for i, conn_ in enumerate(conns, first):
+                if conn_ is not None:
+                    add_end(index, conn_, i)
         if subs:
             place = np.cumsum(np.array(drawn, dtype=np.int64)) if drawn is not None else \
                 np.arange(1, n + 1)

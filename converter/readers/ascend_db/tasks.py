@@ -13,7 +13,7 @@ from ..msprof.csvtable import tensor_list, cell_value
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
 from ..msprof.timefmt import UINT32_MAX
-from .database import Database, column_batches, plain, report_rows, span
+from .database import Database, add_end, column_batches, plain, report_rows, span
 from .task_rows import TaskRows
 
 HCCL_ORDER = 15
@@ -130,7 +130,7 @@ def task_tables(db: Database) -> dict[str, Any]:
             "rows": db.rows("TASK", list(_TASK))[1]}
 
 
-def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],
+def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, Any],
               stats: dict[str, Any], ahead: Callable[[], dict | None] | None = None) -> None:
     """One slice per TASK row; ``index`` gets connectionId -> slices (flow ends).
     ``ahead``: ``task_tables`` read by another process meanwhile (``ahead.Ahead``: its
@@ -148,7 +148,7 @@ def add_tasks(trace: Trace, layout: Layout, db: Database, index: dict[int, list[
     tasks.finish(stats)
 
 
-def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, list[int]],
+def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, Any],
                  stats: dict[str, Any]) -> None:
     """COMMUNICATION_OP rows: one slice per op on ``HCCL / Group g Communication``."""
     if "COMMUNICATION_OP" not in db.tables:
@@ -177,7 +177,7 @@ def add_comm_ops(trace: Trace, layout: Layout, db: Database, index: dict[int, li
         i = trace.add_slice(lane, start, end - start, db.string(name) or "communication",
                             "hccl", args)
         if conn is not None:
-            index.setdefault(conn, []).append(i)
+            add_end(index, conn, i)
         made += 1
     report_rows(trace, db, stats, "COMMUNICATION_OP", made, bad)
 
