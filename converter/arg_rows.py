@@ -25,7 +25,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping
 from operator import itemgetter
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import msgspec
 
@@ -133,21 +133,10 @@ class ArgTable:
         return list(map(column.__getitem__, rows))
 
     def take_columns(self, rows: list[int]) -> list:
-        """The columns of ``rows``, each of its column's kind (an ``array('q')``, a
-        ``Coded`` of the same values, a list)."""
-        out: list = []
+        """The columns of ``rows``, each of its column's kind (``taker``)."""
         if not rows:
             return [[] for _ in self.names]
-        get = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
-        for column in self.settle():
-            if column.__class__ is Coded:
-                out.append(Coded(column.values, array(column.codes.typecode,
-                                                      get(column.codes))))
-            elif column.__class__ is array:
-                out.append(array("q", get(column)))
-            else:
-                out.append(list(get(column)))
-        return out
+        return list(map(taker(rows), self.settle()))
 
     def __repr__(self) -> str:
         return f"ArgTable({len(self.names)} names, {len(self)} rows)"
@@ -198,6 +187,20 @@ class Coded:
             self.codes = array(_code_type(len(values)), self.codes)
         self.codes.extend(array(self.codes.typecode, map(moved.__getitem__, other.codes))
                           if moved != list(range(len(moved))) else other.codes)
+
+
+def taker(rows: list[int]) -> Callable[[Any], Any]:
+    """A function that takes the items ``rows`` (not empty) of a column, of its kind: of
+    an ``array`` an array, of a ``Coded`` a ``Coded`` of the same values, else a list."""
+    get = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
+
+    def take(column):
+        if column.__class__ is array:
+            return array(column.typecode, get(column))
+        if column.__class__ is Coded:
+            return Coded(column.values, array(column.codes.typecode, get(column.codes)))
+        return list(get(column))
+    return take
 
 
 def coded(values: list, codes: Any) -> Coded:

@@ -5,7 +5,6 @@ batch path."""
 from __future__ import annotations
 
 from array import array
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -38,14 +37,6 @@ def ids_of(column, ids: bool) -> list | None:
     if not ids:
         return list(column)
     return [None if v is not None and (v == UINT32_MAX or v == -1) else v for v in column]
-
-
-def taker(at: list[int]):
-    """A function that takes the items ``at`` of a sequence, as a list."""
-    if len(at) == 1:
-        return lambda values: [values[at[0]]]
-    get = itemgetter(*at)
-    return lambda values: list(get(values))
 
 
 def args_table(shape: tuple, more: dict | None, pmu: dict | None):

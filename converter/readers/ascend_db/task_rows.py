@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ...arg_rows import ArgRow, ArgTable, Coded, coded
+from ...arg_rows import ArgRow, ArgTable, Coded, coded, taker
 from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import cell_value, normalize_task_type
 from ..msprof.layout import Layout
 from ..msprof.timefmt import UINT32_MAX
 from .database import Database, add_end, plain, span, text
-from .task_args import (HARDWARE, args_table, ids_of, pipe_plan, pipes_of, task_lane, taker,
+from .task_args import (HARDWARE, args_table, ids_of, pipe_plan, pipes_of, task_lane,
                         wider_table)
 
 # the fields of a ``TaskRows._kind``
@@ -211,7 +211,6 @@ class TaskRows:
         for t in dict.fromkeys(ttypes):
             if types.get(t, "") == "":
                 types[t] = self.db.string(t)
-        tnames = list(map(types.__getitem__, ttypes))
         # What each row's task info (else communication info) and task type give
         # (``_kind``), worked out once per distinct three
         infos = list(map(self.compute.get, gids))
@@ -240,8 +239,14 @@ class TaskRows:
                 figures[k] = (extra, pipes)
                 tabs[k] = self.table((self.keys_of(infos[k][2]), plan[1], not pipes),
                                      infos[k][2], extra)
-        task_cols = (model_l, tnames, streams, tasks, ctx_l, conn_l, devs)
-        args = self._args(tabs, got, figures, task_cols, gids)
+        # the TASK row's args (the task type's names a number per row, the ints as they
+        # came)
+        places = {t: j for j, t in enumerate(dict.fromkeys(ttypes))}
+        task_cols = (model_l, coded([types[t] for t in places],
+                                    array("H" if len(places) <= 1 << 16 else "I",
+                                          map(places.__getitem__, ttypes))),
+                     stream, task, ctx_l, conn_l, dev)
+        args = self._args(tabs, got, figures, task_cols, gid)
         # tasks with task info and a context id (its figures may name one: in a dict, the
         # value of the last of that name)
         subs = [k for k, c, a, cx in zip(range(n), infos, args, ctx_l) if c is not None and
@@ -289,7 +294,7 @@ class TaskRows:
                                          first + int(place[k]) - 1)
 
     def _args(self, tabs: list, got: list, figures: dict, task_cols: tuple,
-              gids: list) -> list:
+              gids: Any) -> list:
         """Each row's args: rows of its table (``tabs``), added a table at a time as its
         columns, in the rows' order (the TASK row's values ``task_cols``, the kind's
         ``got``, the PMU figures and pipe ratios ``figures``, (gid, source)); a dict where

@@ -97,7 +97,8 @@ class RowPlans:
                     seq.use(seg.entries)
                 parts.append(piece)
                 continue
-            name, value = seg[1], columns[seg[0]][r]
+            name, column = seg[1], columns[seg[0]]
+            value = column.values[column.codes[r]] if column.__class__ is Coded else column[r]
             if value.__class__ is str:      # a string seen before, as ``encode_pairs``
                 hit = cache.get((name, str, value))     # takes it
                 if hit is not None:
