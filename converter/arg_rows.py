@@ -13,7 +13,10 @@ number.
 Rows are added one at a time (``ArgTable.add``, as a reader makes them) and wait as tuples
 until a column is first read (``ArgTable.settle``: what a writer does anyway to encode a
 column at a time): then each column becomes an ``array('q')`` where every value is an int
-of int64 (8 bytes a value, no int object), else a list; the tuples are let go.
+of int64 (8 bytes a value, no int object), else a list; the tuples are let go.  A reader
+that has its rows as columns adds them so (``ArgTable.extend``), a column of few distinct
+values (an op's info, repeated for each of its tasks) as a ``Coded`` column: the values
+once, and a number of 2 bytes per row.
 
 A caller that wants to change a row's args replaces them with a dict (``dict(row)``, then
 its changes), as for any args (the model's args are read-only).  A row pickles as the dict
