@@ -241,23 +241,33 @@ class TaskRows:
                                      infos[k][2], extra)
         # the TASK row's args (the task type's names a number per row, the ints as they
         # came)
-        places = {t: j for j, t in enumerate(dict.fromkeys(ttypes))}
-        task_cols = (model_l, coded([types[t] for t in places],
-                                    array("H" if len(places) <= 1 << 16 else "I",
-                                          map(places.__getitem__, ttypes))),
+        type_at = {t: j for j, t in enumerate(dict.fromkeys(ttypes))}
+        task_cols = (model_l, coded([types[t] for t in type_at],
+                                    array("H" if len(type_at) <= 1 << 16 else "I",
+                                          map(type_at.__getitem__, ttypes))),
                      stream, task, ctx_l, conn_l, dev)
         args = self._args(tabs, got, figures, task_cols, gid)
         # tasks with task info and a context id (its figures may name one: in a dict, the
         # value of the last of that name)
         subs = [k for k, c, a, cx in zip(range(n), infos, args, ctx_l) if c is not None and
                 (cx if a.__class__ is ArgRow else a["context_id"]) is not None]
+        self._draw(s, e, got, args, (devs, streams, tasks, conn_l, ctx_l, gids), subs)
+
+    def _draw(self, s: np.ndarray, e: np.ndarray, got: list, args: list, ids: tuple,
+              subs: list[int]) -> None:
+        """A batch's slices (starts ``s``, ends ``e``; kinds ``got``, ``args``; ``ids``:
+        (devs, streams, tasks, connections, contexts, gids)), but for the hardware tasks
+        that may be around a context subtask (``finish``); their connection ids into
+        ``index``; the subtasks among them (``subs``: with task info and a context id)."""
+        devs, streams, tasks, conn_l, ctx_l, gids = ids
+        n = len(s)
         names, cats = list(map(_NAME, got)), list(map(_CAT, got))
         starts = s.tolist()
         drawn = None
         if any(map(_KERNEL, got)):
             # maybe the hardware task around a context subtask (MIX kernels): drawn once
             # ``finish``ed (its context is its context_id arg: nothing was added to its args)
-            drawn = [not (v[4] and cx is None) for v, cx in zip(got, ctx_l)]
+            drawn = [not (_KERNEL(v) and cx is None) for v, cx in zip(got, ctx_l)]
             ends = e.tolist()
             for k in compress(range(n), map(not_, drawn)):
                 self.containers.setdefault((devs[k], streams[k], tasks[k], conn_l[k]),
