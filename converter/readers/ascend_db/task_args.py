@@ -1,6 +1,6 @@
 """The args of the device tasks ``task_rows`` makes: their tables' names by the shape of a
-task's args, the pipe ratios of its PMU figures, its lane; and two small helpers of the
-batch path."""
+task's args, the pipe ratios of its PMU figures, its lane; and the ids of a batch's
+columns (``ids_of``)."""
 
 from __future__ import annotations
 
