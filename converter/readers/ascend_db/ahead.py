@@ -5,8 +5,8 @@ CPU.  The objects must be made here, but the rows need not be fetched here: a fo
 process fetches TASK's rows (with the task info the reader joins to them; where this one
 has PMU figures to read meanwhile), then CANN_API's and PYTORCH_API's (with their lookups),
 through a connection of its own, and hands them over as columns ``BATCH_ROWS`` rows at a
-time (``database.as_columns``), so that this one makes the slices of a table's first rows while the forked one still
-fetches the rest.  What comes back is exactly what this process would have read, values
+time (``database.as_columns``), so that this one makes the slices of a table's first rows
+while the forked one still fetches the rest.  What comes back is exactly what this process would have read, values
 and types: a column of 64-bit ints or of floats as an array (iterated, it gives back the
 same numbers), anything else as it is.  A table that process fails on (or every table,
 where it cannot be forked or dies) is read here as before, so its errors are reported as
@@ -47,8 +47,8 @@ def _rows_of(columns: list) -> Iterator[tuple]:
 def _pieces(got: dict[str, Any]) -> Iterator[tuple[bool, dict[str, Any]]]:
     """In the forked process: a pass's result ``got`` as pieces to hand over, (last?,
     piece): each piece has ``BATCH_ROWS`` of the rows as columns that pickle fast
-    (``database.as_columns``), the first every other key of ``got``, the next what the rows read
-    meanwhile added to its lists (they only grow: ``cann_rows``), the last its other
+    (``database.as_columns``), the first every other key of ``got``, the next what the rows
+    read meanwhile added to its lists (they only grow: ``cann_rows``), the last its other
     values again but its dicts (complete when the pass begins: ``task_tables``; the rest
     final once every row is read, e.g. "bad")."""
     rows = got.pop("rows")

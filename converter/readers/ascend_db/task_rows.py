@@ -36,8 +36,9 @@ _MID = 2
 class TaskRows:
     """The device tasks of one TASK table as they are read: ``batch`` or ``rows`` for each
     part of its rows in order, then ``finish``.  ``index`` gets connectionId -> slices
-    (flow ends: ``database.add_end``); ``compute`` / ``comm``: the task info by globalTaskId (``tasks._side``),
-    ``pmu``: the PMU figures by globalTaskId (``tasks._pmu``)."""
+    (flow ends: ``database.add_end``); ``compute`` / ``comm``: the task info by
+    globalTaskId (``tasks._side``), ``pmu``: the PMU figures by globalTaskId
+    (``tasks._pmu``)."""
 
     def __init__(self, trace: Trace, layout: Layout, db: Database,
                  index: dict[int, list[int]], compute: dict, comm: dict, pmu: dict):
