@@ -62,11 +62,12 @@ def test_mutated_databases_read_the_same_with_two_processes(tmp_path_factory, mo
     """A database's large tables read by a forked process (``ascend_db.ahead``), in pieces
     of 5 rows: the model, warnings included, is the one a single process reads, or the error
     is the same (a damaged table fails or is cut at the same row either way)."""
-    from tracecvt.readers.ascend_db import ahead
+    from tracecvt.readers.ascend_db import ahead, database
     seeds = family("msprof-db").seeds()
     assert seeds, "no database sample runs"
     monkeypatch.setattr(ahead, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ahead, "CHUNK_ROWS", 5)
+    monkeypatch.setattr(ahead, "BATCH_ROWS", 5)
+    monkeypatch.setattr(database, "BATCH_ROWS", 5)      # (batches of the rows read here)
     forked = []
     real_fork = ahead.fork_child
 
