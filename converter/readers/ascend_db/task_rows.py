@@ -30,7 +30,6 @@ from .task_args import (HARDWARE, args_table, ids_of, pipe_plan, pipes_of, task_
 
 # the fields of a ``TaskRows._kind``
 _NAME, _CAT, _MIDDLE, _TABLE, _KERNEL, _SERIAL = map(itemgetter, range(6))
-_MID = 2
 
 
 class TaskRows:
@@ -41,7 +40,7 @@ class TaskRows:
     (``tasks._pmu``)."""
 
     def __init__(self, trace: Trace, layout: Layout, db: Database,
-                 index: dict[int, list[int]], compute: dict, comm: dict, pmu: dict):
+                 index: dict[int, Any], compute: dict, comm: dict, pmu: dict):
         self.trace, self.layout, self.db, self.index = trace, layout, db, index
         self.compute, self.comm, self.pmu = compute, comm, pmu
         self.source = db.path.name
@@ -58,8 +57,8 @@ class TaskRows:
         # id of a task info's args (held by ``compute`` / ``comm``) -> a number for their names
         self.more_keys: dict[int, int] = {}
         self.key_sets: dict[tuple, int] = {}
-        # (0 task info / 1 communication info, id of it, task type) -> what they give
-        # (``_kind``)
+        # (id of the task info, id of the communication info, task type) -> what they give
+        # (``kind``)
         self.kinds: dict[tuple, tuple] = {}
 
     def norm(self, v):
@@ -103,8 +102,7 @@ class TaskRows:
         checked on its own."""
         db, compute, comm, pmu, source = self.db, self.compute, self.comm, self.pmu, \
             self.source
-        types, norm, keys_of = self.types, self.norm, self.keys_of
-        more = extra = None                 # a task's task info and PMU figures (``_table``)
+        types, kind_of = self.types, self.kind
         # (The checks of every row are written out; ``span`` and ``plain`` say what they
         # check.)
         for start, end, dev, conn, gid, ttype, ctx, stream, task, model in rows:
@@ -132,38 +130,17 @@ class TaskRows:
             # The args: names and values in the order a dict of them had (``TASK_ARGS``,
             # then the task info's, the PMU figures...), a row of the table of those names
             # (``arg_rows``).
-            values = (model, tname, stream, task, ctx, conn, dev)
-            if c is not None:
-                op_name, op_type, more = c
-                name = op_name or tname or "task"
-                cat = norm(op_type) or norm(tname) or KERNEL
-                extra = pmu.get(gid)
-                if extra:
-                    values, shape = self._with_pmu(values, c, extra, gid)
-                else:
-                    values = (*values, *more.values(), op_name, gid, source)
-                    shape = (keys_of(more), None, None)
-            elif h is not None:
-                # communication subtasks sit on their hardware stream, named by the task
-                # type (as the text timeline draws them); the op they belong to is an arg
-                op_name, op_type, more = h
-                name = tname or op_name or "task"
-                htype = cell_value(op_type or "")
-                cat = normalize_task_type(htype) or "hccl"
-                if htype is not None:
-                    values = (*values, op_name, *more.values(), htype, gid, source)
-                else:
-                    values = (*values, op_name, *more.values(), gid, source)
-                shape = (keys_of(more), htype is None)
+            name, cat, middle, table, kernel, _ = kind_of(c, h, ttype)
+            extra = pmu.get(gid) if c is not None else None
+            if extra:
+                pipes, table = self.pmu_shape(c, extra)
+                values = (model, tname, stream, task, ctx, conn, dev, *middle,
+                          *extra.values(), *((pipes,) if pipes else ()), gid, source)
             else:
-                name = tname or "task"
-                cat = norm(tname) or KERNEL
-                values = (*values, gid, source)
-                shape = ()
-            table = self.table(shape, more, extra)
+                values = (model, tname, stream, task, ctx, conn, dev, *middle, gid, source)
             args = table.add(values) if table.__class__ is ArgTable else \
                 dict(zip(table, values))
-            if c is None and h is None and ctx is None and str(tname).startswith("KERNEL"):
+            if kernel and ctx is None:
                 # maybe the hardware task around a context subtask (MIX kernels): drawn
                 # once (``ctx`` is its context_id arg: nothing was added to its args)
                 self.containers.setdefault((dev, stream, task, conn), []).append(
@@ -173,18 +150,24 @@ class TaskRows:
             if c is not None and args["context_id"] is not None:  # (its figures may name it)
                 self.subtasks.setdefault((dev, stream, task, conn), i)
 
-    def _with_pmu(self, values: tuple, c: tuple, extra: dict, gid) -> tuple[tuple, tuple]:
-        """The args' values of a task with task info ``c`` and PMU figures ``extra``
-        after ``values`` (the TASK row's), and the shape of their table."""
-        op_name, _, more = c
+    def kind(self, c: tuple | None, h: tuple | None, ttype) -> tuple:
+        """``_kind``, worked out once per distinct (task info, communication info, task
+        type)."""
+        key = (id(c), id(h), ttype)
+        got = self.kinds.get(key)
+        if got is None:
+            got = self.kinds[key] = self._kind(c, h, ttype)
+        return got
+
+    def pmu_shape(self, c: tuple, extra: dict) -> tuple[dict, Any]:
+        """The pipe ratios of a task with task info ``c`` and PMU figures ``extra``, and
+        the table of its args."""
         ek = tuple(extra)
         plan = self.plans.get(ek)
         if plan is None:
             plan = self.plans[ek] = (pipe_plan(extra), len(self.plans))
         pipes = pipes_of(extra, plan[0])
-        return ((*values, *more.values(), op_name, *extra.values(),
-                 *((pipes,) if pipes else ()), gid, self.source),
-                (self.keys_of(more), plan[1], not pipes))
+        return pipes, self.table((self.keys_of(c[2]), plan[1], not pipes), c[2], extra)
 
     # -- a batch at a time ---------------------------------------------------------------
     def batch(self, cols: list) -> None:
@@ -213,17 +196,12 @@ class TaskRows:
             if types.get(t, "") == "":
                 types[t] = self.db.string(t)
         # What each row's task info (else communication info) and task type give
-        # (``_kind``), worked out once per distinct three
+        # (``kind``)
         infos = list(map(self.compute.get, gids))
         comms = list(map(self.comm.get, gids)) if self.comm else [None] * n
-        keys = list(zip(map(id, infos), map(id, comms), ttypes))
-        kinds = self.kinds
-        got = list(map(kinds.get, keys))
+        got = list(map(self.kinds.get, zip(map(id, infos), map(id, comms), ttypes)))
         for k in [k for k, v in enumerate(got) if v is None]:
-            v = kinds.get(keys[k])
-            if v is None:
-                v = kinds[keys[k]] = self._kind(infos[k], comms[k], ttypes[k])
-            got[k] = v
+            got[k] = self.kind(infos[k], comms[k], ttypes[k])
         tabs = list(map(_TABLE, got))
         # a task's PMU figures (and their pipe ratios) row by row; its table by them
         figures: dict[int, tuple[dict, dict]] = {}
@@ -232,14 +210,8 @@ class TaskRows:
             for k in [k for k, c, g in zip(range(n), infos, gids) if c is not None and
                       pmu.get(g)]:
                 extra = pmu[gids[k]]
-                ek = tuple(extra)
-                plan = self.plans.get(ek)
-                if plan is None:
-                    plan = self.plans[ek] = (pipe_plan(extra), len(self.plans))
-                pipes = pipes_of(extra, plan[0])
+                pipes, tabs[k] = self.pmu_shape(infos[k], extra)
                 figures[k] = (extra, pipes)
-                tabs[k] = self.table((self.keys_of(infos[k][2]), plan[1], not pipes),
-                                     infos[k][2], extra)
         # the TASK row's args (the task type's names a number per row, the ints as they
         # came)
         type_at = {t: j for j, t in enumerate(dict.fromkeys(ttypes))}
@@ -328,7 +300,7 @@ class TaskRows:
             mids = {number: j for j, number in enumerate(dict.fromkeys(serials))}
             kind_at = array("H" if len(mids) <= 1 << 16 else "I",
                             map(mids.__getitem__, serials))
-            made = [got[k][_MID] for k in dict(zip(kind_at, ks)).values()]
+            made = [_MIDDLE(got[k]) for k in dict(zip(kind_at, ks)).values()]
             for j in range(len(made[0])):
                 columns.append(coded([mid[j] for mid in made], kind_at))
             if ks[0] in figures:                # (every row of the table has them)
@@ -352,7 +324,7 @@ class TaskRows:
 
     def _kind(self, c: tuple | None, h: tuple | None, ttype: int) -> tuple:
         """What a task with task info ``c`` or communication info ``h`` (or neither) and
-        task type ``ttype`` gets, as ``rows`` gives it: (name, category, its args' values
+        task type ``ttype`` gets: (name, category, its args' values
         between the TASK row's and (gid, source), their table where it has no PMU figures,
         whether it may be the hardware task around a context subtask (drawn once
         ``finish``ed, where its context is None), a number of its own)."""
@@ -360,7 +332,8 @@ class TaskRows:
         if c is not None:
             op_name, op_type, more = c
             shape = (self.keys_of(more), None, None)
-            return (op_name or tname or "task", self.norm(op_type) or self.norm(tname) or KERNEL,
+            return (op_name or tname or "task",
+                    self.norm(op_type) or self.norm(tname) or KERNEL,
                     (*more.values(), op_name), self.table(shape, more, None), False,
                     len(self.kinds))
         if h is not None:

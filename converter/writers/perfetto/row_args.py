@@ -209,21 +209,9 @@ class RowPlans:
                 starts[:, j] = np.cumsum(size) - size
             else:
                 c, name = seg
-                column = table.settle()[c]
-                if column.__class__ is Coded:   # (its numbers: the values' numbers)
-                    used, number = distinct_places(
-                        np.frombuffer(column.codes, dtype=_CODES[column.codes.typecode])[at])
-                    values = list(map(column.values.__getitem__, used.tolist()))
-                else:
-                    values = table.take(c, rows)
-                if not _STR_OR_NONE.issuperset(map(type, values)):    # (a list or dict:
-                    values = [v if v is None or v.__class__ is str else id(v)  # by itself)
-                              for v in values]
-                if column.__class__ is not Coded:
-                    firsts, number = factor(values)
-                    values = list(map(values.__getitem__, firsts))
+                values, number = _distinct(table, c, rows, at)
                 made = [b"" if v is None else cache[name, str, v][0] if v.__class__ is str
-                        else cache[name, v][0] for v in values]
+                        else cache[name, id(v)][0] for v in values]
                 made_len = np.fromiter(map(len, made), np.int64, len(made))
                 size = made_len[number]
                 starts[:, j] = (np.cumsum(made_len) - made_len)[number]
@@ -233,6 +221,25 @@ class RowPlans:
             base += len(pool)
             pools.append(pool)
         return gather_rows(np.concatenate(pools), starts, lengths)
+
+
+def _distinct(table: ArgTable, c: int, rows: list[int], at: np.ndarray
+              ) -> tuple[list, np.ndarray]:
+    """The distinct values of column ``c`` of ``rows`` (``at`` as an array), and each
+    row's number among them; a list or dict is one by itself (by identity).  A ``Coded``
+    column's rows are told apart by their numbers; other columns' by ``factor``."""
+    column = table.settle()[c]
+    if column.__class__ is Coded:
+        used, number = distinct_places(
+            np.frombuffer(column.codes, dtype=_CODES[column.codes.typecode])[at])
+        return list(map(column.values.__getitem__, used.tolist())), number
+    values = table.take(c, rows)
+    if _STR_OR_NONE.issuperset(map(type, values)):
+        firsts, number = factor(values)
+    else:
+        firsts, number = factor([v if v is None or v.__class__ is str else id(v)
+                                 for v in values])
+    return list(map(values.__getitem__, firsts)), number
 
 
 def _plan(table: ArgTable, names: dict[str, tuple[bytes, bytes]]) -> tuple[int, list]:
