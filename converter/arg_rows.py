@@ -18,6 +18,11 @@ that has its rows as columns adds them so (``ArgTable.extend``), a column of few
 values (an op's info, repeated for each of its tasks) as a ``Coded`` column: the values
 once, and a number of 2 bytes per row.
 
+A column whose values follow from the row's others (a PMU task's pipe ratios, from its
+figures) may be a ``Derived`` column: nothing is held per row, and each read of a value
+makes it anew (equal each time, a new object each time: a writer that caches values by
+identity must not cache these; ``writers.perfetto.row_args`` encodes them as they come).
+
 A caller that wants to change a row's args replaces them with a dict (``dict(row)``, then
 its changes), as for any args (the model's args are read-only).  A row pickles as the dict
 it stands for.
@@ -35,8 +40,8 @@ import msgspec
 
 class ArgTable:
     """Arg names (distinct, in order) and their values: a column per name (``columns``,
-    the rows settled: an ``array('q')``, a ``Coded`` or a list), and the tuples of the
-    rows added since (``rows``)."""
+    the rows settled: an ``array('q')``, a ``Coded``, a ``Derived`` or a list), and the
+    tuples of the rows added since (``rows``)."""
 
     __slots__ = ("names", "index", "columns", "rows", "size")
 
@@ -72,15 +77,33 @@ class ArgTable:
     def extend(self, columns: list, n: int) -> int:
         """``n`` rows given as their columns (one per name, in order, of ``n`` values
         each); the first one's row number."""
-        if len(columns) != len(self.names) or any(len(c) != n for c in columns):
+        if len(columns) != len(self.names) or any(len(c) != n for c in columns
+                                                      if c.__class__ is not Derived):
             raise ValueError(f"{len(columns)} columns for {len(self.names)} arg names, or "
                              f"not {n} values each")
         self.settle()
         first = self.size
         for k, values in enumerate(columns):
+            if values.__class__ is Derived:
+                values = self._derive(k, values, columns)
+                if values is None:
+                    continue
             self._extend(k, values)
         self.size += n
         return first
+
+    def _derive(self, k: int, derived: Derived, columns: list) -> list | None:
+        """The ``k``-th column made of ``derived`` for the rows given as ``columns``
+        (``extend``): None where the column is (now) that ``Derived``; else its values for
+        those rows, made now (the column holds values)."""
+        column = self.columns[k]
+        if not self.size and column.__class__ is list and not column:
+            self.columns[k] = Derived(derived.make, derived.sources, self)
+            return None
+        if column.__class__ is Derived and column.make is derived.make and \
+                column.sources == derived.sources:
+            return None
+        return list(map(derived.make, zip(*(columns[j] for j in derived.sources))))
 
     def _extend(self, k: int, values) -> None:
         """The ``k``-th column with ``values`` after its own (kept an ``array('q')`` while
@@ -94,7 +117,7 @@ class ArgTable:
             if column.__class__ is Coded:
                 column.extend(values)
                 return
-        elif column.__class__ is Coded:
+        elif column.__class__ is Coded or column.__class__ is Derived:
             column = self.columns[k] = list(column)
         if column.__class__ is array or not self.size:
             if values.__class__ is array:
@@ -194,7 +217,8 @@ class Coded:
 
 def taker(rows: list[int]) -> Callable[[Any], Any]:
     """A function that takes the items ``rows`` (not empty) of a column, of its kind: of
-    an ``array`` an array, of a ``Coded`` a ``Coded`` of the same values, else a list."""
+    an ``array`` an array, of a ``Coded`` a ``Coded`` of the same values, of a ``Derived``
+    the same (unbound: made from the other columns taken), else a list."""
     get = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
 
     def take(column):
@@ -202,8 +226,35 @@ def taker(rows: list[int]) -> Callable[[Any], Any]:
             return array(column.typecode, get(column))
         if column.__class__ is Coded:
             return Coded(column.values, array(column.codes.typecode, get(column.codes)))
+        if column.__class__ is Derived:     # (made from the rows' other columns, taken
+            return Derived(column.make, column.sources)     # with it)
         return list(get(column))
     return take
+
+
+class Derived:
+    """A column of values made when read, each from the values of other columns of its row
+    (``sources``, their places in the table) by ``make`` (a function of one tuple of those
+    values, in that order): nothing is held per row.  Each read makes a new object (equal
+    each time); a ``make`` never gives None.  Given to ``ArgTable.extend`` unbound (no
+    ``table``), it becomes the table's column where it is the first of it, else its values
+    are made then; a table whose rows come both ways holds them as values."""
+
+    __slots__ = ("make", "sources", "table")
+
+    def __init__(self, make: Callable[[tuple], Any], sources: tuple[int, ...],
+                 table: ArgTable | None = None):
+        self.make, self.sources, self.table = make, tuple(sources), table
+
+    def __len__(self) -> int:
+        return self.table.size
+
+    def __getitem__(self, r: int) -> Any:
+        columns = self.table.columns
+        return self.make(tuple([columns[k][r] for k in self.sources]))
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.__getitem__, range(self.table.size))
 
 
 def coded(values: list, codes: Any) -> Coded:

@@ -156,6 +156,100 @@ def test_rows_of_coded_columns_write_the_bytes_their_dicts_write(monkeypatch):
     assert _written(trace(True), 2) == _written(trace(False), 2)
 
 
+def _ratios(values: tuple) -> dict:
+    """A ``Derived`` column's ``make`` for the tests: nested values from two numbers."""
+    a, b = values
+    out = {"x": {"a": float(a)}} if a.__class__ is int else {}
+    out.setdefault("y", {})["b"] = [b, {"twice": None if b is None else b * 2}]
+    return out
+
+
+def _derived_table(batches: int = 3, added: int = 0) -> tuple[ArgTable, list[ArgRow]]:
+    """A table of ("a", "b", "ratios", "n"), "ratios" made from "a" and "b" (``_ratios``),
+    filled ``batches`` batches of 7 rows at a time, then ``added`` rows one at a time."""
+    from array import array
+    from tracecvt.arg_rows import Derived, coded
+    table, rows = ArgTable(("a", "b", "ratios", "n")), []
+    for batch in range(batches):
+        ks = range(7 * batch, 7 * batch + 7)
+        first = table.extend([array("q", ks), coded([0.5, "text-long", None],
+                                                    array("H", [k % 3 for k in ks])),
+                              Derived(_ratios, (0, 1)), [k * 1.5 for k in ks]], 7)
+        rows += [ArgRow(table, r) for r in range(first, first + 7)]
+    for k in range(7 * batches, 7 * batches + added):
+        b = [0.5, "text-long", None][k % 3]
+        rows.append(table.add((k, b, _ratios((k, b)), k * 1.5)))
+    return table, rows
+
+
+def test_derived_columns_make_each_rows_value_from_its_others():
+    """A ``Derived`` column holds nothing per row: each read makes the row's value from its
+    other columns (equal each time, a new object each time); taken rows take it along, to
+    be made from the columns taken with it; rows added one at a time turn it into a list
+    of the same values."""
+    from tracecvt.arg_rows import Derived
+    table, rows = _derived_table()
+    column = table.settle()[2]
+    assert column.__class__ is Derived and column.table is table and len(column) == 21
+    for r, row in enumerate(rows):
+        want = _ratios((r, [0.5, "text-long", None][r % 3]))
+        assert row["ratios"] == want and dict(row)["ratios"] == want
+        assert row["ratios"] is not row["ratios"]
+    assert table.take(2, [20, 3]) == [rows[20]["ratios"], rows[3]["ratios"]]
+    taken = table.take_columns([20, 3, 4])
+    assert taken[2].__class__ is Derived and taken[2].table is None
+    wider = ArgTable(("a", "b", "ratios", "n", "more"))
+    assert wider.extend([*taken, [1, 2, 3]], 3) == 0
+    assert wider.columns[2].__class__ is Derived and wider.columns[2].table is wider
+    assert [dict(ArgRow(wider, r)) for r in range(3)] == \
+        [{**rows[k], "more": m} for k, m in ((20, 1), (3, 2), (4, 3))]
+    # a second batch of another table's rows after a batch of values: made when given
+    wider.extend([[9], [None], [{"given": 1}], [0.0], [4]], 1)
+    wider.extend([*table.take_columns([5]), [5]], 1)
+    assert wider.columns[2].__class__ is list and wider.columns[2][3:] == \
+        [{"given": 1}, rows[5]["ratios"]]
+    mixed, mixed_rows = _derived_table(2, added=3)
+    assert mixed.settle()[2].__class__ is list
+    assert [dict(r) for r in mixed_rows] == [dict(r) for r in _derived_table(3)[1]][:17]
+
+
+def test_rows_of_derived_columns_write_the_bytes_their_dicts_write(monkeypatch):
+    """A table with a ``Derived`` column (its values new objects at each read) writes the
+    bytes of its dicts to a .pftrace, in one process and in two and with rows that may
+    wait, to Chrome JSON and to a model file; the Perfetto writer keeps none of its
+    values (``_ArgEncoder.keep``: only those of each table's first row, written the dict
+    way)."""
+    from tracecvt.writers.model import write_model
+    from tracecvt.writers.perfetto import events, interning
+
+    def trace(as_rows: bool) -> Trace:
+        t = Trace(RunMeta("derived", "test"))
+        dev = t.add_track("device", kind="group")
+        lanes = [t.add_track(f"lane {k}", dev, nesting=False) for k in range(3)]
+        for r, args in enumerate(_derived_table(4)[1]):
+            t.add_slice(lanes[r % 3], 1000 * r, 500, f"task {r % 4}", "kernel",
+                        args if as_rows else as_dict(args))
+        return t
+    kept = []
+    real = interning._ArgEncoder.clear
+    monkeypatch.setattr(interning._ArgEncoder, "clear",
+                        lambda self: kept.append(len(self.keep)) or real(self))
+    want = _written(trace(False))
+    assert kept and max(kept) >= 28
+    kept.clear()
+    assert _written(trace(True)) == want and kept and max(kept) == 1
+    monkeypatch.setattr(events, "PLAIN_FROM", 1)        # (rows that may wait)
+    assert _written(trace(True)) == want
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    assert _written(trace(True), 2) == _written(trace(False), 2)
+    for write in (write_chrome, write_model):
+        a, b = io.BytesIO(), io.BytesIO()
+        write(trace(True), a)
+        write(trace(False), b)
+        assert a.getvalue() == b.getvalue()
+    assert model_differences(trace(True), trace(False)) == []
+
+
 def test_a_table_refuses_repeated_names_and_rows_of_another_width():
     with pytest.raises(ValueError):
         ArgTable(("a", "b", "a"))

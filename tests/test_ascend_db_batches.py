@@ -95,3 +95,21 @@ def test_rows_only_the_row_path_takes_among_batches(tmp_path, monkeypatch):
 def test_mutated_databases_read_the_same_by_batches(tmp_path_factory, monkeypatch):
     on_mutated(family("msprof-db").seeds(), tmp_path_factory.mktemp("batches"),
                lambda root, _: _both_ways(monkeypatch, root), share=4)
+
+
+def test_pmu_tasks_pipe_ratios_are_made_from_their_figures():
+    """The batch path holds no pipe ratios per PMU task: its tables' "pipe_ratio" is a
+    ``Derived`` column, made from the task's figures when read (the row path's dicts, the
+    same values: ``test_database_samples_read_the_same_by_batches``)."""
+    from tracecvt.arg_rows import ArgRow, Derived
+    from tracecvt.readers.msprof.tasks import pipe_ratios
+    seed = next(s for s in family("msprof-db").seeds() if s.root.name.startswith("PROF_"))
+    trace, error = _read(seed.root)
+    assert error is None
+    rows = [s.args for s in trace.slices if s.args.__class__ is ArgRow and
+            "pipe_ratio" in s.args.table.index]
+    assert rows, "no PMU task with pipe ratios in the sample"
+    for row in rows:
+        table = row.table
+        assert table.settle()[table.index["pipe_ratio"]].__class__ is Derived
+        assert row["pipe_ratio"] == pipe_ratios(dict(row)) != {}

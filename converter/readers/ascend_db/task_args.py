@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...arg_rows import ArgTable
+from ...arg_rows import ArgTable, Derived
 from ..msprof.jsontrace import _describe_lane, _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import pipe_ratios
@@ -75,6 +75,32 @@ def pipe_plan(pmu: dict[str, Any]) -> list[tuple[str, str, str]]:
         if where is not None:
             plan.append((k, *where))
     return plan
+
+
+class PipeRatios:
+    """``pipes_of`` as a ``Derived`` column's ``make``: the pipe ratios of a row of
+    the figures of ``plan``'s metrics (in its order), its (side, pipe) pairs in ``sides``."""
+
+    __slots__ = ("sides",)
+
+    def __init__(self, plan: list[tuple[str, str, str]]):
+        self.sides = tuple((side, pipe) for _, side, pipe in plan)
+
+    def __call__(self, values: tuple) -> dict:
+        out: dict[str, dict[str, float]] = {}
+        for v, (side, pipe) in zip(values, self.sides):
+            if v.__class__ is float or v.__class__ is int:
+                d = out.get(side)
+                if d is None:
+                    d = out[side] = {}
+                d[pipe] = float(v)
+        return out
+
+
+def pipe_column(table: ArgTable, plan: list[tuple[str, str, str]]) -> Derived:
+    """The ``Derived`` column of ``table``'s "pipe_ratio": made from its figures of
+    ``plan``'s metrics."""
+    return Derived(PipeRatios(plan), tuple(table.index[k] for k, _, _ in plan))
 
 
 def pipes_of(pmu: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict:

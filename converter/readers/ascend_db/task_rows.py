@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ...arg_rows import ArgRow, ArgTable, Coded, coded, taker
+from ...arg_rows import ArgRow, ArgTable, Coded, Derived, coded, taker
 from ...model import KERNEL, MAX_NS, Slice, Trace
 from ..msprof.csvtable import cell_value, normalize_task_type
 from ..msprof.layout import Layout
 from ..msprof.timefmt import UINT32_MAX
 from .database import Database, add_end, plain, span, text
-from .task_args import (HARDWARE, args_table, ids_of, pipe_plan, pipes_of, task_lane,
-                        wider_table)
+from .task_args import (HARDWARE, args_table, ids_of, pipe_column, pipe_plan, pipes_of,
+                        task_lane, wider_table)
 
 # the fields of a ``TaskRows._kind``
 _NAME, _CAT, _MIDDLE, _TABLE, _KERNEL, _SERIAL = map(itemgetter, range(6))
@@ -52,6 +52,7 @@ class TaskRows:
         self.containers: dict[tuple, list] = {}
         self.subtasks: dict[tuple, int] = {}
         self.plans: dict[tuple, tuple] = {}     # PMU names -> their pipe plan, a number
+        self.derived: dict[ArgTable, Derived] = {}  # a table -> its pipe ratios' column
         self.norms: dict[Any, str | None] = {}
         self.tables: dict[tuple, Any] = {}      # the shape of a task's args -> their table
         # id of a task info's args (held by ``compute`` / ``comm``) -> a number for their names
@@ -168,6 +169,14 @@ class TaskRows:
             plan = self.plans[ek] = (pipe_plan(extra), len(self.plans))
         pipes = pipes_of(extra, plan[0])
         return pipes, self.table((self.keys_of(c[2]), plan[1], not pipes), c[2], extra)
+
+    def pipes(self, table: ArgTable, extra: dict) -> Derived:
+        """The pipe ratios' column of ``table`` (of tasks of PMU figures named as
+        ``extra``'s), made from their figures (``task_args.pipe_column``)."""
+        got = self.derived.get(table)
+        if got is None:
+            got = self.derived[table] = pipe_column(table, self.plans[tuple(extra)][0])
+        return got
 
     # -- a batch at a time ---------------------------------------------------------------
     def batch(self, cols: list) -> None:
@@ -307,8 +316,9 @@ class TaskRows:
                 held = [figures[k] for k in ks]
                 extras = [x for x, _ in held]
                 columns.extend(list(map(itemgetter(name), extras)) for name in extras[0])
-                if held[0][1]:
-                    columns.append([p for _, p in held])
+                if held[0][1]:                  # (made from the figures when read)
+                    columns.append(self.pipes(table, extras[0]) if table.__class__ is
+                                   ArgTable else [p for _, p in held])
             columns.append(take(gids))
             columns.append(Coded([self.source], array("H", bytes(2 * m))))
             if table.__class__ is ArgTable:

@@ -48,6 +48,8 @@ def _one_shot(separators: tuple[str, str]) -> Callable[[Any], str]:
     return encoder.encode
 
 
+_NESTED = frozenset({list, dict, tuple})      # (one string each: ``_ArgEncoder.pair``)
+
 # json.dumps with these options (one line of text: compact, or with json's spaces)
 _COMPACT = _one_shot((",", ":"))
 _JSON = _one_shot((", ", ": "))
@@ -184,7 +186,8 @@ class _ArgEncoder:
         # arg name -> (its entry, {int below 16384: the whole annotation}): small ints
         # repeat (counts, indexes, zeros), and one lookup costs less than building them
         self.small: dict[str, tuple[bytes, dict[int, bytes]]] = {}
-        self.rows = RowPlans(self.names, self.cache, self.encode_pairs)  # args as table rows
+        self.rows = RowPlans(self.names, self.cache, self.encode_pairs,  # args as table rows
+                             self.encode_new)
 
     def clear(self) -> None:
         """Let go of the caches (the writer is done encoding)."""
@@ -362,6 +365,16 @@ class _ArgEncoder:
             parts.append(hit[0])
             seq.use(hit[1])                 # (rare: the call costs nothing that counts)
         return b"".join(parts)
+
+    def encode_new(self, name: str, value: Any, seq: _Sequence) -> bytes:
+        """One arg whose value is a new object (a ``Derived`` column's), defining on ``seq``
+        the entries it uses: ``encode_pairs``' bytes, without caching a list or dict by an
+        identity that a later one may take."""
+        if value.__class__ not in _NESTED or name.__class__ is not str:
+            return self.encode_pairs(((name, value),), seq)
+        hit = self._str_pair(name, compact_text(name, value), True)
+        seq.use(hit[1])
+        return hit[0]
 
     @staticmethod
     def _value(value: Any) -> bytes:

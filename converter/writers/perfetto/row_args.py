@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...arg_rows import ArgRow, ArgTable, Coded
+from ...arg_rows import ArgRow, ArgTable, Coded, Derived
 from ...distinct import distinct_places
 from .columns import factor, gather_rows, varint_matrix
 from .wire import _DOUBLE_VALUE, _INT_VALUE, _TE_DEBUG
@@ -65,10 +65,12 @@ class RowPlans:
     """Per writer process: how each ``ArgTable`` met is encoded (``encode``)."""
 
     def __init__(self, names: dict[str, tuple[bytes, bytes]], cache: dict,
-                 encode_pairs: Callable[[Any, Any], bytes]):
+                 encode_pairs: Callable[[Any, Any], bytes],
+                 encode_new: Callable[[str, Any, Any], bytes]):
         self.names = names                  # the encoder's: arg name -> (name field, entry)
         self.cache = cache                  # and its (name, str, value) -> (bytes, entries)
         self.encode_pairs = encode_pairs    # the encoder's (name, value) pairs, seq -> bytes
+        self.encode_new = encode_new        # and its (name, a new value, seq) -> bytes
         self.plans: dict[ArgTable, tuple[int, list]] = {}     # (tables hash as themselves)
 
     def clear(self) -> None:
@@ -87,6 +89,7 @@ class RowPlans:
             return out
         parts = []
         cache, defined, encode_pairs = self.cache, seq.defined, self.encode_pairs
+        encode_new = self.encode_new
         columns = table.columns             # (the rows of the plan are settled)
         for seg in plan[1]:
             if seg.__class__ is _Run:
@@ -98,6 +101,9 @@ class RowPlans:
                 parts.append(piece)
                 continue
             name, column = seg[1], columns[seg[0]]
+            if column.__class__ is Derived:     # (a new value: nothing cached by it)
+                parts.append(encode_new(name, column[r], seq))
+                continue
             value = column.values[column.codes[r]] if column.__class__ is Coded else column[r]
             if value.__class__ is str:      # a string seen before, as ``encode_pairs``
                 hit = cache.get((name, str, value))     # takes it
@@ -124,7 +130,8 @@ class RowPlans:
         the cache (written inline first, interned from the next); a list's or dict's
         (one string, cached by the object: ``_ArgEncoder.pair``) first use here where it
         is not cached or its entries are not defined on ``seq``; any other value that is
-        not None in a dynamic column."""
+        not None in a dynamic column (none of a table with a ``Derived`` column: its values
+        are new lists or dicts at each read)."""
         plan = self.plans.get(table)
         if plan is None:
             return None
@@ -147,6 +154,8 @@ class RowPlans:
                     later[0] = False
                 continue
             c, name = seg
+            if table.columns[c].__class__ is Derived:
+                return [False] * len(rows)      # (a new list or dict in every row)
             column = table.take(c, rows)
             first: dict[Any, int] = {}          # each string's first place
             if _STR_OR_NONE.issuperset(map(type, column)):
@@ -293,6 +302,8 @@ def _column(values: tuple):
     """A column's values as a ``_Column`` where it is static (every value a float, an int
     in [0, 2^63) or None, not all None), else ``_NONE`` (every value None) or
     ``_DYNAMIC``."""
+    if values.__class__ is Derived:         # (lists or dicts, made when read)
+        return _DYNAMIC
     n = len(values)
     if values.__class__ is array and n:     # ints of int64 (``ArgTable.settle``)
         ints = np.array(values, dtype=np.int64)
