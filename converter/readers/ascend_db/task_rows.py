@@ -134,9 +134,10 @@ class TaskRows:
             name, cat, middle, table, kernel, _ = kind_of(c, h, ttype)
             extra = pmu.get(gid) if c is not None else None
             if extra:
-                pipes, table = self.pmu_shape(c, extra)
+                plan, piped, table = self.pmu_shape(c, extra)
                 values = (model, tname, stream, task, ctx, conn, dev, *middle,
-                          *extra.values(), *((pipes,) if pipes else ()), gid, source)
+                          *extra.values(), *((pipes_of(extra, plan),) if piped else ()),
+                          gid, source)
             else:
                 values = (model, tname, stream, task, ctx, conn, dev, *middle, gid, source)
             args = table.add(values) if table.__class__ is ArgTable else \
@@ -160,15 +161,23 @@ class TaskRows:
             got = self.kinds[key] = self._kind(c, h, ttype)
         return got
 
-    def pmu_shape(self, c: tuple, extra: dict) -> tuple[dict, Any]:
-        """The pipe ratios of a task with task info ``c`` and PMU figures ``extra``, and
-        the table of its args."""
+    def pmu_shape(self, c: tuple, extra: dict) -> tuple[list, bool, Any]:
+        """Of a task with task info ``c`` and PMU figures ``extra``: the pipe plan of its
+        figures (``task_args.pipe_plan``), whether it has pipe ratios (a figure of the plan
+        is a number), and the table of its args."""
         ek = tuple(extra)
         plan = self.plans.get(ek)
         if plan is None:
-            plan = self.plans[ek] = (pipe_plan(extra), len(self.plans))
-        pipes = pipes_of(extra, plan[0])
-        return pipes, self.table((self.keys_of(c[2]), plan[1], not pipes), c[2], extra)
+            made = pipe_plan(extra)
+            plan = self.plans[ek] = (made, len(self.plans), tuple(k for k, _, _ in made))
+        for k in plan[2]:
+            v = extra[k]
+            if v.__class__ is float or v.__class__ is int:      # (as ``pipes_of``)
+                break
+        else:
+            return plan[0], False, self.table((self.keys_of(c[2]), plan[1], True), c[2],
+                                              extra)
+        return plan[0], True, self.table((self.keys_of(c[2]), plan[1], False), c[2], extra)
 
     def pipes(self, table: ArgTable, extra: dict) -> Derived:
         """The pipe ratios' column of ``table`` (of tasks of PMU figures named as
@@ -212,15 +221,16 @@ class TaskRows:
         for k in [k for k, v in enumerate(got) if v is None]:
             got[k] = self.kind(infos[k], comms[k], ttypes[k])
         tabs = list(map(_TABLE, got))
-        # a task's PMU figures (and their pipe ratios) row by row; its table by them
-        figures: dict[int, tuple[dict, dict]] = {}
+        # a task's PMU figures (and whether it has pipe ratios) row by row; its table by
+        # them
+        figures: dict[int, tuple[dict, list, bool]] = {}
         if self.pmu:
-            pmu = self.pmu
+            pmu, shape = self.pmu, self.pmu_shape
             for k in [k for k, c, g in zip(range(n), infos, gids) if c is not None and
                       pmu.get(g)]:
                 extra = pmu[gids[k]]
-                pipes, tabs[k] = self.pmu_shape(infos[k], extra)
-                figures[k] = (extra, pipes)
+                plan, piped, tabs[k] = shape(infos[k], extra)
+                figures[k] = (extra, plan, piped)
         # the TASK row's args (the task type's names a number per row, the ints as they
         # came)
         type_at = {t: j for j, t in enumerate(dict.fromkeys(ttypes))}
@@ -314,11 +324,11 @@ class TaskRows:
                 columns.append(coded([mid[j] for mid in made], kind_at))
             if ks[0] in figures:                # (every row of the table has them)
                 held = [figures[k] for k in ks]
-                extras = [x for x, _ in held]
+                extras = [x for x, _, _ in held]
                 columns.extend(list(map(itemgetter(name), extras)) for name in extras[0])
-                if held[0][1]:                  # (made from the figures when read)
+                if held[0][2]:                  # (made from the figures when read)
                     columns.append(self.pipes(table, extras[0]) if table.__class__ is
-                                   ArgTable else [p for _, p in held])
+                                   ArgTable else [pipes_of(x, p) for x, p, _ in held])
             columns.append(take(gids))
             columns.append(Coded([self.source], array("H", bytes(2 * m))))
             if table.__class__ is ArgTable:
