@@ -112,3 +112,57 @@ def test_without_a_fork_or_a_plain_file_one_process_writes_it(tmp_path, monkeypa
     with os.fdopen(w, "wb") as pipe:
         assert order._plain_fd(pipe) is None
     os.close(r)
+
+
+@pytest.mark.parametrize("block, reads", [(1 << 25, "preadv"), (64, "preadv"), (64, "pread"),
+                                          (1, "seek")])
+def test_spilled_packets_and_a_part_in_a_file_are_cut_out_a_block_at_a_time(
+        tmp_path, monkeypatch, block, reads):
+    """This process's first packets spilled to a file, its others in memory, the part's in
+    a file: written in time order (equal times: the spilled first, then the others, then
+    the part's), a block of ``block`` bytes at a time (each run of a source whose times
+    never go back read at once, so each packet once), by ``os.preadv``, ``os.pread`` or
+    seeking, in one process and with the second half cut in a forked one."""
+    import tempfile
+
+    from tracecvt.writers.perfetto import order
+    monkeypatch.setattr(order, "BLOCK_BYTES", block)
+    if reads != "preadv":
+        monkeypatch.setattr(order, "_PREADV", None)
+    if reads == "seek":
+        monkeypatch.setattr(order, "_PREAD", None)
+    rng = random.Random(block)
+    spilled, spilled_stamps = packets(rng, 500, b"s")
+    # runs whose times never go back, as a writer's sequences give them
+    for k in range(0, 500, 60):
+        spilled_stamps[k:k + 60] = array("q", sorted(spilled_stamps[k:k + 60]))
+    mine, stamps = packets(rng, 70, b"m")
+    part, part_stamps = packets(rng, 300, b"p")
+    all_stamps = list(spilled_stamps) + list(stamps) + list(part_stamps)
+    every = spilled + mine + part
+    want = b"".join(every[k] for k in sorted(range(len(every)), key=all_stamps.__getitem__))
+
+    def merged(into=None) -> bytes:
+        spill = tempfile.TemporaryFile()
+        spill.write(b"".join(spilled))          # (flushed by the merge)
+        part_file = tempfile.TemporaryFile()
+        part_file.write(b"".join(part))
+        part_file.flush()
+        out: list[bytes] = []
+        write_sorted(out.append if into is None else into.write, list(mine),
+                     array("q", list(spilled_stamps) + list(stamps)),
+                     (part_file, array("q", part_stamps), array("q", map(len, part))), 16,
+                     (spill, array("q", map(len, spilled))), into)
+        return b"".join(out)
+    read = []
+    real = order._read_into
+    monkeypatch.setattr(order, "_read_into", lambda into, *a: read.append(len(into)) or
+                        real(into, *a))
+    assert merged() == want
+    assert sum(read) == len(want)       # (each packet read once: a block's runs only)
+    monkeypatch.setattr(order, "SPLIT_FROM_BYTES", 0)
+    with open(tmp_path / "t.bin", "wb") as f:
+        f.write(b"head")
+        assert merged(f) == b""
+        f.write(b"after")
+    assert (tmp_path / "t.bin").read_bytes() == b"head" + want + b"after"

@@ -24,7 +24,7 @@ import numpy as np
 from ...forkpass import fork_pass
 from ...model import Trace
 from ...slice_columns import SliceColumns
-from .columns import gather
+from .columns import gather_rows
 
 
 def time_origin(trace: Trace, cols: SliceColumns | None = None) -> int:
@@ -47,10 +47,11 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
     end in a file, and their lengths (``stamps`` starts with theirs).  Empties ``packets``
     and ``stamps``.
 
-    Where the part holds a third of the packets or more, every packet is laid end to end
-    in one buffer and cut out of it in order by numpy (``_cut_in_order``); otherwise the
-    part's packets become ``bytes`` of their own and are joined with these (measured on
-    the large runs: the first costs per byte, the second per packet of the part).
+    Where the part holds a third of the packets or more, or this process spilled, the
+    packets are cut out in order by numpy from where they lie, a block at a time
+    (``_cut_in_order``); otherwise the part's packets become ``bytes`` of their own and
+    are joined with these (measured on the large runs: the first costs per byte, the
+    second per packet of the part).
     ``into``: the file ``write`` writes to, where a large buffer's second half may be cut
     out and written by a forked process (``_write_halves``)."""
     if spilled is not None:
@@ -80,11 +81,10 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
                   part: tuple[Any, Any, Any] | None, step: int,
                   spilled: tuple[IO[bytes], array] | None = None,
                   into: IO[bytes] | None = None) -> None:
-    """``write_sorted`` with the packets laid end to end in one buffer (this process's
-    spilled ones, its others, then the part's) and each write's cut out of it by one numpy
-    gather.  The packets held here are copied in from the last ``step`` of them back, each
-    step let go once copied, and the files read straight into their places, so that no
-    packet is held twice."""
+    """``write_sorted`` with the packets cut out in order by numpy from where they lie: this
+    process's spilled ones in their file, its others joined into one ``bytes``, the part's
+    in its file (or ``bytes``), a block of them at a time (``_Blocks``), so that no more
+    than a block's packets are held twice."""
     empty = array("q")
     spill_lengths = np.frombuffer(spilled[1] if spilled else empty, dtype=np.int64)
     own = np.fromiter(map(len, packets), dtype=np.int64, count=len(packets))
@@ -93,61 +93,124 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     times = np.concatenate((np.array(stamps, dtype=np.int64),
                             np.frombuffer(part[1] if part else empty, dtype=np.int64)))
     del stamps[:]
-    # the order first, and the times let go, before the buffer is made (the sort's
-    # arrays and the buffer are not held at once: DB 1 M's peak)
+    # the order first, and the times let go, before anything is read (the sort's arrays
+    # and the packets are not held at once: DB 1 M's peak)
     order = np.argsort(times, kind="stable")           # this process's first at one time
+    # the runs: stretches of packets of one source whose times never go back (a block's
+    # packets of one run lie end to end in it)
+    first, own_end = len(spill_lengths), len(spill_lengths) + len(own)
+    run = np.zeros(len(times), dtype=np.int64)
+    run[np.flatnonzero(times[1:] < times[:-1]) + 1] = 1
+    for cut in (first, own_end):
+        if 0 < cut < len(run):
+            run[cut] = 1
+    np.cumsum(run, out=run)
     del times
-    starts = np.cumsum(lengths) - lengths
-    first = len(spill_lengths)
-    spill_size = int(spill_lengths.sum())
-    own_end = spill_size + int(own.sum())
+    if spilled:
+        spilled[0].flush()
+    sources = [(0, spilled[0] if spilled else b""), (first, _joined(packets, own, step)),
+               (own_end, part[0] if part else b"")]
+    pieces = _Blocks(sources, lengths, order, run, step)
+    del run, lengths, order
+    # (two processes read the files where they lie, never by their shared position)
+    if not (into is not None and pieces.size >= SPLIT_FROM_BYTES and _PREAD is not None
+            and _write_halves(into, pieces)):
+        pieces.write(write, 0, len(pieces.order))
+
+
+def _joined(packets: list[bytes], lengths: np.ndarray, step: int) -> bytearray:
+    """``packets`` (of ``lengths``) end to end, copied in from the last ``step`` of them
+    back, each step let go once copied (no packet held twice); empties ``packets``."""
     data = bytearray(int(lengths.sum()))
     view = memoryview(data)
+    starts = np.cumsum(lengths) - lengths
     for k in range((len(packets) - 1) // step * step, -1, -step):
-        at = int(starts[first + k])
+        at = int(starts[k])
         piece = b"".join(packets[k:k + step])
         view[at:at + len(piece)] = piece
         del packets[k:]
-    if spilled:
-        _fill(view[:spill_size], spilled[0])
-    if part:
-        _fill(view[own_end:], part[0])
     view.release()
-    source = np.frombuffer(data, dtype=np.uint8)
-    pieces = _Gathered(source, starts, lengths, order, step)
-    if not (into is not None and len(data) >= SPLIT_FROM_BYTES and _write_halves(into, pieces)):
-        pieces.write(write, 0, len(order))
+    return data
 
 
 # From these many bytes a forked process cuts the second half of a merge (``_write_halves``):
 # a 1 M-task database's 274 MB took 0.86 s to cut out in one process, 0.60 s in two; at 27
 # MB (100,000 tasks) the fork costs what it saves.
 SPLIT_FROM_BYTES = 64 << 20
+# A merge reads about these many bytes of packets at a time (``_Blocks``).
+BLOCK_BYTES = 32 << 20
 
 
-class _Gathered:
-    """The packets laid end to end in ``source`` (``starts``, ``lengths``), cut out in
-    ``order``, ``step`` packets a piece."""
+class _Blocks:
+    """Packets (by number: ``lengths``; numbered across ``sources``, (first packet, its
+    bytes or the file that holds them) each, laid end to end from the file's start) cut
+    out in ``order``, ``step`` packets a piece, read a block of pieces at a time: each
+    run's (``run``: a number per packet, its packets' times never going back) packets of
+    a block lie end to end in its source, one read each."""
 
-    def __init__(self, source: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                 order: np.ndarray, step: int):
-        self.source, self.starts, self.lengths = source, starts, lengths
-        self.order, self.step = order, step
-
-    def piece(self, k: int) -> bytes:
-        return gather(self.source, self.starts, self.lengths,
-                      self.order[k:k + self.step])
+    def __init__(self, sources: list[tuple[int, Any]], lengths: np.ndarray,
+                 order: np.ndarray, run: np.ndarray, step: int):
+        n = len(order)
+        self.starts = np.cumsum(lengths) - lengths
+        self.size = int(lengths.sum())
+        # each source's bytes and the place of its first byte among all
+        self.sources = [(int(self.starts[f]) if f < n else self.size, data)
+                        for f, data in sources]
+        self.lengths, self.order, self.step = lengths, order, step
+        # each packet's run and place in the order as one increasing key (a run's packets
+        # come in its order): a block's packets of a run are those of keys in [run * n +
+        # the block's first place, run * n + its end)
+        first = np.flatnonzero(np.diff(run, prepend=-1))
+        run *= n                        # (in place: the caller's, not held twice)
+        run[order] += np.arange(n, dtype=np.int64)
+        self.key = run
+        self.runs = len(first)
+        self.run_source = np.searchsorted(np.array([f for f, _ in sources], dtype=np.int64),
+                                          first, "right") - 1
+        mean = self.size / max(1, n)
+        self.block = max(1, int(BLOCK_BYTES / max(mean, 1.0)) // step) * step
 
     def write(self, write: Callable[[bytes], Any], first: int, stop: int) -> None:
-        """Write pieces from packet ``first`` (a piece's first) to ``stop``."""
-        for k in range(first, stop, self.step):
-            write(self.piece(k))
+        """Write the pieces from packet ``first`` (a piece's first) to ``stop``."""
+        for a in range(first, stop, self.block):
+            b = min(stop, a + self.block)
+            packets = self.order[a:b]
+            data, at = self._read(packets, a, b)
+            sizes = self.lengths[packets]
+            for k in range(0, b - a, self.step):
+                write(gather_rows(data, at[k:k + self.step, None],
+                                  sizes[k:k + self.step, None])[0])
+
+    def _read(self, packets: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """The bytes of ``packets`` (places ``a`` to ``b`` of the order; each run's of
+        them read at once), and where each one begins in them."""
+        n = len(self.order)
+        base = np.arange(self.runs, dtype=np.int64) * n
+        lo = np.searchsorted(self.key, base + a)
+        stop = np.searchsorted(self.key, base + b)
+        used = np.flatnonzero(stop > lo)
+        lo, last = lo[used], stop[used] - 1
+        begin = self.starts[lo]
+        size = self.starts[last] + self.lengths[last] - begin
+        placed = np.cumsum(size) - size
+        data = bytearray(int(size.sum()))
+        view = memoryview(data)
+        for r, at, b_, m in zip(used.tolist(), placed.tolist(), begin.tolist(),
+                                size.tolist()):
+            origin, source = self.sources[int(self.run_source[r])]
+            _read_into(view[at:at + m], source, b_ - origin)
+        view.release()
+        shift = np.zeros(self.runs, dtype=np.int64)
+        shift[used] = placed - begin
+        return (np.frombuffer(data, dtype=np.uint8),
+                self.starts[packets] + shift[self.key[packets] // n])
 
     def half(self) -> tuple[int, int]:
         """Where the second half begins: the first packet of the piece the middle byte
         falls in, and how many bytes come before it (0, 0: that is the first piece)."""
-        order, lengths, step = self.order, self.lengths, self.step
-        sizes = [int(lengths[order[k:k + step]].sum()) for k in range(0, len(order), step)]
+        step = self.step
+        sizes = np.add.reduceat(self.lengths[self.order], np.arange(0, len(self.order), step)
+                                ).tolist() if len(self.order) else []
         half, before = sum(sizes) // 2, 0
         for n, size in enumerate(sizes):        # (the pieces' sizes: no array per packet)
             if before + size > half:
@@ -156,7 +219,34 @@ class _Gathered:
         return 0, 0
 
 
-def _write_halves(out: IO[bytes], pieces: _Gathered) -> bool:
+def _read_into(into: memoryview, source: Any, at: int) -> None:
+    """``into`` filled with ``source``'s bytes from ``at`` on: of ``bytes``, or of a file
+    read where it lies (``os.preadv``: the file's position, shared with a forked process,
+    is left alone)."""
+    if isinstance(source, (bytes, bytearray)):
+        into[:] = source[at:at + len(into)]
+        return
+    fd = source.fileno() if _PREAD is not None else None
+    done = 0
+    while done < len(into):
+        if _PREADV is not None:
+            n = _PREADV(fd, [into[done:]], at + done)
+        elif _PREAD is not None:            # (no ``preadv``: copied from what is read)
+            got = _PREAD(fd, len(into) - done, at + done)
+            n = len(got)
+            into[done:done + n] = got
+        else:                               # (one process: ``_cut_in_order``)
+            source.seek(at + done)
+            n = source.readinto(into[done:])
+        if not n:
+            raise OSError("a part of the trace is shorter than it said")
+        done += n
+
+
+_PREADV, _PREAD = getattr(os, "preadv", None), getattr(os, "pread", None)
+
+
+def _write_halves(out: IO[bytes], pieces: _Blocks) -> bool:
     """Write the merge into ``out`` with a forked process cutting out its second half
     and writing it in place (``os.pwrite``) while this one writes the first; False where
     ``out`` is not a plain file of its own position (gzip, a pipe, memory, appending) or
@@ -170,16 +260,18 @@ def _write_halves(out: IO[bytes], pieces: _Gathered) -> bool:
         return False
     out.flush()
     at = out.tell()
-    total = at + int(pieces.lengths.sum())
+    total = at + pieces.size
 
     def second_half() -> int:
-        pos = at + before
-        for k in range(cut, len(pieces.order), pieces.step):
-            piece = memoryview(pieces.piece(k))
+        pos = [at + before]
+
+        def put(data: bytes) -> None:
+            piece = memoryview(data)
             while piece:
-                n = os.pwrite(fd, piece, pos)
-                piece, pos = piece[n:], pos + n
-        return pos
+                n = os.pwrite(fd, piece, pos[0])
+                piece, pos[0] = piece[n:], pos[0] + n
+        pieces.write(put, cut, len(pieces.order))
+        return pos[0]
 
     helper = fork_pass(second_half)
     if helper is None:
@@ -210,20 +302,6 @@ def _plain_fd(out: Any) -> int | None:
     except (ImportError, OSError, ValueError):
         return None
     return fd
-
-
-def _fill(into: memoryview, data: Any) -> None:
-    """``into`` filled with ``data``: bytes, or a file read from its start."""
-    if isinstance(data, (bytes, bytearray)):
-        into[:] = data
-        return
-    data.seek(0)
-    done = 0
-    while done < len(into):
-        n = data.readinto(into[done:])
-        if not n:
-            raise OSError("the second process's part of the trace is shorter than it said")
-        done += n
 
 
 def send_part(out: IO[bytes], packets: list[bytes], stamps: array,
