@@ -71,6 +71,7 @@ import numpy as np
 
 from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
+from ...heap import give_back
 from ...model import Trace
 from ...same_work import copies_work, still
 from ...slice_columns import by_track, kept_columns
@@ -307,12 +308,14 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         if news is None:                    # enrich changed what the part writes
             helper.abandon()
             return write_perfetto(trace, out, progress, workers)
+        give_back()                     # (what the analyses let go: heap.py)
         units = list(new_units.items())
         w.count_names(units + mine, True)
         w.ride(units, new_counters)     # derived counters change where the derived slices
         if mine:                        # begin or end; the samples riding on the sequences
             w.ride(slice_units, counter_units)      # taken: as the forked process has them
             w.flows_of({t for t, _ in mine})
+        give_back()                     # (and the riders' arrays)
         w.write_header()
         w.write_instants()
         w.write_slices(units)

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ...arg_rows import ArgRow
+from ...heap import give_back
 from ..protowire import varint
 from .columns import factor, flat_rows, gather_rows, varint_matrix
 from .interning import _Sequence
@@ -162,6 +163,8 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
             stamps = np.empty(2 * (b - a), dtype=np.int64)
             stamps[0::2], stamps[1::2] = part_ts[a:b], part_end[a:b]
             yield data, lengths, stamps if step is None else stamps[step]
+        if len(parts) > 2:
+            give_back()             # (the part's arrays, let go: heap.py)
 
 
 def _events(w: Any, lane: list, seq: _Sequence, args: list | None) -> tuple:
