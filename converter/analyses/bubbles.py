@@ -35,6 +35,7 @@ import numpy as np
 
 from ..model import MARKER, PICKUP, Trace
 from . import lane_columns
+from .gaps import Gaps
 from .timeline import Timeline
 
 # a step function's samples as columns (timestamps, values): ``step_series``'s (a list
@@ -187,7 +188,8 @@ class Bubbles:
     run: Totals | None = None
     ignored_dependencies: int = 0
     # (lane index, start, end, cause code 0..3, next slice, waited-for slice or -1)
-    gaps: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
+    # (``gaps.Gaps``: a sequence of those tuples, some held as columns)
+    gaps: Gaps = field(default_factory=Gaps)
     # (kind, group of the lanes) -> (timestamps, values) of the busy-lanes step function of
     # that group's lanes (``busy_series``: a kind's over all its groups)
     busy_by_group: dict[tuple[str, int | None], Series] = field(

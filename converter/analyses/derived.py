@@ -24,10 +24,12 @@ Every track made here has ``derived=True``.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from itertools import repeat
 
 from ..model import COPIES, GROUP, LANE, SEP, Slice, Trace
 from .bubbles import CAUSES
 from .critical_path import RUN_START
+from .gaps import block_gaps
 
 if TYPE_CHECKING:
     from . import TrackAnalysis
@@ -47,7 +49,7 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
     slices = trace.slices
     tracks = trace.tracks
     # -- bubble lanes ------------------------------------------------------------------
-    with_gaps = sorted({g[0] for g in b.gaps})
+    with_gaps = sorted(b.gaps.lanes())
     lane_track: dict[int, int] = {}
     after: dict[int, int] = {}            # last track of a logical lane -> its bubble lane
     for li in with_gaps:
@@ -79,14 +81,21 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
     # bubble precedes is the next slice on the lane above.  The arg dict is shared by every
     # bubble waiting for the same task, so writers encode it once.
     waits: dict[int, dict] = {}
-    for li, start, end, cause, nxt, by in b.gaps:
-        shared = None
-        if by >= 0:
-            shared = waits.get(by)
-            if shared is None:
-                shared = waits[by] = {"waiting_for": slices[by].name}
-        new.append(Slice(lane_track[li], start, end - start, CAUSES[cause], BUBBLE_CAT, None,
-                         shared))
+    for block in b.gaps.blocks:
+        if block.__class__ is not list and block[5] < 0:    # (one lane's, as columns)
+            li, starts, ends, cause = block[:4]
+            new.extend(map(Slice, repeat(lane_track[li]), starts.tolist(),
+                           (ends - starts).tolist(), repeat(CAUSES[cause]),
+                           repeat(BUBBLE_CAT)))
+            continue
+        for li, start, end, cause, nxt, by in block_gaps(block):
+            shared = None
+            if by >= 0:
+                shared = waits.get(by)
+                if shared is None:
+                    shared = waits[by] = {"waiting_for": slices[by].name}
+            new.append(Slice(lane_track[li], start, end - start, CAUSES[cause], BUBBLE_CAT,
+                             None, shared))
     for lane, gaps in a.loop_idle.items():
         t = loop_lanes[lane]
         new.extend(Slice(t, g0, g1 - g0, "loop idle", BUBBLE_CAT) for g0, g1 in gaps)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..model import MARKER
 from ..slice_columns import SliceColumns, start_order, times_of
+from .gaps import Gaps
 
 _TS, _DUR, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("cat")
 
@@ -78,11 +79,11 @@ def _busy_blocks(ts, before, at_gap, last: int) -> tuple[Any, Any]:
             np.concatenate((before[at_gap[later:]], [last])))
 
 
-def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
+def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: Gaps,
               blocks: list, times: Any = None) -> tuple[int, ...] | None:
     """``bubbles.compute_bubbles``' loop for a lane without a task graph or dispatch times, a
     column at a time (numpy): every gap in the union of its slices (in ``ids``' order)
-    from ``t0`` is idle.  Adds the gaps to ``gaps`` and the busy blocks (starts, ends) to
+    from ``t0`` is idle.  Adds the gaps to ``gaps`` (as columns) and the busy blocks (starts, ends) to
     ``blocks``; returns the lane's figures as ``graph_lane`` does, or None where a time or
     an end is outside int64."""
     got = _union(slices, ids, t0, times)
@@ -91,8 +92,7 @@ def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list,
     ts, end, before, last, at_gap, busy = got
     a, b = before[at_gap], ts[at_gap]
     idle = int((b - a).sum())
-    gaps.extend(zip(repeat(li), a.tolist(), b.tolist(), repeat(2),
-                    map(ids.__getitem__, at_gap.tolist()), repeat(-1)))
+    gaps.add_columns(li, a, b, 2, np.array(ids, dtype=np.int64)[at_gap], -1)
     blocks.append(_busy_blocks(ts, before, at_gap, last))
     return busy, idle, 0, 0, idle, len(at_gap), 0, last
 
