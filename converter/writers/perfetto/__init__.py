@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from array import array
 import tempfile
 from itertools import compress, count
 from operator import attrgetter, is_not
@@ -168,15 +169,28 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
 
 def _part(w: SequenceWriter, helper, part_out: IO[bytes]) -> tuple[IO[bytes], Any, Any]:
     """What the forked process wrote (``SequenceWriter.write_sorted``'s ``part``: the file
-    it wrote into, read there); its counts are added to ``w``'s."""
+    it wrote into, read there, and its packets' stamps and lengths, read from after them);
+    its counts are added to ``w``'s."""
     result = helper.result()
     if result is None:
         raise OutputError("writing part of the trace in a second process failed: "
                           f"{one_line(helper.error)}")
-    part_out.seek(0)
     for key in _PART_COUNTS:
         w.counts[key] += result[key]
-    return part_out, result["stamps"], result["lengths"]
+    n = result["part_packets"]
+    stamps, lengths = array("q", [0]) * n, array("q", [0]) * n     # (as ``send_part``'s)
+    part_out.seek(result["packet_bytes"])       # (after the packets: ``part_counts``)
+    for column in (stamps, lengths):
+        view = memoryview(column).cast("B")
+        done = 0
+        while done < len(view):
+            got = part_out.readinto(view[done:])
+            if not got:
+                raise OutputError("writing part of the trace in a second process failed: "
+                                  "its packets' times and lengths are not all there")
+            done += got
+    part_out.seek(0)
+    return part_out, stamps, lengths
 
 
 def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],

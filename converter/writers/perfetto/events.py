@@ -553,11 +553,18 @@ class SequenceWriter:
         self.spilling = False
 
     def part_counts(self) -> dict[str, Any]:
-        """The part's counts, and its packets' stamps and lengths (``order.send_part``); its
-        packets go to ``part_out``."""
+        """The part's counts, its packets' bytes and number; its packets go to
+        ``part_out``, then their stamps and lengths (``order.send_part``; ``_part`` reads
+        them)."""
         self.counts["packets"] += len(self.chunk)
         self.counts["slices"] = self.done
         result: dict[str, Any] = {k: self.counts[k] for k in _PART_COUNTS}
-        result["stamps"], result["lengths"] = send_part(self.sink[0], self.chunk, self.stamps,
-                                                        self.chunk_packets)
+        out = self.sink[0]
+        stamps, lengths = send_part(out, self.chunk, self.stamps, self.chunk_packets)
+        # (their stamps and lengths after them in the file: read into their arrays there,
+        # not copied through a pipe and a pickle)
+        result["packet_bytes"], result["part_packets"] = sum(lengths), len(lengths)
+        out.write(stamps)
+        out.write(lengths)
+        out.flush()
         return result

@@ -62,9 +62,10 @@ def write_sorted(write: Callable[[bytes], Any], packets: list[bytes], stamps: ar
         return
     if part is not None:
         data, part_stamps, lengths = part
-        if not isinstance(data, bytes):
-            data = data.read()
         ends = list(accumulate(lengths))
+        if not isinstance(data, bytes):
+            data = data.read(ends[-1] if ends else 0)       # (their stamps and lengths
+                                                            # follow in the file)
         packets.extend(data[a:b] for a, b in zip([0, *ends], ends))
         stamps.extend(part_stamps)
     # numpy's stable sort: the same order as sorted(range(n), key=stamps.__getitem__)
