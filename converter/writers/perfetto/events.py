@@ -15,8 +15,8 @@ import struct
 import sys
 import tempfile
 from array import array
-from itertools import compress
-from typing import IO, Any, Callable
+from itertools import compress, islice
+from typing import IO, Any, Callable, Iterator
 
 import numpy as np
 
@@ -58,6 +58,18 @@ def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) ->
 # After a lane of these many slices, the heap's free pages go back to the system (the
 # lane's arrays, hundreds of MB on a 1 M-task database's host threads).
 GIVE_BACK_FROM = 1 << 16
+
+
+def _spilled_every(pairs: Iterator, w: SequenceWriter) -> Iterator:
+    """``pairs``, ``w``'s packets built so far spilled (``SequenceWriter.spill_due``)
+    every ``chunk_packets`` of them: a counter of a million samples is not held whole."""
+    it = iter(pairs)
+    while True:
+        block = list(islice(it, w.chunk_packets))
+        if not block:
+            return
+        yield from block
+        w.spill_due()
 
 
 class SequenceWriter:
@@ -480,7 +492,7 @@ class SequenceWriter:
             stamp(-1)
             tail = seq.field + _TRACK_EVENT
             small_ints: dict[int, bytes] = {}   # small int value: all of its body but the ts
-            for ts, value in pairs:
+            for ts, value in _spilled_every(pairs, self):
                 if value.__class__ is int:
                     # Counts (busy lanes, ready tasks) repeat a few small values: their bytes
                     # are built once per sequence (ints only: 1.0 and -0.0 would find 1 and 0).
@@ -516,6 +528,11 @@ class SequenceWriter:
                 stamp(d)
             if len(chunk) >= self.next_report:
                 self.report()
+
+    def spill_due(self) -> None:
+        """``report`` where ``chunk_packets`` packets were built since the last one."""
+        if len(self.chunk) >= self.next_report:
+            self.report()
 
     def write_instants(self) -> None:
         # Instants: on sequence 1, with absolute timestamps and explicit tracks.

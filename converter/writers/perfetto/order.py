@@ -90,7 +90,14 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     spill_lengths = np.frombuffer(spilled[1] if spilled else empty, dtype=np.int64)
     own = np.fromiter(map(len, packets), dtype=np.int64, count=len(packets))
     part_lengths = np.frombuffer(part[2] if part else empty, dtype=np.int64)
-    lengths = np.concatenate((spill_lengths, own, part_lengths))
+    first, own_end = len(spill_lengths), len(spill_lengths) + len(own)
+    n = own_end + len(part_lengths)
+    # (a packet's length is below 2 GiB, a protobuf message's bound: 4 bytes each)
+    lengths = np.empty(n, dtype=np.int32 if n and max(
+        int(c.max()) for c in (spill_lengths, own, part_lengths) if len(c)) < 1 << 31
+        else np.int64)
+    lengths[:first], lengths[first:own_end], lengths[own_end:] = \
+        spill_lengths, own, part_lengths
     times = np.concatenate((np.array(stamps, dtype=np.int64),
                             np.frombuffer(part[1] if part else empty, dtype=np.int64)))
     del stamps[:]
@@ -99,14 +106,13 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     order = np.argsort(times, kind="stable")           # this process's first at one time
     # the runs: stretches of packets of one source whose times never go back (a block's
     # packets of one run lie end to end in it)
-    first, own_end = len(spill_lengths), len(spill_lengths) + len(own)
-    run = np.zeros(len(times), dtype=np.int64)
+    run = np.zeros(n, dtype=np.int32 if n < 1 << 31 else np.int64)
     run[np.flatnonzero(times[1:] < times[:-1]) + 1] = 1
+    del times
     for cut in (first, own_end):
-        if 0 < cut < len(run):
+        if 0 < cut < n:
             run[cut] = 1
     np.cumsum(run, out=run)
-    del times
     if spilled:
         spilled[0].flush()
     sources = [(0, spilled[0] if spilled else b""), (first, _joined(packets, own, step)),
@@ -146,51 +152,50 @@ class _Blocks:
     """Packets (by number: ``lengths``; numbered across ``sources``, (first packet, its
     bytes or the file that holds them) each, laid end to end from the file's start) cut
     out in ``order``, ``step`` packets a piece, read a block of pieces at a time: each
-    run's (``run``: a number per packet, its packets' times never going back) packets of
-    a block lie end to end in its source, one read each."""
+    run's (``run``: a number per packet, from 0 up, its packets' times never going back)
+    packets of a block lie end to end in its source, one read each."""
 
     def __init__(self, sources: list[tuple[int, Any]], lengths: np.ndarray,
                  order: np.ndarray, run: np.ndarray, step: int):
         n = len(order)
-        self.starts = np.cumsum(lengths) - lengths
-        self.size = int(lengths.sum())
+        self.starts = np.cumsum(lengths, dtype=np.int64)
+        self.starts -= lengths
+        self.size = int(self.starts[-1]) + int(lengths[-1]) if n else 0
         # each source's bytes and the place of its first byte among all
         self.sources = [(int(self.starts[f]) if f < n else self.size, data)
                         for f, data in sources]
-        self.lengths, self.order, self.step = lengths, order, step
-        # each packet's run and place in the order as one increasing key (a run's packets
-        # come in its order): a block's packets of a run are those of keys in [run * n +
-        # the block's first place, run * n + its end)
-        first = np.flatnonzero(np.diff(run, prepend=-1))
-        run *= n                        # (in place: the caller's, not held twice)
-        run[order] += np.arange(n, dtype=np.int64)
-        self.key = run
-        self.runs = len(first)
+        self.lengths, self.order, self.run, self.step = lengths, order, run, step
+        self.run_first = np.flatnonzero(np.diff(run, prepend=-1))   # each run's first packet
         self.run_source = np.searchsorted(np.array([f for f, _ in sources], dtype=np.int64),
-                                          first, "right") - 1
+                                          self.run_first, "right") - 1
         mean = self.size / max(1, n)
         self.block = max(1, int(BLOCK_BYTES / max(mean, 1.0)) // step) * step
 
     def write(self, write: Callable[[bytes], Any], first: int, stop: int) -> None:
         """Write the pieces from packet ``first`` (a piece's first) to ``stop``."""
+        runs = len(self.run_first)
+        # how many packets of each run come before: a run's packets come in its order, so
+        # a block's of a run are the next ones of that run
+        done = np.bincount(self.run[self.order[:first]], minlength=runs) if first else \
+            np.zeros(runs, dtype=np.int64)
         for a in range(first, stop, self.block):
             b = min(stop, a + self.block)
             packets = self.order[a:b]
-            data, at = self._read(packets, a, b)
+            data, at = self._read(packets, done)
             sizes = self.lengths[packets]
             for k in range(0, b - a, self.step):
                 write(gather_rows(data, at[k:k + self.step, None],
                                   sizes[k:k + self.step, None])[0])
 
-    def _read(self, packets: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """The bytes of ``packets`` (places ``a`` to ``b`` of the order; each run's of
-        them read at once), and where each one begins in them."""
-        n = len(self.order)
-        base = np.arange(self.runs, dtype=np.int64) * n
-        lo = np.searchsorted(self.key, base + a)
-        stop = np.searchsorted(self.key, base + b)
-        used = np.flatnonzero(stop > lo)
-        lo, last = lo[used], stop[used] - 1
+    def _read(self, packets: np.ndarray, done: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The bytes of ``packets`` (each run's of them read at once; ``done``: how many
+        of each run came before them, counted on), and where each one begins in them."""
+        run = self.run[packets]
+        got = np.bincount(run, minlength=len(done))
+        used = np.flatnonzero(got)
+        lo = self.run_first[used] + done[used]
+        last = lo + got[used] - 1
+        done += got
         begin = self.starts[lo]
         size = self.starts[last] + self.lengths[last] - begin
         placed = np.cumsum(size) - size
@@ -201,17 +206,16 @@ class _Blocks:
             origin, source = self.sources[int(self.run_source[r])]
             _read_into(view[at:at + m], source, b_ - origin)
         view.release()
-        shift = np.zeros(self.runs, dtype=np.int64)
+        shift = np.zeros(len(done), dtype=np.int64)
         shift[used] = placed - begin
-        return (np.frombuffer(data, dtype=np.uint8),
-                self.starts[packets] + shift[self.key[packets] // n])
+        return np.frombuffer(data, dtype=np.uint8), self.starts[packets] + shift[run]
 
     def half(self) -> tuple[int, int]:
         """Where the second half begins: the first packet of the piece the middle byte
         falls in, and how many bytes come before it (0, 0: that is the first piece)."""
         step = self.step
-        sizes = np.add.reduceat(self.lengths[self.order], np.arange(0, len(self.order), step)
-                                ).tolist() if len(self.order) else []
+        sizes = np.add.reduceat(self.lengths[self.order], np.arange(0, len(self.order), step),
+                                dtype=np.int64).tolist() if len(self.order) else []
         half, before = sum(sizes) // 2, 0
         for n, size in enumerate(sizes):        # (the pieces' sizes: no array per packet)
             if before + size > half:
