@@ -319,6 +319,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
             news_file.flush()
             with os.fdopen(news_w, "wb") as f:
                 f.write(len(data).to_bytes(8, "little"))
+        # (the args before enrich, a list of every slice's twice: needed no more)
+        del args_before, shared_before
         if news is None:                    # enrich changed what the part writes
             helper.abandon()
             return write_perfetto(trace, out, progress, workers)
@@ -336,10 +338,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         w.write_slices(mine)
         w.write_counters(new_counters)
         w.counts["slices"] = w.done
-        # Let go of what only the share needed before the merge holds the whole trace
-        # (the args before enrich: a list of every slice's, twice; the derived slices'
-        # ids, as ``release`` does the writer's own)
-        del args_before, shared_before
+        # Let go of what only the share needed before the merge (the derived slices' ids,
+        # as ``release`` does the writer's own)
         for _, ids in units:
             del ids[:]
         w.write_sorted(_part(w, helper, part_out))

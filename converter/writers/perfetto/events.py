@@ -93,7 +93,7 @@ class SequenceWriter:
         # packets may be built again in place: ``begin_again``).
         self.spilling = True
         self.spill: IO[bytes] | None = None
-        self.spilled = array("q")
+        self.spilled = array("i")           # (a packet's length is below 2 GiB)
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
                        "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0}
         # Where packets go and who hears of progress (a forked second part writes
@@ -166,7 +166,7 @@ class SequenceWriter:
         if self.spilling:
             self._spill()
             self.spill.write(data)
-            self.spilled.frombytes(lengths.astype(np.int64).tobytes())
+            self.spilled.frombytes(lengths.astype(np.dtype(self.spilled.typecode)).tobytes())
         else:
             ends = np.cumsum(lengths).tolist()
             self.chunk.extend(map(data.__getitem__, map(slice, [0, *ends], ends)))

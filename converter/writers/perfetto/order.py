@@ -87,7 +87,8 @@ def _cut_in_order(write: Callable[[bytes], Any], packets: list[bytes], stamps: a
     in its file (or ``bytes``), a block of them at a time (``_Blocks``), so that no more
     than a block's packets are held twice."""
     empty = array("q")
-    spill_lengths = np.frombuffer(spilled[1] if spilled else empty, dtype=np.int64)
+    spill_lengths = np.frombuffer(spilled[1], dtype=spilled[1].typecode) if spilled else \
+        np.frombuffer(empty, dtype=np.int64)
     own = np.fromiter(map(len, packets), dtype=np.int64, count=len(packets))
     part_lengths = np.frombuffer(part[2] if part else empty, dtype=np.int64)
     first, own_end = len(spill_lengths), len(spill_lengths) + len(own)
