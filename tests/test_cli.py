@@ -346,7 +346,7 @@ def test_conversion_imports_only_the_analyses_the_trace_needs(tmp_path):
     out = _after_conversion(tiny, tmp_path / "t.pftrace",
                             "*sorted(m for m in sys.modules if m.startswith('tracecvt.analyses'))")
     assert out.split() == ["tracecvt.analyses"] + [
-        f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived",
+        f"tracecvt.analyses.{m}" for m in ("bubbles", "critical_path", "derived", "gaps",
                                           "lane_columns", "timeline")]
     assert (tmp_path / "t.pftrace").stat().st_size > 0
 
