@@ -78,12 +78,15 @@ def pipe_plan(pmu: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 class PipeRatios:
-    """``pipes_of`` as a ``Derived`` column's ``make``: the pipe ratios of a row of
-    the figures of ``plan``'s metrics (in its order), its (side, pipe) pairs in ``sides``."""
+    """The pipe ratios (``msprof.tasks.pipe_ratios``) of a task's PMU figures of the
+    metrics of a ``pipe_plan`` (``metrics``, in its order; their (side, pipe) in
+    ``sides``): of a tuple of those figures (a ``Derived`` column's ``make``), or of a
+    dict of them (``of``)."""
 
-    __slots__ = ("sides",)
+    __slots__ = ("metrics", "sides")
 
     def __init__(self, plan: list[tuple[str, str, str]]):
+        self.metrics = tuple(k for k, _, _ in plan)
         self.sides = tuple((side, pipe) for _, side, pipe in plan)
 
     def __call__(self, values: tuple) -> dict:
@@ -96,24 +99,22 @@ class PipeRatios:
                 d[pipe] = float(v)
         return out
 
+    def of(self, pmu: dict[str, Any]) -> dict:
+        return self(tuple(map(pmu.__getitem__, self.metrics)))
 
-def pipe_column(table: ArgTable, plan: list[tuple[str, str, str]]) -> Derived:
+    def any_of(self, pmu: dict[str, Any]) -> bool:
+        """Whether ``pmu`` has pipe ratios: a figure of the plan is a number."""
+        for k in self.metrics:
+            v = pmu[k]
+            if v.__class__ is float or v.__class__ is int:
+                return True
+        return False
+
+
+def pipe_column(table: ArgTable, ratios: PipeRatios) -> Derived:
     """The ``Derived`` column of ``table``'s "pipe_ratio": made from its figures of
-    ``plan``'s metrics."""
-    return Derived(PipeRatios(plan), tuple(table.index[k] for k, _, _ in plan))
-
-
-def pipes_of(pmu: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict:
-    """msprof.tasks.pipe_ratios of ``pmu``, by its metrics' ``pipe_plan``."""
-    out: dict[str, dict[str, float]] = {}
-    for k, side, pipe in plan:
-        v = pmu[k]
-        if v.__class__ is float or v.__class__ is int:
-            d = out.get(side)
-            if d is None:
-                d = out[side] = {}
-            d[pipe] = float(v)
-    return out
+    ``ratios``' metrics."""
+    return Derived(ratios, tuple(table.index[k] for k in ratios.metrics))
 
 
 def task_lane(layout: Layout, dev, stream) -> int:

@@ -25,7 +25,7 @@ from ..msprof.csvtable import cell_value, normalize_task_type
 from ..msprof.layout import Layout
 from ..msprof.timefmt import UINT32_MAX
 from .database import Database, add_end, plain, span, text
-from .task_args import (HARDWARE, args_table, ids_of, pipe_column, pipe_plan, pipes_of,
+from .task_args import (HARDWARE, PipeRatios, args_table, ids_of, pipe_column, pipe_plan,
                         task_lane, wider_table)
 
 # the fields of a ``TaskRows._kind``
@@ -51,7 +51,7 @@ class TaskRows:
         # (dev, stream, task, connection) -> the hardware tasks around a context subtask
         self.containers: dict[tuple, list] = {}
         self.subtasks: dict[tuple, int] = {}
-        self.plans: dict[tuple, tuple] = {}     # PMU names -> their pipe plan, a number
+        self.plans: dict[tuple, tuple] = {}     # PMU names -> their pipe ratios, a number
         self.derived: dict[ArgTable, Derived] = {}  # a table -> its pipe ratios' column
         self.norms: dict[Any, str | None] = {}
         self.tables: dict[tuple, Any] = {}      # the shape of a task's args -> their table
@@ -134,9 +134,9 @@ class TaskRows:
             name, cat, middle, table, kernel, _ = kind_of(c, h, ttype)
             extra = pmu.get(gid) if c is not None else None
             if extra:
-                plan, piped, table = self.pmu_shape(c, extra)
+                ratios, piped, table = self.pmu_shape(c, extra)
                 values = (model, tname, stream, task, ctx, conn, dev, *middle,
-                          *extra.values(), *((pipes_of(extra, plan),) if piped else ()),
+                          *extra.values(), *((ratios.of(extra),) if piped else ()),
                           gid, source)
             else:
                 values = (model, tname, stream, task, ctx, conn, dev, *middle, gid, source)
@@ -161,23 +161,17 @@ class TaskRows:
             got = self.kinds[key] = self._kind(c, h, ttype)
         return got
 
-    def pmu_shape(self, c: tuple, extra: dict) -> tuple[list, bool, Any]:
-        """Of a task with task info ``c`` and PMU figures ``extra``: the pipe plan of its
-        figures (``task_args.pipe_plan``), whether it has pipe ratios (a figure of the plan
-        is a number), and the table of its args."""
+    def pmu_shape(self, c: tuple, extra: dict) -> tuple[PipeRatios, bool, Any]:
+        """Of a task with task info ``c`` and PMU figures ``extra``: the pipe ratios of
+        figures of these names (``task_args.PipeRatios``), whether it has any, and the
+        table of its args."""
         ek = tuple(extra)
         plan = self.plans.get(ek)
         if plan is None:
-            made = pipe_plan(extra)
-            plan = self.plans[ek] = (made, len(self.plans), tuple(k for k, _, _ in made))
-        for k in plan[2]:
-            v = extra[k]
-            if v.__class__ is float or v.__class__ is int:      # (as ``pipes_of``)
-                break
-        else:
-            return plan[0], False, self.table((self.keys_of(c[2]), plan[1], True), c[2],
-                                              extra)
-        return plan[0], True, self.table((self.keys_of(c[2]), plan[1], False), c[2], extra)
+            plan = self.plans[ek] = (PipeRatios(pipe_plan(extra)), len(self.plans))
+        piped = plan[0].any_of(extra)
+        return plan[0], piped, self.table((self.keys_of(c[2]), plan[1], not piped), c[2],
+                                          extra)
 
     def pipes(self, table: ArgTable, extra: dict) -> Derived:
         """The pipe ratios' column of ``table`` (of tasks of PMU figures named as
@@ -223,14 +217,14 @@ class TaskRows:
         tabs = list(map(_TABLE, got))
         # a task's PMU figures (and whether it has pipe ratios) row by row; its table by
         # them
-        figures: dict[int, tuple[dict, list, bool]] = {}
+        figures: dict[int, tuple[dict, PipeRatios, bool]] = {}
         if self.pmu:
             pmu, shape = self.pmu, self.pmu_shape
             for k in [k for k, c, g in zip(range(n), infos, gids) if c is not None and
                       pmu.get(g)]:
                 extra = pmu[gids[k]]
-                plan, piped, tabs[k] = shape(infos[k], extra)
-                figures[k] = (extra, plan, piped)
+                ratios, piped, tabs[k] = shape(infos[k], extra)
+                figures[k] = (extra, ratios, piped)
         # the TASK row's args (the task type's names a number per row, the ints as they
         # came)
         type_at = {t: j for j, t in enumerate(dict.fromkeys(ttypes))}
@@ -328,7 +322,7 @@ class TaskRows:
                 columns.extend(list(map(itemgetter(name), extras)) for name in extras[0])
                 if held[0][2]:                  # (made from the figures when read)
                     columns.append(self.pipes(table, extras[0]) if table.__class__ is
-                                   ArgTable else [pipes_of(x, p) for x, p, _ in held])
+                                   ArgTable else [p.of(x) for x, p, _ in held])
             columns.append(take(gids))
             columns.append(Coded([self.source], array("H", bytes(2 * m))))
             if table.__class__ is ArgTable:
