@@ -62,8 +62,8 @@ from __future__ import annotations
 
 import os
 import pickle
-from array import array
 import tempfile
+from array import array
 from itertools import compress, count
 from operator import attrgetter, is_not
 from typing import IO, Any, Callable

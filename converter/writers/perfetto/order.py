@@ -230,7 +230,8 @@ def _read_into(into: memoryview, source: Any, at: int) -> None:
     read where it lies (``os.preadv``: the file's position, shared with a forked process,
     is left alone)."""
     if isinstance(source, (bytes, bytearray)):
-        into[:] = source[at:at + len(into)]
+        with memoryview(source) as view:    # (no copy of the range on the way)
+            into[:] = view[at:at + len(into)]
         return
     fd = source.fileno() if _PREAD is not None else None
     done = 0
