@@ -92,6 +92,26 @@ def test_rows_only_the_row_path_takes_among_batches(tmp_path, monkeypatch):
     assert n // 5 - 4 <= taken < n // 5 + 1
 
 
+@pytest.mark.parametrize("column", ["startNs", "endNs", "deviceId", "connectionId",
+                                    "globalTaskId", "taskType", "contextId", "streamId",
+                                    "taskId", "modelId"])
+def test_a_column_of_floats_goes_row_by_row(tmp_path, monkeypatch, column):
+    """A TASK column whose every value in a batch is a float comes from the forked reader
+    as an ``array('d')``: that batch goes row by row (its floats are no ids and no
+    times), as the row-by-row path takes it, and nothing reads a float's bytes as an
+    int64 (a float start passed the time checks as a time)."""
+    seed = next(s for s in family("msprof-db").seeds()
+                if s.root.name.startswith("PROF_"))
+    root = tmp_path / seed.root.name
+    shutil.copytree(seed.root, root)
+    (db,) = root.glob("msprof_*.db")
+    c = sqlite3.connect(db)
+    c.execute(f'UPDATE TASK SET "{column}" = 1.5')
+    c.commit()
+    c.close()
+    assert _both_ways(monkeypatch, root, written=True) == 0     # (no batch taken)
+
+
 def test_mutated_databases_read_the_same_by_batches(tmp_path_factory, monkeypatch):
     on_mutated(family("msprof-db").seeds(), tmp_path_factory.mktemp("batches"),
                lambda root, _: _both_ways(monkeypatch, root), share=4)

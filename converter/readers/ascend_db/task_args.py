@@ -24,8 +24,10 @@ _INT_OR_NONE = frozenset({int, type(None)})
 
 def ids_of(column, ids: bool) -> list | None:
     """A column of ints or None as a list (``ids``: UINT32_MAX and -1, "no id", as None, as
-    ``tasks._id``); None where it holds anything else."""
+    ``tasks._id``); None where it holds anything else (floats too: an ``array('d')``)."""
     if column.__class__ is array:
+        if column.typecode != "q":
+            return None
         out = column.tolist()
         if ids:
             a = np.frombuffer(column, np.int64)

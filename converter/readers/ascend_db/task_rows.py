@@ -184,12 +184,14 @@ class TaskRows:
     # -- a batch at a time ---------------------------------------------------------------
     def batch(self, cols: list) -> None:
         """Rows given as their columns (``database.as_columns``: a column of 64-bit ints as
-        an ``array``); taken row by row where they are not plain ints with usable times."""
+        an ``array('q')``, of floats as an ``array('d')``); taken row by row where they are
+        not plain ints with usable times."""
         if len(cols) != 10:
             self.rows(zip(*cols))
             return
         start, end, dev, conn, gid, ttype, ctx, stream, task, model = cols
-        if not all(c.__class__ is array for c in (start, end, dev, gid, ttype, stream, task)):
+        if not all(c.__class__ is array and c.typecode == "q"     # (floats: 'd')
+                   for c in (start, end, dev, gid, ttype, stream, task)):
             self.rows(zip(*cols))
             return
         s, e = np.frombuffer(start, np.int64), np.frombuffer(end, np.int64)
