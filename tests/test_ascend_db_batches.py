@@ -57,6 +57,16 @@ def _both_ways(monkeypatch, root, written: bool = False) -> int:
     return len(taken)
 
 
+def _msprof_copy(tmp_path):
+    """A copy of the msprof database sample's run folder, and its database."""
+    seed = next(s for s in family("msprof-db").seeds()
+                if s.root.name.startswith("PROF_"))
+    root = tmp_path / seed.root.name
+    shutil.copytree(seed.root, root)
+    (db,) = root.glob("msprof_*.db")
+    return root, db
+
+
 @pytest.mark.parametrize("size", [1 << 16, 7])
 def test_database_samples_read_the_same_by_batches(monkeypatch, size):
     monkeypatch.setattr(database, "BATCH_ROWS", size)
@@ -71,11 +81,7 @@ def test_rows_only_the_row_path_takes_among_batches(tmp_path, monkeypatch):
     stream or a text task id go row by row, the rest (NULL or 'no id' contexts and models,
     NULL connections among them) by batch; hardware tasks around a context subtask and the
     subtask itself may fall in different batches."""
-    seed = next(s for s in family("msprof-db").seeds()
-                if s.root.name.startswith("PROF_"))
-    root = tmp_path / seed.root.name
-    shutil.copytree(seed.root, root)
-    (db,) = root.glob("msprof_*.db")
+    root, db = _msprof_copy(tmp_path)
     c = sqlite3.connect(db)
     c.execute("UPDATE TASK SET contextId = 4294967295 WHERE rowid % 13 = 1")
     c.execute("UPDATE TASK SET modelId = NULL WHERE rowid % 11 = 2")
@@ -100,11 +106,7 @@ def test_a_column_of_floats_goes_row_by_row(tmp_path, monkeypatch, column):
     as an ``array('d')``: that batch goes row by row (its floats are no ids and no
     times), as the row-by-row path takes it, and nothing reads a float's bytes as an
     int64 (a float start passed the time checks as a time)."""
-    seed = next(s for s in family("msprof-db").seeds()
-                if s.root.name.startswith("PROF_"))
-    root = tmp_path / seed.root.name
-    shutil.copytree(seed.root, root)
-    (db,) = root.glob("msprof_*.db")
+    root, db = _msprof_copy(tmp_path)
     c = sqlite3.connect(db)
     c.execute(f'UPDATE TASK SET "{column}" = 1.5')
     c.commit()
