@@ -472,7 +472,7 @@ class SequenceWriter:
             self.chunk[pos] = _PACKET + _len(len(body)) + body
 
     def write_counters(self, units: list) -> None:
-        chunk, append, seq_ids, counts = self.chunk, self.append, self.seq_ids, self.counts
+        append, seq_ids, counts = self.append, self.seq_ids, self.counts
         stamp = self.stamp
         small = _LEN
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
@@ -526,8 +526,7 @@ class SequenceWriter:
                     body = _ts_field(d) + rest
                 append(_PACKET + small[len(body)] + body)
                 stamp(d)
-            if len(chunk) >= self.next_report:
-                self.report()
+            self.spill_due()
 
     def spill_due(self) -> None:
         """``report`` where ``chunk_packets`` packets were built since the last one."""
