@@ -31,6 +31,15 @@ def test_end_packets_are_framed_as_the_scalar_ones():
     assert got == want
 
 
+def test_varint_matrix_rows_are_the_scalar_varints_up_to_ten_bytes():
+    import numpy as np
+    values = [*EDGES, 1 << 63, (1 << 64) - 1]               # (ten bytes: past int64)
+    groups, lengths = columns.varint_matrix(np.array(values, dtype=np.uint64))
+    assert groups.shape == (len(values), 10)
+    assert [bytes(row[:n]) for row, n in zip(groups, lengths.tolist())] == \
+        [varint(v) for v in values]
+
+
 def test_times_before_the_origin_or_past_int64_are_left_to_the_scalar_path():
     assert columns.timestamps([5, 3], 4) is None          # 3 is before time 0
     assert columns.timestamps([1 << 63], 0) is None       # not an int64

@@ -15,23 +15,21 @@ from .wire import _PACKET, _TS
 
 _MAX = 10                                       # bytes of the longest (64-bit) varint
 _SHIFTS = np.arange(_MAX, dtype=np.uint64) * np.uint64(7)
-_MORE = np.arange(1, _MAX, dtype=np.uint64) * np.uint64(7)
+_LONGER = np.uint64(1) << _SHIFTS[1:]           # the least value of each length past one
 
 
 def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(n × w bytes, n lengths): the unsigned varints of ``values`` (uint64), one per row,
     left-aligned, w the longest; bytes past a row's length are to be dropped."""
-    lengths = np.ones(len(values), dtype=np.int64)
-    for shift in _MORE:
-        more = values >= (np.uint64(1) << shift)
-        if not more.any():
-            break
-        lengths += more
-    width = int(lengths.max())
+    lengths = np.searchsorted(_LONGER, values, side="right") + 1
+    width = int(lengths.max()) if len(values) else 1
     groups = np.empty((len(values), width), dtype=np.uint8)
     for k in range(width):
-        col = (values >> _SHIFTS[k]) & np.uint64(0x7F)
-        groups[:, k] = col | np.where(k < lengths - 1, np.uint64(0x80), np.uint64(0))
+        col = (values >> _SHIFTS[k]).astype(np.uint8)      # (the low byte)
+        col &= np.uint8(0x7F)
+        if k < width - 1:                                   # more bytes follow
+            col |= (lengths > k + 1).view(np.uint8) << np.uint8(7)
+        groups[:, k] = col
     return groups, lengths
 
 
