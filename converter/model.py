@@ -233,6 +233,17 @@ class Slice(msgspec.Struct, eq=False, gc=False):
             return self.shared_args
         return {**self.shared_args, **args}
 
+    def arg(self, name: str, default: Any = None) -> Any:
+        """One arg's value as ``all_args`` holds it (its own before the shared), or
+        ``default``: without making the dict of both."""
+        args = self.args
+        if args is not None and name in args:
+            return args[name]
+        shared = self.shared_args
+        if shared is not None and name in shared:
+            return shared[name]
+        return default
+
     @property
     def end(self) -> int:
         return self.ts + self.dur

@@ -15,11 +15,12 @@ import pytest
 from tracecvt.analyses import lane_columns
 from tracecvt.analyses.bubbles import compute_bubbles
 from tracecvt.analyses.timeline import Timeline
-from tracecvt.model import (LANE, MARKER, SAME_TASK, TASK_GRAPH, TASK_ID, UNTRUSTED_FLOW,
-                            RunMeta, Trace)
+from tracecvt.model import (LANE, MARKER, PICKUP, SAME_TASK, TASK_GRAPH, TASK_ID,
+                            UNTRUSTED_FLOW, RunMeta, Trace)
 
 
-def _lanes(rng: random.Random, graph: bool = False, tasks: bool = False) -> Trace:
+def _lanes(rng: random.Random, graph: bool = False, tasks: bool = False,
+           pickup: bool = False) -> Trace:
     trace = Trace(RunMeta("t", "test"))
     if graph:
         trace.meta.extra[TASK_GRAPH] = True
@@ -34,6 +35,11 @@ def _lanes(rng: random.Random, graph: bool = False, tasks: bool = False) -> Trac
             dur = rng.choice([0, 1, 10, 200, 5000])
             cat = MARKER if graph and rng.random() < 0.1 else ""
             args = {TASK_ID: rng.randrange(40)} if tasks else None
+            if pickup and (rng.random() < 0.9 or not trace.slices or
+                           trace.slices[-1].track != lane):
+                # dispatched before its start (in the gap, before it, before the ready
+                # time), at it, or after it (clock skew); the first of a lane always
+                args = {**(args or {}), PICKUP: rng.choice([0, 0, 1, 2, 20, 300, 6000, -4])}
             trace.add_slice(lane, t, dur, "task", cat, args)
             if rng.random() < 0.2:                     # one inside it, or across its end
                 trace.add_slice(lane, t + rng.choice([0, 2, 9]), rng.choice([0, 3, 30, 900]),
@@ -91,6 +97,31 @@ def test_task_graph_lanes_a_column_at_a_time_are_the_loops(seed, monkeypatch):
     assert batches[0] is not None, "the lanes were not taken at once"
     assert {g[3] for g in loop[0]} >= {1}, "no wait schedule: the case says nothing"
     assert columns == loop
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_task_graph_lanes_with_dispatch_times_a_column_at_a_time_are_the_loops(seed,
+                                                                               monkeypatch):
+    """A run whose tasks say when they were dispatched (simpler's PICKUP): a gap splits at
+    the ready time and at the dispatch time, into wait predecessor, wait schedule and wait
+    start."""
+    trace = _lanes(random.Random(seed), graph=True, tasks=seed % 2 == 1, pickup=True)
+    tl = Timeline.build(trace)
+    assert tl.has_pickup and any(lane.graph for lane in tl.lanes)
+    batches = _batched(monkeypatch)
+    columns, loop = _both(trace, monkeypatch)
+    assert batches[0] is not None, "the lanes were not taken at once"
+    assert columns == loop
+    assert {g[3] for g in loop[0]} >= {1, 3}, "no wait schedule or start: the case says nothing"
+
+
+def test_a_dispatch_time_that_is_no_int_takes_the_loop(monkeypatch):
+    trace = _lanes(random.Random(3), graph=True, pickup=True)
+    trace.slices[-1].args = {PICKUP: 1 << 63}             # (past int64)
+    tl = Timeline.build(trace)
+    batches = _batched(monkeypatch)
+    columns, loop = _both(trace, monkeypatch)
+    assert batches[0] is None and columns == loop
 
 
 def test_a_graph_with_every_kind_of_predecessor(monkeypatch):

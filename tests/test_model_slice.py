@@ -35,6 +35,19 @@ def test_made_positionally_or_by_name_with_defaults():
         t.other = 1                             # nothing else is
 
 
+def test_one_arg_is_the_one_all_args_holds():
+    from tracecvt.arg_rows import ArgTable
+    shared = {"call": "x", "a": 0, "b": None}
+    rows = ArgTable(("a", "c"))
+    for own in (None, {}, {"a": 1, "c": None}, rows.add((1, None))):
+        for sh in (None, shared):
+            s = Slice(3, 1, 2, "k", args=own, shared_args=sh)
+            for name in ("a", "b", "c", "call", "missing"):
+                assert s.arg(name) == s.all_args.get(name)
+                assert s.arg(name, 7) == s.all_args.get(name, 7)        # (None values kept)
+    assert Slice(0, 0, 1, "k", args={"a": 1}, shared_args=shared).arg("a") == 1  # own first
+
+
 def test_pickled_and_copied_whole():
     s = Slice(4, 5, 6, "n", "c", {"k": [1, 2]}, {"s": "v"})
     for other in (pickle.loads(pickle.dumps(s, pickle.HIGHEST_PROTOCOL)), copy.copy(s)):

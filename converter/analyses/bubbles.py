@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import slice_columns
 from ..model import MARKER, PICKUP, Trace
 from . import lane_columns
 from .gaps import Gaps
@@ -238,21 +239,25 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
     ready_delta: dict[str, dict[int, int]] = {}    # kind -> ts -> change of ready tasks
     busy_blocks: dict[tuple, list] = {}            # (kind, group) -> busy blocks (lane_columns)
     ignored_total = 0
-    ends = [s.ts + s.dur for s in slices] if tl.has_graph else None
     pickup = tl.has_pickup
     ready_blocks: dict[str, list] = {}             # kind -> ready changes (graph_lane)
-    end_column = None                              # every slice's end, for graph_lane
-    if ends is not None and not pickup:
+    # every slice's end, for graph_lane (the conversion's columns, where kept), and as a
+    # list for the loop (made when a lane needs it)
+    ends: list[int] | None = None
+    cols = slice_columns.kept_columns(slices, make=False) if tl.has_graph else None
+    end_column = cols.end if cols is not None else None
+    if tl.has_graph and end_column is None:
+        ends = [s.ts + s.dur for s in slices]
         try:
             end_column = np.array(ends, dtype=np.int64)
         except OverflowError:
             pass
     multi = tl.node_of                      # slices of tasks of several slices
     firsts = set(tl.node_first.values())
-    # the lanes of a graph without dispatch times, all at once
+    # the lanes of a graph, all at once
     batched = [li for li, lane in enumerate(tl.lanes) if lane.graph] \
         if end_column is not None else []
-    batch = lane_columns.graph_lanes(slices, batched, t0, end_column, tl)
+    batch = lane_columns.graph_lanes(slices, batched, t0, end_column, tl, pickup)
     in_batch = {li: k for k, li in enumerate(batched)} if batch is not None else {}
     for li, lane in enumerate(tl.lanes):
         ids = lane.slices
@@ -276,17 +281,19 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
         elif graph and end_column is not None:
             got = lane_columns.graph_lane(slices, ids, t0, li, gaps, blocks,
                                           ready_blocks.setdefault(lane.kind, []), end_column,
-                                          tl, lane_prev, lane.times)
+                                          tl, lane_prev, lane.times, pickup)
         if got is not None:
-            busy, wait, ws, wp, idle, ngaps, ignored, cur = got
+            busy, wait, ws, wp, idle, ngaps, ignored, cur, ws0 = got
             result.lanes.append(LaneFigures(
                 lane.name, lane.path, lane.kind, len(ids), slices[ids[0]].ts, cur,
                 busy=busy, wait=wait, wait_schedule=ws, wait_predecessor=wp, idle=idle,
-                wait_start=0, gaps=ngaps, ignored_dependencies=ignored, makespan=makespan,
+                wait_start=ws0, gaps=ngaps, ignored_dependencies=ignored, makespan=makespan,
                 virtual=lane.virtual, pickup=pickup))
             ignored_total += ignored
             continue
         rget = rd.get
+        if graph and ends is None:
+            ends = end_column.tolist()
         cur = t0                  # end of the busy union so far
         cur_slice = -1            # the slice that ends there
         block = -1                # start of the current busy block
@@ -298,7 +305,7 @@ def compute_bubbles(trace: Trace, tl: Timeline) -> Bubbles:
             s = slices[i]
             ts = s.ts
             end = ts + s.dur
-            sent = ts - s.all_args.get(PICKUP, 0) if pickup else ts    # dispatched
+            sent = ts - s.arg(PICKUP, 0) if pickup else ts    # dispatched
             if graph:
                 ready = t0
                 by = -1

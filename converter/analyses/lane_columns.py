@@ -1,8 +1,9 @@
 """The bubbles of a lane a column at a time (numpy), for ``bubbles.compute_bubbles``: a lane
-without a task graph (every gap idle) and one with a graph (gaps split at the tasks' ready
-times), both without dispatch times.  Each gives the gaps, figures, busy blocks and
-ready-task changes ``compute_bubbles``' loop gives slice by slice (tests/test_bubbles_columns.py
-checks them against it); None where a time is outside int64 (the loop then).
+without a task graph (every gap idle), without dispatch times; and one with a graph (gaps
+split at the tasks' ready times, and where the run has them, at their dispatch times).
+Each gives the gaps, figures, busy blocks and ready-task changes ``compute_bubbles``' loop
+gives slice by slice (tests/test_bubbles_columns.py checks them against it); None where a
+time is outside int64 (the loop then).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import MARKER
+from ..model import MARKER, PICKUP
 from ..slice_columns import SliceColumns, start_order, times_of
 from .gaps import Gaps
 
@@ -94,23 +95,28 @@ def idle_lane(slices: list, ids: list[int], t0: int, li: int, gaps: Gaps,
     idle = int((b - a).sum())
     gaps.add_columns(li, a, b, 2, np.array(ids, dtype=np.int64)[at_gap], -1)
     blocks.append(_busy_blocks(ts, before, at_gap, last))
-    return busy, idle, 0, 0, idle, len(at_gap), 0, last
+    return busy, idle, 0, 0, idle, len(at_gap), 0, last, 0
 
 
 def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, blocks: list,
                ready_blocks: list, ends: Any, tl: Any, lane_prev: dict[int, int],
-               times: Any = None) -> tuple[int, ...] | None:
-    """The loop's work for a lane of a task graph without dispatch times: a gap before a
-    task splits at its ready time (the latest end of its predecessors that end by its start;
-    ``ends``: every slice's end, an int64 array) into wait predecessor and wait schedule.
-    Adds the gaps, the busy blocks, the ready-task changes (+1 at a task's ready time, -1
-    at its start: ``ready_blocks``) and each task's previous task on the lane
-    (``lane_prev``); returns (busy, wait, wait schedule, wait predecessor, idle, gaps,
-    ignored dependencies, last end), or None where a time is outside int64."""
+               times: Any = None, pickup: bool = False) -> tuple[int, ...] | None:
+    """The loop's work for a lane of a task graph: a gap before a task splits at its ready
+    time (the latest end of its predecessors that end by its start; ``ends``: every slice's
+    end, an int64 array) into wait predecessor and wait schedule, and with ``pickup`` (the
+    run's tasks say when they were dispatched: ``dispatched``) at its dispatch time into
+    wait schedule and wait start.  Adds the gaps, the busy blocks, the ready-task changes
+    (+1 at a task's ready time, -1 at its start: ``ready_blocks``) and each task's previous
+    task on the lane (``lane_prev``); returns (busy, wait, wait schedule, wait predecessor,
+    idle, gaps, ignored dependencies, last end, wait start), or None where a time is
+    outside int64."""
     got = _union(slices, ids, t0, times)
     if got is None:
         return None
     ts, end, before, last, at_gap, busy = got
+    sent = dispatched(slices, ids, ts) if pickup else None
+    if pickup and sent is None:
+        return None
     n = len(ids)
     pos = np.arange(n)
     who = np.array(ids, dtype=np.int64)
@@ -120,11 +126,25 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
     lane_prev.update(zip(who[follows].tolist(), who[made[follows]].tolist()))
     ready, by, ignored, waits = _readiness(slices, ids, ts, t0, ends, tl)
     ready_blocks.append((ready[waits], ts[waits]))
-    a, b, r, pred, sched, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap)
+    a, b, r, d, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap, sent)
     gaps.extend(zip(repeat(li), *columns))
     blocks.append(_busy_blocks(ts, before, at_gap, last))
-    return (busy, int((b - a).sum()), int((b - r)[sched].sum()), int((r - a)[pred].sum()), 0,
-            len(at_gap), int(ignored.sum()), last)
+    return (busy, int((b - a).sum()), int((d - r).sum()), int((r - a).sum()), 0,
+            len(at_gap), int(ignored.sum()), last, int((b - d).sum()))
+
+
+def dispatched(slices: list, ids: list[int], ts: np.ndarray) -> np.ndarray | None:
+    """When each task of ``ids`` (starting at ``ts``) was dispatched: its start less its
+    ``PICKUP`` arg (0 where it has none); None where one is no int of int64 (the loop
+    then)."""
+    try:
+        pick = np.fromiter((slices[i].arg(PICKUP, 0) for i in ids), dtype=np.int64,
+                           count=len(ids))
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if len(ids) and (int(pick.min()) < -(1 << 62) or int(pick.max()) > 1 << 62):
+        return None                 # (past what a difference of two times may be)
+    return ts - pick
 
 
 def _readiness(slices: list, ids: list[int], ts: np.ndarray, t0: int, ends: Any,
@@ -163,22 +183,24 @@ def _readiness(slices: list, ids: list[int], ts: np.ndarray, t0: int, ends: Any,
 
 
 def _split_gaps(before: np.ndarray, ts: np.ndarray, ready: np.ndarray, by: np.ndarray,
-                who: np.ndarray, at_gap: np.ndarray) -> tuple:
-    """The gaps before the slices at ``at_gap``, each split at its task's ready time:
-    [end so far, ready) wait predecessor, [ready, start) wait schedule.  Returns the gaps'
-    (ends so far, starts, ready times), which of the two parts each has, both as one mask
-    of the parts in order, and the parts' columns as lists (start, end, cause, task,
+                who: np.ndarray, at_gap: np.ndarray, sent: np.ndarray | None = None) -> tuple:
+    """The gaps before the slices at ``at_gap``, each split at its task's ready time and
+    its dispatch time (``sent``; None: none, the task's start): [end so far, ready) wait
+    predecessor, [ready, dispatched) wait schedule, [dispatched, start) wait start (the
+    dispatch time kept between the ready time and the start).  Returns the gaps' (ends so
+    far, starts, ready times, dispatch times), which of the three parts each has, as one
+    mask of the parts in order, and the parts' columns as lists (start, end, cause, task,
     predecessor)."""
     a, b = before[at_gap], ts[at_gap]
     r = np.maximum(ready[at_gap], a)
-    pred, sched = r > a, b > r
+    d = b if sent is None else np.minimum(np.maximum(sent[at_gap], r), b)
     m = len(at_gap)
-    keep = np.stack((pred, sched), axis=1).ravel()
-    return a, b, r, pred, sched, keep, (
-        np.stack((a, r), axis=1).ravel()[keep].tolist(),
-        np.stack((r, b), axis=1).ravel()[keep].tolist(),
-        np.tile([0, 1], m)[keep].tolist(), np.repeat(who[at_gap], 2)[keep].tolist(),
-        np.stack((by[at_gap], np.full(m, -1)), axis=1).ravel()[keep].tolist())
+    keep = np.stack((r > a, d > r, b > d), axis=1).ravel()
+    return a, b, r, d, keep, (
+        np.stack((a, r, d), axis=1).ravel()[keep].tolist(),
+        np.stack((r, d, b), axis=1).ravel()[keep].tolist(),
+        np.tile([0, 1, 3], m)[keep].tolist(), np.repeat(who[at_gap], 3)[keep].tolist(),
+        np.stack((by[at_gap], np.full(m, -1), np.full(m, -1)), axis=1).ravel()[keep].tolist())
 
 
 class GraphLanes:
@@ -192,13 +214,14 @@ class GraphLanes:
                  "blocks", "ready")
 
 
-def graph_lanes(slices: list, at: list[int], t0: int, ends: Any, tl: Any
-                ) -> GraphLanes | None:
+def graph_lanes(slices: list, at: list[int], t0: int, ends: Any, tl: Any,
+                pickup: bool = False) -> GraphLanes | None:
     """What ``graph_lane`` gives for each lane of ``tl.lanes`` at ``at`` (lanes of one task
-    graph without dispatch times; ``ends``: every slice's end), computed over all of them
-    at once: numpy's cost per call paid once, not once per lane (a run of 10,000 tasks has
-    about 70 such lanes).  None where a time is outside int64 or a lane's times could not
-    be told apart from the next lane's in one int64 (each lane then on its own)."""
+    graph; ``ends``: every slice's end; ``pickup``: whether its tasks say when they were
+    dispatched), computed over all of them at once: numpy's cost per call paid once, not
+    once per lane (a run of 10,000 tasks has about 70 such lanes).  None where a time is
+    outside int64 or a lane's times could not be told apart from the next lane's in one
+    int64 (each lane then on its own)."""
     lanes = [tl.lanes[li] for li in at]
     if not lanes:
         return None
@@ -251,18 +274,20 @@ def graph_lanes(slices: list, at: list[int], t0: int, ends: Any, tl: Any
     out.prev_keys, out.prev_values = who[follows].tolist(), who[made[follows]].tolist()
     out.prev_at = np.searchsorted(follows, off).tolist()
     del made, follows
+    sent = dispatched(slices, ids, ts) if pickup else None
+    if pickup and sent is None:
+        return None
     ready, by, ignored, waits = _readiness(slices, ids, ts, t0, ends, tl)
     at_gap = np.flatnonzero(ts > before)
     gap_off = np.searchsorted(at_gap, off)
-    a, b, r, pred, sched, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap)
+    a, b, r, d, keep, columns = _split_gaps(before, ts, ready, by, who, at_gap, sent)
     li = np.array(at, dtype=np.int64)
-    out.rows = list(zip(np.repeat(li[lane_of[at_gap]], 2)[keep].tolist(), *columns))
-    out.gap_at = _sums(keep.reshape(-1, 2).sum(axis=1), gap_off, True).tolist()
+    out.rows = list(zip(np.repeat(li[lane_of[at_gap]], 3)[keep].tolist(), *columns))
+    out.gap_at = _sums(keep.reshape(-1, 3).sum(axis=1), gap_off, True).tolist()
     out.figures = list(zip(lane_busy.tolist(), _sums(b - a, gap_off).tolist(),
-                           _sums(np.where(sched, b - r, 0), gap_off).tolist(),
-                           _sums(np.where(pred, r - a, 0), gap_off).tolist(), repeat(0),
-                           np.diff(gap_off).tolist(), _sums(ignored, off).tolist(),
-                           last.tolist()))
+                           _sums(d - r, gap_off).tolist(), _sums(r - a, gap_off).tolist(),
+                           repeat(0), np.diff(gap_off).tolist(), _sums(ignored, off).tolist(),
+                           last.tolist(), _sums(b - d, gap_off).tolist()))
     # busy blocks (``_busy_blocks``: from each lane's first start and each later gap's end,
     # to the next gap's start or the lane's last end), and the ready-task changes
     later = at_gap[at_gap != first[lane_of[at_gap]]]

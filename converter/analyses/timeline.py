@@ -226,7 +226,7 @@ def _tasks(trace: Trace, lanes: list[Lane]
     members: dict[object, list[int]] = {}
     for lane in lanes:
         for i in lane.slices:
-            key = slices[i].all_args.get(key_arg)
+            key = slices[i].arg(key_arg)
             if key is None:
                 continue
             task_of[i] = key
@@ -272,13 +272,13 @@ def _task_preds(trace: Trace, lane_of: dict[int, int], task_of: dict[int, object
         src = f.src
         key = task_of.get(src)
         if key is None:
-            key = slices[src].all_args.get(key_arg) if src not in lane_of else None
+            key = slices[src].arg(key_arg) if src not in lane_of else None
             if key is not None and key in members:
                 src = members[key][0]
         p = node_of.get(src, src)
         dkey = task_of.get(f.dst)
         if dkey is None:
-            dkey = slices[f.dst].all_args.get(key_arg)
+            dkey = slices[f.dst].arg(key_arg)
             if dkey is None or dkey not in members:
                 loose.setdefault(f.dst, []).append(p)
                 continue

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...model import LANE, Trace
+from ...slice_columns import kept_columns
 from .runs import THREAD_RE, WORK_KINDS, Run, phase_kind
 
 
@@ -99,7 +102,12 @@ def loop_idle(trace: Trace) -> dict[int, list[tuple[int, int]]]:
              if t.kind == LANE and not t.derived and THREAD_RE.match(t.name)}
     if not lanes:
         return {}
-    for s in trace.slices:
+    slices = trace.slices
+    cols = kept_columns(slices, make=False)     # (the conversion's: their slices alone)
+    at = np.flatnonzero(np.isin(cols.track, list(lanes))).tolist() if cols is not None \
+        else range(len(slices))
+    for i in at:
+        s = slices[i]
         if s.track in lanes and phase_kind(s.name, s.all_args) in WORK_KINDS:
             by_lane.setdefault(s.track, []).append((s.ts, s.ts + s.dur))
     out: dict[int, list[tuple[int, int]]] = {}
