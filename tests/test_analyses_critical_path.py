@@ -89,3 +89,36 @@ def test_critical_path_on_a_small_graph():
     assert cp.length == 440 and cp.wait_time == 260
     # the dependency chain a -> b -> d is the longest: 100 + 50 + 40
     assert cp.graph_bound == 190
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_slices_columns_give_the_loops_path_and_bound(seed):
+    """Where each slice is its own task, the path's last task and the graph bound are
+    taken from the slices' columns when a conversion keeps them (``_slice_nodes``): the
+    same path, edges and bound as the loop's, on lanes with ties at the latest end."""
+    import random
+
+    from tracecvt.analyses.bubbles import compute_bubbles
+    from tracecvt.analyses.critical_path import _slice_nodes, compute_critical_path
+    from tracecvt.analyses.timeline import Timeline
+    from tracecvt.slice_columns import columns_kept
+    from test_bubbles_columns import _lanes
+
+    def path(trace):
+        tl = Timeline.build(trace)
+        cp = compute_critical_path(trace, tl, compute_bubbles(trace, tl))
+        return _slice_nodes(trace, tl) is not None, \
+            (cp.computed, [vars(s) for s in cp.segments], cp.edges, cp.graph_bound)
+
+    trace = _lanes(random.Random(seed), graph=True)
+    last = max(s.ts + s.dur for s in trace.slices)
+    lanes = [t.index for t in trace.tracks if t.name in ("core 0", "core 5")]
+    for lane, dur in zip(lanes, (50, 5) if seed % 2 else (5, 50)):    # both end last
+        trace.add_flow(0, trace.add_slice(lane, last - dur, dur, "last"))
+    taken, loop = path(trace)
+    assert not taken and loop[0] and loop[1]
+    with columns_kept():
+        from tracecvt.slice_columns import kept_columns
+        kept_columns(trace.slices)
+        taken, columns = path(trace)
+    assert taken and columns == loop

@@ -21,9 +21,13 @@ lanes, no waits): no schedule of the same tasks can be shorter.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
+import numpy as np
+
 from ..model import MARKER, UNTRUSTED_FLOW, UNTRUSTED_PREDECESSORS, Trace
+from ..slice_columns import kept_columns
 from .bubbles import WAIT_SCHEDULE, Bubbles, us
 from .timeline import Timeline
 
@@ -94,15 +98,22 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     first_of = tl.node_first
     last = -1
     last_key = None
-    for lane in lanes:
-        if not lane.graph:
-            continue
-        for i in lane.slices:
-            i = node_of.get(i, i)
-            s = slices[i]
-            key = (s.ts + s.dur, slices[first_of.get(i, i)].ts)
-            if last_key is None or key > last_key:
-                last_key, last = key, i
+    nodes = _slice_nodes(trace, tl)
+    if nodes is not None:       # (each slice its own task: the latest end, then start)
+        flat, ts, end = nodes
+        if len(flat):
+            at = np.flatnonzero(end == end.max())
+            last = int(flat[at[int(np.argmax(ts[at]))]])
+    else:
+        for lane in lanes:
+            if not lane.graph:
+                continue
+            for i in lane.slices:
+                i = node_of.get(i, i)
+                s = slices[i]
+                key = (s.ts + s.dur, slices[first_of.get(i, i)].ts)
+                if last_key is None or key > last_key:
+                    last_key, last = key, i
     if last < 0:
         return CriticalPath(False, "no task graph lanes")
     preds = tl.preds
@@ -155,7 +166,7 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     cp.lane_order_time = sum(seg.dur for seg in out
                              if seg.kind == "task" and seg.via == LANE_ORDER)
     cp.edges = edges[::-1]
-    cp.graph_bound = graph_bound(trace, tl)
+    cp.graph_bound = graph_bound(trace, tl, nodes)
     fake = tl.fake_in_graph
     ignored = bubbles.ignored_dependencies
     if ignored or fake:
@@ -173,31 +184,51 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     return cp
 
 
-def graph_bound(trace: Trace, tl: Timeline) -> int:
+def _slice_nodes(trace: Trace, tl: Timeline) -> tuple | None:
+    """Where every slice is its own task (no ``node_of``) and the slices' columns are kept
+    (a conversion's): the slices of the graph's lanes in the lanes' order, with their
+    starts and ends (int64 arrays); else None."""
+    if tl.node_of or tl.node_first:
+        return None
+    cols = kept_columns(trace.slices, make=False)
+    if cols is None:
+        return None
+    flat = np.fromiter(chain.from_iterable(lane.slices for lane in tl.lanes if lane.graph),
+                       dtype=np.int64)
+    return flat, cols.ts[flat], cols.end[flat]
+
+
+def graph_bound(trace: Trace, tl: Timeline, nodes: tuple | None = None) -> int:
     """Longest path through the dependencies weighted by task durations (O(n log n + e)):
-    causal edges only, so start order is a topological order."""
+    causal edges only, so start order is a topological order.  ``nodes``: the graph's
+    slices, each its own task, with their times (``_slice_nodes``), where known."""
     slices = trace.slices
-    node_of = tl.node_of
-    first_of = tl.node_first
-    ids = list(dict.fromkeys(node_of.get(i, i) for lane in tl.lanes if lane.graph
-                             for i in lane.slices))
-    start = {i: slices[first_of.get(i, i)].ts for i in ids}
-    ids.sort(key=lambda i: start[i])
+    if nodes is not None:
+        flat, ts, end = nodes
+        order = np.argsort(ts, kind="stable")
+        ids, starts, ends = flat[order].tolist(), ts[order].tolist(), end[order].tolist()
+    else:
+        node_of = tl.node_of
+        first_of = tl.node_first
+        ids = list(dict.fromkeys(node_of.get(i, i) for lane in tl.lanes if lane.graph
+                                 for i in lane.slices))
+        start = {i: slices[first_of.get(i, i)].ts for i in ids}
+        ids.sort(key=lambda i: start[i])
+        starts = [start[i] for i in ids]
+        ends = [slices[i].ts + slices[i].dur for i in ids]
     preds = tl.preds
     longest: dict[int, int] = {}
     best = 0
-    for i in ids:
-        s = slices[i]
-        ts = start[i]
-        chain = 0
+    for i, ts, end in zip(ids, starts, ends):
+        length = 0
         for p in preds.get(i, ()):
             c = longest.get(p)
-            if c is not None and c > chain:
+            if c is not None and c > length:
                 ps = slices[p]
                 if ps.ts + ps.dur <= ts:
-                    chain = c
-        chain += s.ts + s.dur - ts
-        longest[i] = chain
-        if chain > best:
-            best = chain
+                    length = c
+        length += end - ts
+        longest[i] = length
+        if length > best:
+            best = length
     return best
