@@ -115,10 +115,10 @@ def test_task_graph_lanes_with_dispatch_times_a_column_at_a_time_are_the_loops(s
     assert {g[3] for g in loop[0]} >= {1, 3}, "no wait schedule or start: the case says nothing"
 
 
-def test_a_dispatch_time_that_is_no_int_takes_the_loop(monkeypatch):
+@pytest.mark.parametrize("odd", [1 << 63, 2.5])          # past int64; a float (kept so)
+def test_a_dispatch_time_that_is_no_int_of_int64_takes_the_loop(odd, monkeypatch):
     trace = _lanes(random.Random(3), graph=True, pickup=True)
-    trace.slices[-1].args = {PICKUP: 1 << 63}             # (past int64)
-    tl = Timeline.build(trace)
+    trace.slices[-1].args = {PICKUP: odd}
     batches = _batched(monkeypatch)
     columns, loop = _both(trace, monkeypatch)
     assert batches[0] is None and columns == loop

@@ -19,6 +19,7 @@ from ..slice_columns import SliceColumns, start_order, times_of
 from .gaps import Gaps
 
 _TS, _DUR, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("cat")
+_INTS = frozenset({int, bool})
 
 
 def lane_order(slices: list, ids: list[int], nested: bool,
@@ -136,11 +137,13 @@ def graph_lane(slices: list, ids: list[int], t0: int, li: int, gaps: list, block
 def dispatched(slices: list, ids: list[int], ts: np.ndarray) -> np.ndarray | None:
     """When each task of ``ids`` (starting at ``ts``) was dispatched: its start less its
     ``PICKUP`` arg (0 where it has none); None where one is no int of int64 (the loop
-    then)."""
+    then: it keeps a float as a float)."""
+    values = [slices[i].arg(PICKUP, 0) for i in ids]
+    if not _INTS.issuperset(map(type, values)):
+        return None
     try:
-        pick = np.fromiter((slices[i].arg(PICKUP, 0) for i in ids), dtype=np.int64,
-                           count=len(ids))
-    except (OverflowError, TypeError, ValueError):
+        pick = np.array(values, dtype=np.int64)
+    except OverflowError:
         return None
     if len(ids) and (int(pick.min()) < -(1 << 62) or int(pick.max()) > 1 << 62):
         return None                 # (past what a difference of two times may be)
