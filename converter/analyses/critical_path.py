@@ -96,24 +96,18 @@ def compute_critical_path(trace: Trace, tl: Timeline, bubbles: Bubbles) -> Criti
     lane_of = tl.lane_of
     node_of = tl.node_of
     first_of = tl.node_first
+    # the task that ends last (then, that starts last; the first in the lanes' order)
     last = -1
-    last_key = None
     nodes = _slice_nodes(trace, tl)
-    if nodes is not None:       # (each slice its own task: the latest end, then start)
+    if nodes is not None:       # (each slice its own task)
         flat, ts, end = nodes
         if len(flat):
             at = np.flatnonzero(end == end.max())
             last = int(flat[at[int(np.argmax(ts[at]))]])
     else:
-        for lane in lanes:
-            if not lane.graph:
-                continue
-            for i in lane.slices:
-                i = node_of.get(i, i)
-                s = slices[i]
-                key = (s.ts + s.dur, slices[first_of.get(i, i)].ts)
-                if last_key is None or key > last_key:
-                    last_key, last = key, i
+        last = max((node_of.get(i, i) for lane in lanes if lane.graph for i in lane.slices),
+                   key=lambda i: (slices[i].ts + slices[i].dur, slices[first_of.get(i, i)].ts),
+                   default=-1)
     if last < 0:
         return CriticalPath(False, "no task graph lanes")
     preds = tl.preds
