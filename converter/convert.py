@@ -293,7 +293,9 @@ def write_run(source: Source, trace: Trace, writer: str, output: Path,
     if counts.get("flows_not_drawn"):
         # the writer's count is not_drawn()'s: the same line and cause as the summary's
         from .writers.flows import not_drawn_lines
-        line, cause = not_drawn_lines(trace, writer, output.name)
+        counted = (counts["flows_not_drawn"], counts["flows_untrusted_not_drawn"]) \
+            if "flows_untrusted_not_drawn" in counts else None
+        line, cause = not_drawn_lines(trace, writer, output.name, counted)
         warnings.append(line)
         if cause:
             causes[line] = cause        # every flow left out is one the reader marked

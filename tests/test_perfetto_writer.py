@@ -100,3 +100,53 @@ def test_counters_only_in_a_group_below_a_top_level_group_of_counters():
             assert u not in seen, f"track {uuid} is its own ancestor"
             seen.add(u)
             u = tracks[u].parent_uuid
+
+
+def _mixed_flows_trace(seed: int, far: bool = False) -> Trace:
+    """Flows forward, backward, between slices starting together (one of them lasting 0
+    ns) and untrusted ones of each kind, on four lanes; ``far``: times past ±2^62 (the
+    writer then takes each slice and flow as it is)."""
+    import random
+    from tracecvt.model import UNTRUSTED_FLOW
+    rng = random.Random(seed)
+    t = Trace(RunMeta("flows", "test"))
+    lanes = [t.add_track(f"L{k}", nesting=False) for k in range(4)]
+    base = (1 << 62) + 5 if far else 1000
+    ids = []
+    for lane in lanes:
+        at = base
+        for _ in range(30):
+            at += rng.choice((0, 0, 5, 10))
+            ids.append(t.add_slice(lane, at, rng.choice((0, 3, 7)), "s"))
+            at += 7
+    for _ in range(150):
+        a, b = rng.sample(ids, 2)
+        t.add_flow(a, b, name=UNTRUSTED_FLOW if rng.random() < 0.3 else "")
+    return t
+
+
+def test_the_writer_counts_the_untrusted_flows_it_leaves_out_as_not_drawn_does():
+    """The warning's figures come from the writer's counts (``convert.write_run``): they
+    are ``writers.flows.not_drawn``'s, whichever way the flows are written (a column at a
+    time, one at a time, in one or two processes)."""
+    import tracecvt.writers.perfetto as wp
+    from tracecvt.analyses import add_derived
+    from tracecvt.writers.flows import not_drawn
+    for seed in range(6):
+        for far in (False, True):
+            expected = not_drawn(_mixed_flows_trace(seed, far), "perfetto")
+            assert expected[1] and expected[0] > expected[1]
+            counts = write_perfetto(_mixed_flows_trace(seed, far), io.BytesIO())
+            assert (counts["flows_not_drawn"], counts["flows_untrusted_not_drawn"]) == \
+                expected
+    low = wp.OVERLAP_MIN_COST, wp.PARALLEL_MIN_COST
+    try:
+        wp.OVERLAP_MIN_COST = wp.PARALLEL_MIN_COST = 0     # (two processes, these small)
+        for enrich in (None, add_derived):
+            trace = _mixed_flows_trace(7)
+            expected = not_drawn(trace, "perfetto")
+            counts = write_perfetto(trace, io.BytesIO(), workers=2, enrich=enrich)
+            assert (counts["flows_not_drawn"], counts["flows_untrusted_not_drawn"]) == \
+                expected
+    finally:
+        wp.OVERLAP_MIN_COST, wp.PARALLEL_MIN_COST = low

@@ -88,12 +88,15 @@ def not_drawn(trace: Trace, writer: str) -> tuple[int, int]:
     return out, untrusted
 
 
-def not_drawn_lines(trace: Trace, writer: str, what: str) -> tuple[str | None, str | None]:
+def not_drawn_lines(trace: Trace, writer: str, what: str,
+                    counted: tuple[int, int] | None = None) -> tuple[str | None, str | None]:
     """The warning about the flows ``writer`` leaves out of ``what`` (None when it draws
     them all), and its cause: the untrusted flows' (``RunMeta.causes[UNTRUSTED_FLOW]``)
     when they are all it leaves out; the run's clock skew (``model.CLOCK_SKEW``) when the
-    device tasks that start before their launch are all it leaves out."""
-    out, untrusted = not_drawn(trace, writer)
+    device tasks that start before their launch are all it leaves out.  ``counted``:
+    ``not_drawn(trace, writer)`` where the writer has counted it (a pass over every flow
+    less)."""
+    out, untrusted = counted if counted is not None else not_drawn(trace, writer)
     if not out:
         return None, None
     skew = trace.meta.extra.get(CLOCK_SKEW)

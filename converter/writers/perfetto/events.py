@@ -20,7 +20,7 @@ from typing import IO, Any, Callable, Iterator
 
 import numpy as np
 
-from ...model import INT64_END, INT64_MIN, UINT64_END, Trace
+from ...model import INT64_END, INT64_MIN, UINT64_END, UNTRUSTED_FLOW, Trace
 from ..protowire import _pack_double, _pack_fixed64, key_varint, varint
 from ..flows import drawable
 from ...heap import give_back
@@ -43,7 +43,8 @@ from .wire import (_BEGIN, _COUNTER, _DTS, _END, _EXACT, _FLAGS_NEEDS, _I_CATEGO
                    _TE_INT, _TE_NAME, _TE_NAME_IID, _TE_TERM_FLOW, _TE_TRACK, _TRACK_EVENT, _TS,
                    _TS3_LO, _TS4_MID, SEQ_CLEARED, SEQ_ID, _as_double, _len, _packet)
 
-_PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn")
+_PART_COUNTS = ("packets", "slices", "counter_samples", "flows_not_drawn",
+                "flows_untrusted_not_drawn")
 
 
 def _sequence_ids(by_track: dict[int, list[int]], counters: list, first: int) -> dict[int, int]:
@@ -95,7 +96,8 @@ class SequenceWriter:
         self.spill: IO[bytes] | None = None
         self.spilled = array("i")           # (a packet's length is below 2 GiB)
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
-                       "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0}
+                       "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0,
+                       "flows_untrusted_not_drawn": 0}
         # Where packets go and who hears of progress (a forked second part writes
         # elsewhere, silently).
         self.sink: list[Any] = [out, progress]
@@ -221,15 +223,17 @@ class SequenceWriter:
         if self.flow_cols is None or self.cols is None:     # (None: times past ±2^62)
             self._flows_each(tracks)
         else:
-            self.counts["flows_not_drawn"] += add_flow_ids(
-                self.flow_cols, self.cols, tracks, self.flow_bytes, self.end_flow_bytes)
+            out, untrusted = add_flow_ids(self.flow_cols, self.cols, tracks,
+                                          self.flow_bytes, self.end_flow_bytes)
+            self.counts["flows_not_drawn"] += out
+            self.counts["flows_untrusted_not_drawn"] += untrusted
 
     def _flows_each(self, tracks: set[int] | None) -> None:
         """``flows_of``, one flow at a time."""
         slices = self.slices
         flow_bytes: dict[int, bytes] = {}
         end_bytes: dict[int, bytes] = {}
-        not_drawn = 0
+        not_drawn = untrusted = 0
         for fid, flow in enumerate(self.trace.flows, 1):
             src, dst = flow.src, flow.dst
             here_src = tracks is None or slices[src].track in tracks
@@ -241,6 +245,7 @@ class SequenceWriter:
             if (d.ts <= s0 or flow.name) and not drawable(slices[src], d, "perfetto",
                                                           flow.name):
                 not_drawn += here_dst
+                untrusted += here_dst and flow.name == UNTRUSTED_FLOW
                 continue
             b = _pack_fixed64(fid)
             if here_src:
@@ -253,6 +258,7 @@ class SequenceWriter:
         self.flow_bytes.add_dict(flow_bytes)
         self.end_flow_bytes.add_dict(end_bytes)
         self.counts["flows_not_drawn"] += not_drawn
+        self.counts["flows_untrusted_not_drawn"] += untrusted
 
     def ride(self, units: list[tuple[int, list[int]]], counters: list) -> None:
         """Let the samples of ``counters`` ride on the events of the slices of ``units``

@@ -41,11 +41,12 @@ def flow_columns(flows: list, n_slices: int) -> FlowColumns | None:
 
 
 def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None,
-                 begin_ids: KeyedFields, end_ids: KeyedFields) -> int:
+                 begin_ids: KeyedFields, end_ids: KeyedFields) -> tuple[int, int]:
     """Add to ``begin_ids`` (slice i: its flow ids, ~i: its terminating ids) and
     ``end_ids`` (slice: the terminating ids of its END) the fields of the flows with an
     end on ``tracks`` (None: all) that the .pftrace draws (``writers.flows.drawable``);
-    returns how many of those it does not draw have their destination there."""
+    returns how many of those it does not draw have their destination there, and how many
+    of these are untrusted."""
     src, dst, untrusted = flows
     n = len(src)
     if tracks is None:
@@ -64,7 +65,8 @@ def add_flow_ids(flows: FlowColumns, cols: SliceColumns, tracks: set[int] | None
     _add(end_ids, dst[on_end], fid[on_end], _TE_TERM_FLOW)
     on_begin = term & (d0 != s0)
     _add(begin_ids, ~dst[on_begin], fid[on_begin], _TE_TERM_FLOW)
-    return int(np.count_nonzero(bad & here_dst))
+    out = bad & here_dst
+    return int(np.count_nonzero(out)), int(np.count_nonzero(out & untrusted))
 
 
 def _add(fields: KeyedFields, keys: np.ndarray, fids: np.ndarray, tag: bytes) -> None:
