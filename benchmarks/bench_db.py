@@ -133,9 +133,9 @@ def main() -> None:
         out = os.path.join(tmp, "out.pftrace")
         runs: dict[str, list] = {"floor": [], "read": [], "convert": []}
         for _ in range(a.repeat):
-            runs["floor"].append(run_child(FLOOR, str(db), ",".join(READ_TABLES)))
-            runs["read"].append(run_child(READ, str(db), out, str(REPO)))
-            runs["convert"].append(run_child(CONVERT, str(db), out, str(REPO)))
+            runs["floor"].append(run_child(FLOOR, str(db), ",".join(READ_TABLES), inputs=(str(db),)))
+            runs["read"].append(run_child(READ, str(db), out, str(REPO), inputs=(str(db),)))
+            runs["convert"].append(run_child(CONVERT, str(db), out, str(REPO), inputs=(str(db),)))
     med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
            for k, v in runs.items()}
     figures = {

@@ -122,14 +122,14 @@ def main() -> None:
     sizes: dict[str, int] = {}
 
     def measure(key: str, code: str, *args: str) -> None:
-        out = run_child(code, *args)
+        out = run_child(code, *args, inputs=(str(a.run),))
         times.setdefault(key, []).append(out[0])
         rss.setdefault(key, []).append(out[1])
         if len(out) > 2:
             sizes[key] = int(out[2])
 
     def measure_bound() -> None:
-        read, peak, analysed = run_child(BOUND, str(a.run), str(REPO))
+        read, peak, analysed = run_child(BOUND, str(a.run), str(REPO), inputs=(str(a.run),))
         times.setdefault("read", []).append(read)
         times.setdefault("bound", []).append(analysed)
         rss.setdefault("bound", []).append(peak)

@@ -119,7 +119,7 @@ def measure(run: Path, out: Path, workers: int) -> dict:
     helper = out.with_name("helper_private_kb")
     helper.unlink(missing_ok=True)
     dt, events, own, child, size, imports, base, user, system, private = run_child(
-        CONVERT, str(run), str(out), str(REPO), str(workers), str(helper))
+        CONVERT, str(run), str(out), str(REPO), str(workers), str(helper), inputs=(str(run),))
     peak = (own + child) * 1024
     # Net of the fixed part: the time without the imports; the memory above the RSS the
     # process had before converting (for the forked writer too: it starts with those pages).

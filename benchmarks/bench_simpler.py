@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from childrun import compile_tracecvt, run_child, side_by_side_slowdown
+from childrun import compile_tracecvt, run_child, side_by_side_slowdown, warm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,7 +83,9 @@ run()
 """
 
 
-def wall(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> float:
+def wall(cmd: list[str], env: dict | None = None, cwd: str | None = None,
+         inputs: tuple = ()) -> float:
+    warm(*inputs)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=cwd)
     return time.perf_counter() - t
@@ -156,27 +158,29 @@ def scaled_run(run: Path, k: int, out: Path) -> Path:
 def measure(run: Path, repeat: int, peer: Path | None, tmp: Path) -> dict:
     records, deps = run / "chip_swimlane_records.json", run / "deps.json"
     out = str(tmp / "out.pftrace")
+    ins = (str(records), str(deps))         # (read before each job: ``childrun.warm``)
     t: dict[str, list[float]] = {}
     size = {}
     for _ in range(repeat):
-        t.setdefault("floor", []).append(run_child(FLOOR, str(records), str(deps))[0])
-        s, size["derived"] = run_child(CONVERT, str(run), out, str(REPO), "1", "2")
+        t.setdefault("floor", []).append(run_child(FLOOR, str(records), str(deps), inputs=ins)[0])
+        s, size["derived"] = run_child(CONVERT, str(run), out, str(REPO), "1", "2", inputs=ins)
         t.setdefault("derived", []).append(s)
-        s, size["plain"] = run_child(CONVERT, str(run), out, str(REPO), "0", "2")
+        s, size["plain"] = run_child(CONVERT, str(run), out, str(REPO), "0", "2", inputs=ins)
         t.setdefault("plain", []).append(s)
         t.setdefault("one_process", []).append(
-            run_child(CONVERT, str(run), out, str(REPO), "1", "1")[0])
-        s, slices = run_child(READ, str(run), str(REPO))
+            run_child(CONVERT, str(run), out, str(REPO), "1", "1", inputs=ins)[0])
+        s, slices = run_child(READ, str(run), str(REPO), inputs=ins)
         t.setdefault("read", []).append(s)
         t.setdefault("cli", []).append(wall([sys.executable, "-c", CLI, str(REPO),
                                              "to-perfetto", str(run), "-o", out, "--force",
-                                             "-q"]))
+                                             "-q"], inputs=ins))
         if peer is not None:
             merged = tmp / "peer_merged.json"
             env = dict(os.environ, PYTHONPATH=f"{peer / 'python'}:{peer}")
             t.setdefault("peer", []).append(wall(
                 [sys.executable, "-m", "simpler_setup.tools.swimlane_converter", str(records),
-                 "-o", str(merged), "--deps-json", str(deps)], env=env, cwd=str(peer)))
+                 "-o", str(merged), "--deps-json", str(deps)], env=env, cwd=str(peer),
+                inputs=ins))
             size["peer"] = merged.stat().st_size
     if "peer" not in size:
         beside = sorted(run.glob("merged_swimlane*.json"))

@@ -58,3 +58,41 @@ def test_simpler_copies_read_as_k_times_the_run(tmp_path):
     # a counter is sampled where its value changes: where a copy ends with the value the
     # next one starts with, one sample fewer
     assert 3 * n1 - 2 * len(one.counters) <= samples <= 3 * n1
+
+
+def test_the_benchmarks_read_each_input_before_a_job(tmp_path, monkeypatch):
+    """``childrun.warm`` reads every byte of the files it is given, alone or below a
+    folder, once; a name that is no file or folder is passed over; inputs over
+    ``WARM_MAX_BYTES`` together are not read at all."""
+    import childrun
+    (tmp_path / "run" / "deep").mkdir(parents=True)
+    sizes = {"run/a.json": 5, "run/deep/b.json": (16 << 20) + 3, "c.db": 0}
+    for name, n in sizes.items():
+        (tmp_path / name).write_bytes(b"x" * n)
+    read: dict[str, int] = {}
+    real_open = open
+
+    class Counting:
+        def __init__(self, f):
+            self.f, self.name = f, f.name
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def readinto(self, buf):
+            n = self.f.readinto(buf)
+            read[self.name] = read.get(self.name, 0) + n
+            return n
+
+    monkeypatch.setattr(childrun, "open", lambda p, *a, **k: Counting(real_open(p, *a, **k)),
+                        raising=False)
+    childrun.warm(str(tmp_path / "run"), str(tmp_path / "c.db"), "x" * 5000,
+                  str(tmp_path / "gone"))
+    assert {str(tmp_path / k): v for k, v in sizes.items()} == read
+    read.clear()
+    monkeypatch.setattr(childrun, "WARM_MAX_BYTES", 16 << 20)
+    childrun.warm(str(tmp_path / "run"))
+    assert read == {}
