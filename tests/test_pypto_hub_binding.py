@@ -107,3 +107,34 @@ def test_pypto_check_still_uses_pyptos_own_binding():
     trace = src.read()
     check = analyze(trace).pypto_check
     assert check.matched == len(check.cores) == 74
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_late_flows_a_column_at_a_time_are_the_loops(seed):
+    """``hub_binding._late`` from the slices' columns gives the flows (by index, in order)
+    whose source ends after their destination starts, as the loop over the flows does
+    (which it takes where a time is past int64), ties (an end at the start) not late."""
+    import random
+
+    from tracecvt.model import RunMeta, Trace
+    from tracecvt.readers.pypto.hub_binding import _late
+    rng = random.Random(seed)
+
+    def run(base):
+        t = Trace(RunMeta("late", "test"))
+        lane = t.add_track("AIC_0", nesting=False)
+        for _ in range(200):
+            t.add_slice(lane, base + rng.choice((0, 10, 20, 30)), rng.choice((0, 5, 10, 25)),
+                        "task")
+        for _ in range(400):
+            t.add_flow(rng.randrange(200), rng.randrange(200))
+        return t
+
+    state = rng.getstate()
+    near = run(0)
+    rng.setstate(state)
+    far = run(1 << 70)                  # (no columns: one flow at a time)
+    expected = [fi for fi, f in enumerate(near.flows)
+                if near.slices[f.src].end > near.slices[f.dst].ts]
+    assert 0 < len(expected) < len(near.flows)
+    assert _late(near.slices, near.flows) == expected == _late(far.slices, far.flows)

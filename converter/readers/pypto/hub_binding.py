@@ -26,15 +26,20 @@ executions are simply not in it.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
+
+import numpy as np
 
 from ...model import (INVENTED_TIMES, MARKER, SOURCE_BINDING, UNTRUSTED_FLOW,
                       UNTRUSTED_PREDECESSORS, Trace)
+from ...slice_columns import int_columns, kept_columns
 
 DEVICE_TASK = "deviceTask"              # own arg of a HUB execution bound to its device task
 WHY_OTHER = ("PyPTO's HUB seqNo quirk: it bound this dependency to the HUB execution of "
              "device task {n}; the execution of device task {k} is not in {what}")
 WHY_LATE = "the dependency ends after its successor starts (not causal as recorded)"
+_SRC, _DST = attrgetter("src"), attrgetter("dst")
 _NEVER = 1 << 64                        # past any time
 
 
@@ -178,9 +183,7 @@ def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str]) -> dic
     (``flows_out_of_order``)."""
     slices = trace.slices
     flows = trace.flows
-    starts = [s.ts for s in slices]
-    ends = [s.ts + s.dur for s in slices]
-    late = [fi for fi, f in enumerate(flows) if ends[f.src] > starts[f.dst]]
+    late = _late(slices, flows)
     counts["flows_out_of_order"] = len(late)
     marks = dict(why)
     for fi in late:
@@ -197,3 +200,16 @@ def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str]) -> dic
         own[UNTRUSTED_PREDECESSORS] = src.name if not listed else f"{listed}, {src.name}"
     counts["flows_untrusted"] = len(marks)
     return counts
+
+
+def _late(slices: list, flows: list) -> list[int]:
+    """The flows (by index) whose source ends after their destination starts: a column at
+    a time from the slices' kept columns (``split_overlaps`` made them), else one flow at a
+    time (a time outside int64)."""
+    cols = kept_columns(slices)
+    ends = int_columns(flows, (_SRC, _DST), 0, len(slices)) if cols is not None else None
+    if ends is None:
+        return [fi for fi, f in enumerate(flows)
+                if slices[f.src].ts + slices[f.src].dur > slices[f.dst].ts]
+    src, dst = ends
+    return np.flatnonzero(cols.end[src] > cols.ts[dst]).tolist()
