@@ -45,10 +45,11 @@ Layout of the written trace:
   already in order loads about 5 % faster on the largest PyPTO run.  The packets are held
   until then (about twice the trace's size in memory) and written in chunks; each sequence
   keeps its own order, so its interned entries are defined before they are used;
-* on a large trace a forked process may build some of the sequences (``write_perfetto``);
-  its packets are merged with this process's by time.  Which process writes which is
-  decided from estimates of their cost, never from clocks (``share``): a run always gives the
-  same file.
+* a large trace's sequences are written in two parts (``write_perfetto``), the second by a
+  forked process where the write may use two, else by a writer of its own in this process,
+  first; its packets are merged with the first part's by time.  Which part holds which
+  sequences is decided from the trace alone, by estimates of their cost, never from clocks
+  or the number of processes (``share``): a run always gives the same file.
 
 Modules: this one decides which process writes which sequences (``share`` the estimates
 behind it); ``events`` builds the packets
@@ -100,13 +101,13 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     (replacing their ``args`` / ``shared_args`` dicts, never changing them in place); the
     derived tracks are added this way.
 
-    With ``workers`` > 1 on a large trace (and where processes can be forked), a forked
-    process writes part of the track sequences into an unnamed temporary file, appended at
-    the end: with ``enrich``, the trace's own sequences (its counters at once, its slices
-    once ``enrich`` has run here, with the args it gave them) while this process runs
-    ``enrich`` and writes the rest; without, about half of the sequences by cost.  Sequences
-    are independent (each defines the interned entries it uses), so the trace means the
-    same either way.
+    On a large trace a second part of the track sequences is written into an unnamed
+    temporary file and merged at the end: with ``enrich``, the trace's own sequences (its
+    counters at once, its slices once ``enrich`` has run, with the args it gave them) while
+    this process runs ``enrich`` and writes the rest; without, about half of the sequences
+    by cost.  With ``workers`` > 1 (and where processes can be forked) a forked process
+    writes it meanwhile; otherwise a writer of its own does here, in turn, what the forked
+    process would, from the same state: the file is the same, byte for byte.
 
     The counts' ``flows`` are the flows written; ``flows_not_drawn`` those left out
     (``writers.flows``: a destination starting before its source).
@@ -118,63 +119,79 @@ def write_perfetto(trace: Trace, out: IO[bytes],
 
 def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
            workers: int, enrich: Callable[[Trace], Any] | None) -> dict[str, int]:
-    parallel = workers > 1 and hasattr(os, "fork")
-    if enrich is not None and not (parallel and _cost(trace) >= min(OVERLAP_MIN_COST,
-                                                                    PARALLEL_MIN_COST)):
+    # What is written where is decided from the trace alone; ``workers`` only decides
+    # whether the second part is written by a forked process or here, first, by a writer
+    # of its own (as the forked process's copy would): the same bytes either way.
+    forks = workers > 1 and hasattr(os, "fork")
+    if enrich is not None and _cost(trace) < min(OVERLAP_MIN_COST, PARALLEL_MIN_COST):
         enrich(trace)
         enrich = None
     w = SequenceWriter(trace, out, progress, CHUNK_PACKETS)
     slice_units = list(w.by_track.items())
     counter_units = [c for c in trace.counters if c.ts]
     if enrich is not None:
-        return _write_enriched(w, trace, out, progress, workers, enrich, slice_units,
+        return _write_enriched(w, trace, out, progress, workers, forks, enrich, slice_units,
                                counter_units)
     # What each process writes: the slice sequences (BEGIN + END per slice, the heavier
     # packets) and the counter sequences, balanced by an estimate of their cost.
     mine: tuple[list, list] = (slice_units, counter_units)
     theirs: tuple[list, list] = ([], [])
-    if parallel and _cost(trace) >= PARALLEL_MIN_COST:
+    if _cost(trace) >= PARALLEL_MIN_COST:
         mine, theirs = _halves(slice_units, counter_units)
     w.ride(slice_units, counter_units)      # before the fork: both processes know them
-    helper = None
+    part_out = helper = result = None
     if theirs[0] or theirs[1]:
-        def second_part() -> dict[str, int]:
-            w.to_part(part_out)
-            w.flows_of({t for t, _ in theirs[0]})
-            w.count_names(theirs[0], False)
-            w.write_slices(theirs[0])
-            w.write_counters(theirs[1])
-            return w.part_counts()
+        def second_part(pw: SequenceWriter) -> dict[str, int]:
+            pw.to_part(part_out)
+            pw.flows_of({t for t, _ in theirs[0]})
+            pw.count_names(theirs[0], False)
+            pw.write_slices(theirs[0])
+            pw.write_counters(theirs[1])
+            return pw.part_counts()
 
         part_out = tempfile.TemporaryFile()
-        helper = fork_pass(second_part)
-        if helper is None:                      # cannot fork after all: write it here
-            mine = (slice_units, counter_units)
-            part_out.close()
+        helper = fork_pass(lambda: second_part(w)) if forks else None
+        if helper is None:                  # one process: the part first, here
+            pw = _part_writer(trace)
+            pw.ride(slice_units, counter_units)
+            result = second_part(pw)
+            del pw
     try:
-        w.flows_of({t for t, _ in mine[0]} if helper is not None else None)
+        w.flows_of({t for t, _ in mine[0]} if part_out is not None else None)
         w.count_names(mine[0], True)
         w.write_header()
         w.write_slices(mine[0])
         w.write_instants()
         w.write_counters(mine[1])
         w.counts["slices"] = w.done
-        w.write_sorted(_part(w, helper, part_out) if helper is not None else None)
+        w.write_sorted(_part(w, helper, result, part_out) if part_out is not None else None,
+                       forks)
     finally:
         if helper is not None:
             helper.abandon()
+        if part_out is not None:
             part_out.close()
     return w.counts
 
 
-def _part(w: SequenceWriter, helper, part_out: IO[bytes]) -> tuple[IO[bytes], Any, Any]:
-    """What the forked process wrote (``SequenceWriter.write_sorted``'s ``part``: the file
-    it wrote into, read there, and its packets' stamps and lengths, read from after them);
-    its counts are added to ``w``'s."""
-    result = helper.result()
-    if result is None:
-        raise OutputError("writing part of the trace in a second process failed: "
-                          f"{one_line(helper.error)}")
+def _part_writer(trace: Trace) -> SequenceWriter:
+    """A writer of the part a forked process would write, in this process: made from the
+    trace as it is, as ``w`` was (the forked process's copy of it).  It shares the lanes'
+    lists of slice ids with ``w`` (and may order one in place, as ``w`` would): it is done
+    with them before ``w`` writes anything, and neither writes a lane the other does."""
+    return SequenceWriter(trace, None, None, CHUNK_PACKETS)
+
+
+def _part(w: SequenceWriter, helper, result: dict | None,
+          part_out: IO[bytes]) -> tuple[IO[bytes], Any, Any]:
+    """What the second part wrote (``SequenceWriter.write_sorted``'s ``part``: the file
+    it wrote into, read there, and its packets' stamps and lengths, read from after them):
+    its ``result``, or the forked ``helper``'s; its counts are added to ``w``'s."""
+    if helper is not None:
+        result = helper.result()
+        if result is None:
+            raise OutputError("writing part of the trace in a second process failed: "
+                              f"{one_line(helper.error)}")
     for key in _PART_COUNTS:
         w.counts[key] += result[key]
     n = result["part_packets"]
@@ -194,7 +211,7 @@ def _part(w: SequenceWriter, helper, part_out: IO[bytes]) -> tuple[IO[bytes], An
 
 
 def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
-                    progress: Callable[[int], None] | None, workers: int,
+                    progress: Callable[[int], None] | None, workers: int, forks: bool,
                     enrich: Callable[[Trace], Any], slice_units: list,
                     counter_units: list) -> dict[str, int]:
     """While ``enrich`` runs here, a forked process writes the trace's own sequences:
@@ -204,7 +221,9 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     events), and the last of the trace's own slice sequences where the forked process
     has more to write (``share``: it waits for the news before those).  Should
     ``enrich`` change what the forked process writes otherwise, that part is dropped and
-    this process writes everything."""
+    this process writes everything.  Without ``forks`` (or where a fork fails), a writer
+    of its own does here in turn what the forked process would: its first sequences
+    before ``enrich``, the rest after, with the args they had before it."""
     slices = trace.slices
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
     samples = [len(c.ts) for c in counter_units]
@@ -217,6 +236,40 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     contested = [slice_units[k] for k in at]
     out_of_sure = set(at)
     sure = [u for k, u in enumerate(slice_units) if k not in out_of_sure]
+
+    def own_first(pw: SequenceWriter) -> dict[int, tuple]:
+        pw.to_part(part_out)
+        pw.flows_of({t for t, _ in sure})
+        pw.count_names(slice_units, False)
+        pw.ride(slice_units, counter_units)
+        pw.write_counters(counter_units)
+        places: dict[int, tuple] = {}
+        pw.write_slices(sure, places)
+        return places
+
+    def own_rest(pw: SequenceWriter, places: dict[int, tuple], told: tuple,
+                 then: list[int] = ()) -> dict[str, int]:
+        # ``then``: slices whose args are put back as they were before enrich while the
+        # rest is written (as the forked process, which never saw enrich, has them)
+        n_taken, news = told
+        rest = contested[:len(contested) - n_taken]
+        pw.flows_of({t for t, _ in rest})
+        now = [(slices[i].args, slices[i].shared_args) for i in then]
+        for i in then:
+            slices[i].args, slices[i].shared_args = args_before[i], shared_before[i]
+        try:
+            pw.write_slices(rest, places)
+        finally:
+            for i, (a, sh) in zip(then, now):
+                slices[i].args, slices[i].shared_args = a, sh
+        for i, (a, sh, work) in news.items():
+            slices[i].args = a
+            slices[i].shared_args = sh
+            if work is not None:            # a task the analyses drew a copy of
+                pw.work[i] = work
+        pw.begin_again(list(news), places)
+        return pw.part_counts()
+
     # The news go through a file (a pipe holds 64 KiB: larger news would block this
     # process until the forked one has written all its slices and reads them); the pipe
     # carries their length once they are there.
@@ -225,13 +278,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
 
     def own_part() -> dict[str, int] | None:
         os.close(news_w)
-        w.to_part(part_out)
-        w.flows_of({t for t, _ in sure})
-        w.count_names(slice_units, False)
-        w.ride(slice_units, counter_units)
-        w.write_counters(counter_units)
-        places: dict[int, tuple] = {}
-        w.write_slices(sure, places)
+        places = own_first(w)
         with os.fdopen(news_r, "rb") as r:
             told = r.read(8)
         if len(told) < 8:
@@ -240,28 +287,18 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         news = pickle.loads(os.pread(news_file.fileno(), size, 0))  # ours, not the input's
         if news is None:
             return None                     # the parent writes everything itself
-        n_taken, news = news
-        rest = contested[:len(contested) - n_taken]
-        w.flows_of({t for t, _ in rest})
-        w.write_slices(rest, places)
-        for i, (a, sh, work) in news.items():
-            slices[i].args = a
-            slices[i].shared_args = sh
-            if work is not None:            # a task the analyses drew a copy of
-                w.work[i] = work
-        w.begin_again(list(news), places)
-        return w.part_counts()
+        return own_rest(w, places, news)
 
     part_out = tempfile.TemporaryFile()
-    helper = fork_pass(own_part)
+    helper = fork_pass(own_part) if forks else None
     os.close(news_r)
-    if helper is None:
+    pw = places = None
+    if helper is None:                      # one process: the forked one's first part here
         os.close(news_w)
-        part_out.close()
         news_file.close()
-        enrich(trace)
-        return write_perfetto(trace, out, progress, workers)
-    news = None
+        pw = _part_writer(trace)
+        places = own_first(pw)
+    news = result = None
     mine: list = []                 # the contested sequences this process takes
     try:
         try:
@@ -314,15 +351,20 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 w.seq_ids.update(_sequence_ids(new_units, new_counters,
                                                max(w.seq_ids.values(), default=SEQ_ID) + 1))
         finally:
-            data = pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
-            news_file.write(data)
-            news_file.flush()
-            with os.fdopen(news_w, "wb") as f:
-                f.write(len(data).to_bytes(8, "little"))
+            if helper is not None:
+                data = pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
+                news_file.write(data)
+                news_file.flush()
+                with os.fdopen(news_w, "wb") as f:
+                    f.write(len(data).to_bytes(8, "little"))
+        if news is not None and pw is not None:     # the rest of the part, here
+            result = own_rest(pw, places, news, replaced)
+        pw = places = None
         # (the args before enrich, a list of every slice's twice: needed no more)
-        del args_before, shared_before
+        args_before = shared_before = None
         if news is None:                    # enrich changed what the part writes
-            helper.abandon()
+            if helper is not None:
+                helper.abandon()
             return write_perfetto(trace, out, progress, workers)
         give_back()                     # (what the analyses let go: heap.py)
         units = list(new_units.items())
@@ -342,11 +384,12 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         # as ``release`` does the writer's own)
         for _, ids in units:
             del ids[:]
-        w.write_sorted(_part(w, helper, part_out))
+        w.write_sorted(_part(w, helper, result, part_out), forks)
     finally:
-        helper.abandon()
+        if helper is not None:
+            helper.abandon()
+            news_file.close()
         part_out.close()
-        news_file.close()
     return w.counts
 
 

@@ -174,16 +174,19 @@ class SequenceWriter:
             self.chunk.extend(map(data.__getitem__, map(slice, [0, *ends], ends)))
         self.stamps.frombytes(stamps.astype(np.int64).tobytes())
 
-    def write_sorted(self, part: tuple[Any, Any, Any] | None = None) -> None:
-        """Write every packet built here (those spilled first), and those of a forked
-        ``part``, in time order (``order.write_sorted``)."""
+    def write_sorted(self, part: tuple[Any, Any, Any] | None = None,
+                     forks: bool = False) -> None:
+        """Write every packet built here (those spilled first), and those of a second
+        ``part``, in time order (``order.write_sorted``; ``forks``: a forked process may
+        cut out half of a large merge)."""
         # (the part's come with its counts)
         self.counts["packets"] += len(self.spilled) + len(self.chunk)
         self.release()
         give_back()         # (what was let go, before the merge's buffer: heap.py)
         try:
             write_sorted(self.sink[0].write, self.chunk, self.stamps, part, self.chunk_packets,
-                         (self.spill, self.spilled) if self.spilled else None, self.sink[0])
+                         (self.spill, self.spilled) if self.spilled else None,
+                         self.sink[0] if forks else None)
         finally:
             if self.spill is not None:
                 self.spill.close()
