@@ -99,7 +99,8 @@ def _real_analyses(trace: Trace) -> None:
 
 def _write(make, enrich, workers: int, monkeypatch, forks_fail: bool = False):
     """(bytes, counts, forked processes, writers made for a part here) of one write of a
-    fresh ``make()``; every slice of the trace (enriched) is counted written."""
+    fresh ``make()``; every slice of the trace (enriched) is counted written, and the
+    progress told reaches them all."""
     from tracecvt.writers import perfetto
     forks, parts = [], []
     real_fork, real_part = perfetto.fork_pass, perfetto._part_writer
@@ -112,8 +113,10 @@ def _write(make, enrich, workers: int, monkeypatch, forks_fail: bool = False):
     monkeypatch.setattr(perfetto, "_part_writer", lambda t: parts.append(1) or real_part(t))
     buf = io.BytesIO()
     trace = make()
-    counts = perfetto.write_perfetto(trace, buf, None, workers=workers, enrich=enrich)
+    told = []
+    counts = perfetto.write_perfetto(trace, buf, told.append, workers=workers, enrich=enrich)
     assert counts["slices"] == len(trace.slices)        # (the enriched trace's)
+    assert told == sorted(told) and told[-1] == len(trace.slices)   # (progress: all done)
     return buf.getvalue(), counts, len(forks), len(parts)
 
 

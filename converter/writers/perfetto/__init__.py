@@ -194,6 +194,8 @@ def _part(w: SequenceWriter, helper, result: dict | None,
                               f"{one_line(helper.error)}")
     for key in _PART_COUNTS:
         w.counts[key] += result[key]
+    if w.sink[1] is not None:       # (the part's slices are done too: all of them now)
+        w.sink[1](w.counts["slices"])
     n = result["part_packets"]
     stamps, lengths = array("q", [0]) * n, array("q", [0]) * n     # (as ``send_part``'s)
     part_out.seek(result["packet_bytes"])       # (after the packets: ``part_counts``)
