@@ -110,7 +110,7 @@ def _write(make, enrich, workers: int, monkeypatch, forks_fail: bool = False):
         return None if forks_fail else real_fork(fn)
 
     monkeypatch.setattr(perfetto, "fork_pass", fork)
-    monkeypatch.setattr(perfetto, "_part_writer", lambda t: parts.append(1) or real_part(t))
+    monkeypatch.setattr(perfetto, "_part_writer", lambda t, w: parts.append(1) or real_part(t, w))
     buf = io.BytesIO()
     trace = make()
     told = []

@@ -152,7 +152,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
         part_out = tempfile.TemporaryFile()
         helper = fork_pass(lambda: second_part(w)) if forks else None
         if helper is None:                  # one process: the part first, here
-            pw = _part_writer(trace)
+            pw = _part_writer(trace, w)
             pw.ride(slice_units, counter_units)
             result = second_part(pw)
             del pw
@@ -174,12 +174,12 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     return w.counts
 
 
-def _part_writer(trace: Trace) -> SequenceWriter:
-    """A writer of the part a forked process would write, in this process: made from the
-    trace as it is, as ``w`` was (the forked process's copy of it).  It shares the lanes'
-    lists of slice ids with ``w`` (and may order one in place, as ``w`` would): it is done
-    with them before ``w`` writes anything, and neither writes a lane the other does."""
-    return SequenceWriter(trace, None, None, CHUNK_PACKETS)
+def _part_writer(trace: Trace, w: SequenceWriter) -> SequenceWriter:
+    """A writer of the part a forked process would write, in this process, as the forked
+    process's copy of ``w`` would be: ``w``'s columns, work ids and lanes (it may order a
+    lane's ids in place, as ``w`` would: it is done with them before ``w`` writes anything,
+    and neither writes a lane the other does), nothing written yet."""
+    return SequenceWriter(trace, None, None, CHUNK_PACKETS, like=w)
 
 
 def _part(w: SequenceWriter, helper, result: dict | None,
@@ -298,7 +298,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     if helper is None:                      # one process: the forked one's first part here
         os.close(news_w)
         news_file.close()
-        pw = _part_writer(trace)
+        pw = _part_writer(trace, w)
         places = own_first(pw)
     news = result = None
     mine: list = []                 # the contested sequences this process takes

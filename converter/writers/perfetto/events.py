@@ -77,7 +77,12 @@ class SequenceWriter:
     """Writes the sequences of ``trace`` into ``out`` in chunks of ``chunk_packets``."""
 
     def __init__(self, trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
-                 chunk_packets: int):
+                 chunk_packets: int, like: SequenceWriter | None = None):
+        """``like``: a writer of the same trace, made before it changed, whose columns,
+        work ids, lanes and sequence ids this one takes rather than making them again (a
+        second part's writer: ``write_perfetto``); none of them is changed in place by
+        either writer before both are done, but the correlation fields and sequence ids,
+        which are copied."""
         self.trace = trace
         self.slices = trace.slices
         self.chunk_packets = chunk_packets
@@ -108,6 +113,31 @@ class SequenceWriter:
         # own slices.
         self.flow_bytes = KeyedFields()
         self.end_flow_bytes = KeyedFields()
+        if like is not None:
+            self.cols, self.flow_cols, self.own_work, self.own_fields, self.copied = \
+                like.cols, like.flow_cols, like.own_work, like.own_fields, like.copied
+            self.work = list(like.work)
+            self.by_track = like.by_track
+            self.seq_ids = dict(like.seq_ids)
+            self.base = like.base
+        else:
+            self._derive(trace)
+        # Names used once are written inline: interning them would only add an entry.  Each
+        # process counts the names it writes (``count_names``).
+        self.repeated: collections.Counter = collections.Counter()
+        self.names: dict[str, tuple[bytes, bytes | None]] = {}
+        self.cats: dict[str, tuple[bytes, bytes]] = {}
+        self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
+        self.done = 0
+        # Counter samples riding on slice events of the same time (``ride``): the extra
+        # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
+        # per counter (by id) the times of its samples that ride.
+        self.riders = Riders()
+        self.rides: dict[int, Any] = {}     # id(counter) -> numpy bools: which ride
+
+    def _derive(self, trace: Trace) -> None:
+        """What the writer reads of the whole trace: its columns, work ids, lanes and
+        sequence ids, and the time origin."""
         # The slices' tracks and times as columns (None where a time is outside ±2^62: each
         # slice is then taken as it is), and the flows' ends as columns, made here: a forked
         # process does not read the flows again (reading an object writes its reference
@@ -129,19 +159,7 @@ class SequenceWriter:
             else trace.slices_by_track()
         # Sequence ids: the tracks with the most packets get the small (one-byte) ids.
         self.seq_ids = _sequence_ids(self.by_track, trace.counters, SEQ_ID + 1)
-        # Names used once are written inline: interning them would only add an entry.  Each
-        # process counts the names it writes (``count_names``).
-        self.repeated: collections.Counter = collections.Counter()
-        self.names: dict[str, tuple[bytes, bytes | None]] = {}
-        self.cats: dict[str, tuple[bytes, bytes]] = {}
-        self.shared_cache: dict[int, tuple[bytes, tuple]] = {}
-        self.done = 0
         self.base = time_origin(trace, self.cols)
-        # Counter samples riding on slice events of the same time (``ride``): the extra
-        # counter fields per BEGIN (by slice id) and per END (by track, then end time), and
-        # per counter (by id) the times of its samples that ride.
-        self.riders = Riders()
-        self.rides: dict[int, Any] = {}     # id(counter) -> numpy bools: which ride
 
     def report(self) -> None:
         """Tell how many slices are done; the next time, ``chunk_packets`` packets later.
