@@ -139,7 +139,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     if _cost(trace) >= PARALLEL_MIN_COST:
         mine, theirs = _halves(slice_units, counter_units)
     w.ride(slice_units, counter_units)      # before the fork: both processes know them
-    part_out = helper = result = None
+    part_out = helper = result = pw = None
     if theirs[0] or theirs[1]:
         def second_part(pw: SequenceWriter) -> dict[str, int]:
             pw.to_part(part_out)
@@ -153,10 +153,11 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
         helper = fork_pass(lambda: second_part(w)) if forks else None
         if helper is None:                  # one process: the part first, here
             pw = _part_writer(trace, w)
+    try:
+        if pw is not None:
             pw.ride(slice_units, counter_units)
             result = second_part(pw)
-            del pw
-    try:
+            pw = None
         w.flows_of({t for t, _ in mine[0]} if part_out is not None else None)
         w.count_names(mine[0], True)
         w.write_header()
@@ -294,15 +295,15 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     part_out = tempfile.TemporaryFile()
     helper = fork_pass(own_part) if forks else None
     os.close(news_r)
-    pw = places = None
+    pw = places = news = result = None
     if helper is None:                      # one process: the forked one's first part here
         os.close(news_w)
         news_file.close()
         pw = _part_writer(trace, w)
-        places = own_first(pw)
-    news = result = None
     mine: list = []                 # the contested sequences this process takes
     try:
+        if pw is not None:
+            places = own_first(pw)
         try:
             enrich(trace)
             added = slices[n_slices:]
