@@ -51,7 +51,8 @@ _common = [
     click.option("-j", "--jobs", type=click.IntRange(1, 2), default=None,
                  help="Processes one conversion may use, 1 or 2 (default: 2 where 2 CPUs or "
                       "more may be used): on a large run a second one reads and writes part "
-                      "of it meanwhile. -j 1: everything in this process."),
+                      "of it meanwhile. -j 1: everything in this process. The output is the "
+                      "same either way."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary lines."),
 ]
 

@@ -78,11 +78,13 @@ class SequenceWriter:
 
     def __init__(self, trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
                  chunk_packets: int, like: SequenceWriter | None = None):
-        """``like``: a writer of the same trace, made before it changed, whose columns,
-        work ids, lanes and sequence ids this one takes rather than making them again (a
-        second part's writer: ``write_perfetto``); none of them is changed in place by
-        either writer before both are done, but the correlation fields and sequence ids,
-        which are copied."""
+        """``like``: a writer of the same trace, made before the trace changed, whose
+        columns, work ids, lanes, sequence ids and time origin this one takes rather than
+        making them again (a second part's writer, in the same process: ``write_perfetto``).
+        The correlation fields and sequence ids, which a writer changes in place, are
+        copied; a lane's list of ids may be ordered in place by the writer that writes the
+        lane (neither writes a lane the other does); the rest is only read until both are
+        done."""
         self.trace = trace
         self.slices = trace.slices
         self.chunk_packets = chunk_packets
