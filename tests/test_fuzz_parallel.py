@@ -1,7 +1,8 @@
 """The two-process paths on mutated inputs (tests/fuzzing.py's mutations of real PyPTO
 runs and database exports): reading with a second process gives exactly the model one
 process reads, or the same error; and a trace written by two processes (the run's own
-sequences in the other one while the derived tracks are made here) reads back as that model.
+sequences in the other one while the derived tracks are made here) reads back as that model,
+and is the same bytes one process writes.
 
 Large files take these paths by default; here the size thresholds are lowered to 0 so that
 the small seed runs take them too (and a database's tables are handed over a few rows at a
@@ -45,6 +46,9 @@ def test_mutated_pypto_runs_read_and_write_the_same_with_two_processes(tmp_path_
         buf = io.BytesIO()
         perfetto.write_perfetto(two, buf, None, workers=2, enrich=add_derived_tracks)
         assert_same_as_model(two, buf.getvalue())
+        alone = io.BytesIO()            # (the same model: one process writes the same bytes)
+        perfetto.write_perfetto(one, alone, None, workers=1, enrich=add_derived_tracks)
+        assert alone.getvalue() == buf.getvalue()
 
     on_mutated(seeds, where, check, lambda seed: [t for t in seed.targets
                                                   if "merged" in t.name])
