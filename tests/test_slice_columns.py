@@ -228,8 +228,8 @@ def test_packets_spilled_to_a_file_are_written_as_those_held(workers, enrich, mo
         spilled.append(len(self.spilled))
         real_report(self)
 
-    def holding(self, *args):
-        real_init(self, *args)
+    def holding(self, *args, **kw):
+        real_init(self, *args, **kw)
         self.spilling = False
 
     monkeypatch.setattr(events.SequenceWriter, "report", report)
