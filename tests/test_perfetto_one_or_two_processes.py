@@ -234,3 +234,37 @@ def test_one_worker_merges_in_one_process_too(monkeypatch, tmp_path):
     assert got[1][1] == []
     assert got[2][1] == [1]             # (the run too small to split its sequences)
     assert got[1][0] == got[2][0]
+
+
+def test_one_process_tells_the_progress_of_the_part_it_writes(monkeypatch):
+    """Written here, the second part tells its slices done as it writes them (its first
+    sequences before the analyses run); the first part's then count on from there: the
+    slices done only grow, up to all of them, and the file is the two processes' one."""
+    from tracecvt.writers import perfetto
+    monkeypatch.setattr(perfetto, "OVERLAP_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0)
+    monkeypatch.setattr(perfetto, "CHUNK_PACKETS", 50)
+    got = {}
+    for enrich in (None, _new_args):
+        for workers in (1, 2):
+            told: list[tuple[int, bool]] = []
+            ran = []
+
+            def analyses(trace, enrich=enrich):
+                ran.append(1)
+                enrich(trace)
+            trace = _run(9)
+            buf = io.BytesIO()
+            perfetto.write_perfetto(trace, buf, lambda done: told.append((done, bool(ran))),
+                                    workers=workers, enrich=analyses if enrich else None)
+            done = [d for d, _ in told]
+            assert done == sorted(done) and done[-1] == len(trace.slices)
+            got[enrich, workers] = (buf.getvalue(), told)
+        assert got[enrich, 1][0] == got[enrich, 2][0]
+    before = [d for d, after in got[_new_args, 1][1] if not after]
+    assert max(before) > 0                      # (the part's first sequences, told here)
+    assert not [d for d, after in got[_new_args, 2][1] if not after]    # (there: not)
+    # the first part's steps, after the second part's here: every one told (counted on
+    # from the part's), as where the part is written elsewhere
+    assert len([d for d, after in got[_new_args, 1][1] if after]) >= \
+        len([d for d, after in got[_new_args, 2][1] if after])

@@ -112,9 +112,23 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     The counts' ``flows`` are the flows written; ``flows_not_drawn`` those left out
     (``writers.flows``: a destination starting before its source).
     """
-    counts = _write(trace, out, progress, workers, enrich)
+    counts = _write(trace, out, _rising(progress) if progress is not None else None,
+                    workers, enrich)
     counts["flows"] = len(trace.flows) - counts["flows_not_drawn"]
     return counts
+
+
+def _rising(progress: Callable[[int], None]) -> Callable[[int], None]:
+    """``progress``, told only counts above the last told: where a part written here is
+    dropped after all (``_write_enriched``) and everything is written again, the bar waits
+    rather than going back."""
+    high = [-1]
+
+    def tell(done: int) -> None:
+        if done > high[0]:
+            high[0] = done
+            progress(done)
+    return tell
 
 
 def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
@@ -141,8 +155,8 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     w.ride(slice_units, counter_units)      # before the fork: both processes know them
     part_out = helper = result = pw = None
     if theirs[0] or theirs[1]:
-        def second_part(pw: SequenceWriter) -> dict[str, int]:
-            pw.to_part(part_out)
+        def second_part(pw: SequenceWriter, tell=None) -> dict[str, int]:
+            pw.to_part(part_out, tell)
             pw.flows_of({t for t, _ in theirs[0]})
             pw.count_names(theirs[0], False)
             pw.write_slices(theirs[0])
@@ -156,8 +170,9 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
     try:
         if pw is not None:
             pw.ride(slice_units, counter_units)
-            result = second_part(pw)
+            result = second_part(pw, progress)
             pw = None
+            _after_part(w, progress, result)
         w.flows_of({t for t, _ in mine[0]} if part_out is not None else None)
         w.count_names(mine[0], True)
         w.write_header()
@@ -165,8 +180,8 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
         w.write_instants()
         w.write_counters(mine[1])
         w.counts["slices"] = w.done
-        w.write_sorted(_part(w, helper, result, part_out) if part_out is not None else None,
-                       forks)
+        w.write_sorted(_part(w, helper, result, part_out, progress) if part_out is not None
+                       else None, forks)
     finally:
         if helper is not None:
             helper.abandon()
@@ -183,11 +198,20 @@ def _part_writer(trace: Trace, w: SequenceWriter) -> SequenceWriter:
     return SequenceWriter(trace, None, None, CHUNK_PACKETS, like=w)
 
 
-def _part(w: SequenceWriter, helper, result: dict | None,
-          part_out: IO[bytes]) -> tuple[IO[bytes], Any, Any]:
+def _after_part(w: SequenceWriter, progress: Callable[[int], None] | None,
+                result: dict) -> None:
+    """The second part written here first: ``w`` tells its slices done after the part's
+    (``progress`` told those as the part wrote them)."""
+    if progress is not None:
+        w.sink[1] = lambda done, before=result["slices"]: progress(before + done)
+
+
+def _part(w: SequenceWriter, helper, result: dict | None, part_out: IO[bytes],
+          progress: Callable[[int], None] | None) -> tuple[IO[bytes], Any, Any]:
     """What the second part wrote (``SequenceWriter.write_sorted``'s ``part``: the file
     it wrote into, read there, and its packets' stamps and lengths, read from after them):
-    its ``result``, or the forked ``helper``'s; its counts are added to ``w``'s."""
+    its ``result``, or the forked ``helper``'s; its counts are added to ``w``'s, and
+    ``progress`` is told every slice is done."""
     if helper is not None:
         result = helper.result()
         if result is None:
@@ -195,8 +219,8 @@ def _part(w: SequenceWriter, helper, result: dict | None,
                               f"{one_line(helper.error)}")
     for key in _PART_COUNTS:
         w.counts[key] += result[key]
-    if w.sink[1] is not None:       # (the part's slices are done too: all of them now)
-        w.sink[1](w.counts["slices"])
+    if progress is not None:        # (the part's slices are done too: all of them now)
+        progress(w.counts["slices"])
     n = result["part_packets"]
     stamps, lengths = array("q", [0]) * n, array("q", [0]) * n     # (as ``send_part``'s)
     part_out.seek(result["packet_bytes"])       # (after the packets: ``part_counts``)
@@ -240,8 +264,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     out_of_sure = set(at)
     sure = [u for k, u in enumerate(slice_units) if k not in out_of_sure]
 
-    def own_first(pw: SequenceWriter) -> dict[int, tuple]:
-        pw.to_part(part_out)
+    def own_first(pw: SequenceWriter, tell=None) -> dict[int, tuple]:
+        pw.to_part(part_out, tell)
         pw.flows_of({t for t, _ in sure})
         pw.count_names(slice_units, False)
         pw.ride(slice_units, counter_units)
@@ -303,7 +327,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     mine: list = []                 # the contested sequences this process takes
     try:
         if pw is not None:
-            places = own_first(pw)
+            places = own_first(pw, progress)
         try:
             enrich(trace)
             added = slices[n_slices:]
@@ -362,6 +386,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     f.write(len(data).to_bytes(8, "little"))
         if news is not None and pw is not None:     # the rest of the part, here
             result = own_rest(pw, places, news, replaced)
+            _after_part(w, progress, result)
         pw = places = None
         # (the args before enrich, a list of every slice's twice: needed no more)
         args_before = shared_before = None
@@ -387,7 +412,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         # as ``release`` does the writer's own)
         for _, ids in units:
             del ids[:]
-        w.write_sorted(_part(w, helper, result, part_out), forks)
+        w.write_sorted(_part(w, helper, result, part_out, progress), forks)
     finally:
         if helper is not None:
             helper.abandon()

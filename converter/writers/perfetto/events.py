@@ -321,7 +321,10 @@ class SequenceWriter:
         dts, ts_lo, ts_mid, ts_hi = _DTS, _TS3_LO, _TS4_MID, _LEN
         base = self.base
         done = self.done
-        limit = self.next_report if record is None else sys.maxsize   # recording: silent
+        # (recording where packets are spilled would move them: silent then; a part does
+        # not spill, ``to_part``, and tells its progress where it has someone to tell)
+        quiet = record is not None and self.spilling
+        limit = sys.maxsize if quiet else self.next_report
         # The packets of plain ENDs and the timestamp fields of BEGINs are made per track, a
         # column at a time (``_end_packets``, ``_timestamps``: on long runs most times take
         # five bytes, past the inline steps); the timestamp of an END that carries more is
@@ -342,7 +345,7 @@ class SequenceWriter:
                     done += len(ids)
                     if len(ids) >= GIVE_BACK_FROM:
                         give_back()                 # (its arrays, let go: heap.py)
-                    if record is None:
+                    if not quiet:
                         self.done = done
                         self.report()
                         limit = self.next_report
@@ -589,12 +592,15 @@ class SequenceWriter:
 
 
     # -- helpers of the parts written by a forked process ------------------------------
-    def to_part(self, part_out: IO[bytes]) -> None:
-        """In the forked process (forked before anything was built or counted): write into
-        ``part_out`` (in the order built: the parent sorts), report nothing."""
+    def to_part(self, part_out: IO[bytes],
+                progress: Callable[[int], None] | None = None) -> None:
+        """In the forked process (forked before anything was built or counted), or in a
+        part's own writer: write into ``part_out`` (in the order built: the parent sorts),
+        tell ``progress`` (a forked process: nobody) the slices done, spill nothing (its
+        packets may be built again in place: ``begin_again``)."""
         assert not self.chunk and not self.done and not any(self.counts[k]
                                                              for k in _PART_COUNTS)
-        self.sink[:] = [part_out, None]
+        self.sink[:] = [part_out, progress]
         self.spilling = False
 
     def part_counts(self) -> dict[str, Any]:
