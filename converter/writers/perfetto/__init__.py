@@ -55,8 +55,8 @@ Modules: this one decides which process writes which sequences (``share`` the es
 behind it); ``events`` builds the packets
 (``SequenceWriter``), ``riders`` the counter samples riding on slice events, ``tracks`` the
 track descriptors and sequence starts, ``interning`` the interned strings and args,
-``order`` the time origin and the packets' order, ``attributes`` the run's facts, ``wire``
-the field keys and packet framing.
+``order`` the time origin and the packets' order, ``parts`` the second part read back,
+``attributes`` the run's facts, ``wire`` the field keys and packet framing.
 """
 
 from __future__ import annotations
@@ -64,23 +64,22 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
-from array import array
 from itertools import compress, count
 from operator import attrgetter, is_not
 from typing import IO, Any, Callable
 
 import numpy as np
 
-from ...errors import OutputError, one_line
 from ...forkpass import fork_pass
 from ...heap import give_back
 from ...model import Trace
 from ...same_work import copies_work, still
 from ...slice_columns import by_track, kept_columns
-from .events import _PART_COUNTS, SequenceWriter, _sequence_ids
+from .events import SequenceWriter, _sequence_ids
 from .work_fields import correlation_fields, with_copies
 from . import share
 from .order import time_origin
+from .parts import after_part, read_part, rising
 from .wire import SEQ_ID
 
 _ARGS, _SHARED, _TRACK = attrgetter("args"), attrgetter("shared_args"), attrgetter("track")
@@ -112,23 +111,10 @@ def write_perfetto(trace: Trace, out: IO[bytes],
     The counts' ``flows`` are the flows written; ``flows_not_drawn`` those left out
     (``writers.flows``: a destination starting before its source).
     """
-    counts = _write(trace, out, _rising(progress) if progress is not None else None,
+    counts = _write(trace, out, rising(progress) if progress is not None else None,
                     workers, enrich)
     counts["flows"] = len(trace.flows) - counts["flows_not_drawn"]
     return counts
-
-
-def _rising(progress: Callable[[int], None]) -> Callable[[int], None]:
-    """``progress``, told only counts above the last told: where a part written here is
-    dropped after all (``_write_enriched``) and everything is written again, the bar waits
-    rather than going back."""
-    high = [-1]
-
-    def tell(done: int) -> None:
-        if done > high[0]:
-            high[0] = done
-            progress(done)
-    return tell
 
 
 def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
@@ -172,7 +158,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
             pw.ride(slice_units, counter_units)
             result = second_part(pw, progress)
             pw = None
-            _after_part(w, progress, result)
+            after_part(w, progress, result)
         w.flows_of({t for t, _ in mine[0]} if part_out is not None else None)
         w.count_names(mine[0], True)
         w.write_header()
@@ -180,7 +166,7 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
         w.write_instants()
         w.write_counters(mine[1])
         w.counts["slices"] = w.done
-        w.write_sorted(_part(w, helper, result, part_out, progress) if part_out is not None
+        w.write_sorted(read_part(w, helper, result, part_out, progress) if part_out is not None
                        else None, forks)
     finally:
         if helper is not None:
@@ -196,45 +182,6 @@ def _part_writer(trace: Trace, w: SequenceWriter) -> SequenceWriter:
     lane's ids in place, as ``w`` would: it is done with them before ``w`` writes anything,
     and neither writes a lane the other does), nothing written yet."""
     return SequenceWriter(trace, None, None, CHUNK_PACKETS, like=w)
-
-
-def _after_part(w: SequenceWriter, progress: Callable[[int], None] | None,
-                result: dict) -> None:
-    """The second part written here first: ``w`` tells its slices done after the part's
-    (``progress`` told those as the part wrote them)."""
-    if progress is not None:
-        w.sink[1] = lambda done, before=result["slices"]: progress(before + done)
-
-
-def _part(w: SequenceWriter, helper, result: dict | None, part_out: IO[bytes],
-          progress: Callable[[int], None] | None) -> tuple[IO[bytes], Any, Any]:
-    """What the second part wrote (``SequenceWriter.write_sorted``'s ``part``: the file
-    it wrote into, read there, and its packets' stamps and lengths, read from after them):
-    its ``result``, or the forked ``helper``'s; its counts are added to ``w``'s, and
-    ``progress`` is told every slice is done."""
-    if helper is not None:
-        result = helper.result()
-        if result is None:
-            raise OutputError("writing part of the trace in a second process failed: "
-                              f"{one_line(helper.error)}")
-    for key in _PART_COUNTS:
-        w.counts[key] += result[key]
-    if progress is not None:        # (the part's slices are done too: all of them now)
-        progress(w.counts["slices"])
-    n = result["part_packets"]
-    stamps, lengths = array("q", [0]) * n, array("q", [0]) * n     # (as ``send_part``'s)
-    part_out.seek(result["packet_bytes"])       # (after the packets: ``part_counts``)
-    for column in (stamps, lengths):
-        view = memoryview(column).cast("B")
-        done = 0
-        while done < len(view):
-            got = part_out.readinto(view[done:])
-            if not got:
-                raise OutputError("writing part of the trace in a second process failed: "
-                                  "its packets' times and lengths are not all there")
-            done += got
-    part_out.seek(0)
-    return part_out, stamps, lengths
 
 
 def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
@@ -386,7 +333,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                     f.write(len(data).to_bytes(8, "little"))
         if news is not None and pw is not None:     # the rest of the part, here
             result = own_rest(pw, places, news, replaced)
-            _after_part(w, progress, result)
+            after_part(w, progress, result)
         pw = places = None
         # (the args before enrich, a list of every slice's twice: needed no more)
         args_before = shared_before = None
@@ -412,7 +359,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         # as ``release`` does the writer's own)
         for _, ids in units:
             del ids[:]
-        w.write_sorted(_part(w, helper, result, part_out, progress), forks)
+        w.write_sorted(read_part(w, helper, result, part_out, progress), forks)
     finally:
         if helper is not None:
             helper.abandon()
