@@ -154,8 +154,8 @@ def _write(trace: Trace, out: IO[bytes], progress: Callable[[int], None] | None,
         if helper is None:                  # one process: the part first, here
             pw = _part_writer(trace, w)
     try:
-        if pw is not None:
-            pw.ride(slice_units, counter_units)
+        if pw is not None:      # (the samples ride as they do for ``w``: its riders, each
+            pw.riders, pw.rides = w.riders, w.rides     # lane's taken by its one writer)
             result = second_part(pw, progress)
             pw = None
             after_part(w, progress, result)
@@ -244,12 +244,6 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         pw.begin_again(list(news), places)
         return pw.part_counts()
 
-    # The news go through a file (a pipe holds 64 KiB: larger news would block this
-    # process until the forked one has written all its slices and reads them); the pipe
-    # carries their length once they are there.
-    news_file = tempfile.TemporaryFile()
-    news_r, news_w = os.pipe()
-
     def own_part() -> dict[str, int] | None:
         os.close(news_w)
         places = own_first(w)
@@ -264,12 +258,19 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         return own_rest(w, places, news)
 
     part_out = tempfile.TemporaryFile()
-    helper = fork_pass(own_part) if forks else None
-    os.close(news_r)
-    pw = places = news = result = None
+    helper = pw = places = news = result = None
+    if forks:
+        # The news go through a file (a pipe holds 64 KiB: larger news would block this
+        # process until the forked one has written all its slices and reads them); the
+        # pipe carries their length once they are there.
+        news_file = tempfile.TemporaryFile()
+        news_r, news_w = os.pipe()
+        helper = fork_pass(own_part)
+        os.close(news_r)
+        if helper is None:                  # (no fork after all)
+            os.close(news_w)
+            news_file.close()
     if helper is None:                      # one process: the forked one's first part here
-        os.close(news_w)
-        news_file.close()
         pw = _part_writer(trace, w)
     mine: list = []                 # the contested sequences this process takes
     try:

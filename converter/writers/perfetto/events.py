@@ -105,8 +105,8 @@ class SequenceWriter:
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
                        "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0,
                        "flows_untrusted_not_drawn": 0}
-        # Where packets go and who hears of progress (a forked second part writes
-        # elsewhere, silently).
+        # Where packets go and who hears of progress (a second part writes into its own
+        # file; forked, silently: ``to_part``).
         self.sink: list[Any] = [out, progress]
         # Flow ids per slice (writers.flows): outgoing on the source BEGIN (key i),
         # terminating on the destination BEGIN (key ~i), or on its END when both start at one
@@ -591,7 +591,7 @@ class SequenceWriter:
             self.counts["instants"] += 1
 
 
-    # -- helpers of the parts written by a forked process ------------------------------
+    # -- helpers of a second part (written by a forked process, or first, here) ----------
     def to_part(self, part_out: IO[bytes],
                 progress: Callable[[int], None] | None = None) -> None:
         """In the forked process (forked before anything was built or counted), or in a
