@@ -621,6 +621,40 @@ def test_share_evens_out_the_estimates():
     assert taken([4], own=10, here=9) == 0
 
 
+def test_share_counts_the_pages_the_forked_process_copies():
+    """A slice whose args are a dict costs the forked process ``FORK_US`` more (it copies
+    the pages of the objects it reads); rows of a table (read from columns) and no args
+    cost it nothing more.  What a contested sequence costs it more moves with the
+    sequence, so the writing process takes a sequence it would not take on the writing
+    cost alone."""
+    from tracecvt.arg_rows import ArgTable
+    from tracecvt.writers.perfetto.share import FORK_US, fork_costs, own_cost, taken
+    trace = Trace(RunMeta("t", "test"))
+    table = ArgTable(("a", "b"))
+    lanes = {kind: trace.add_track(kind, nesting=False) for kind in ("dict", "row", "none",
+                                                                     "half")}
+    for k in range(300):
+        trace.add_slice(lanes["dict"], k, 1, "s", args={"a": k, "b": 1})
+        trace.add_slice(lanes["row"], k, 1, "s", args=table.add((k, 1)))
+        trace.add_slice(lanes["none"], k, 1, "s")
+        trace.add_slice(lanes["half"], k, 1, "s", args={"a": k} if k % 2 else None)
+    units = list(trace.slices_by_track().items())
+    more = dict(zip((t for t, _ in units), fork_costs(trace.slices, units)))
+    assert more[lanes["dict"]] == 300 * FORK_US
+    assert more[lanes["row"]] == more[lanes["none"]] == 0
+    assert more[lanes["half"]] == 150 * FORK_US          # the first 64 tell for the rest
+    assert own_cost([10.0, 20.0], 0, 0, [1.0, 2.0]) == own_cost([10.0, 20.0], 0, 0) + 3.0
+    # four sequences of 2, each 1 more in the forked process: with that counted (10 + 4
+    # against 5), two move (8 against 9); on the writing cost alone, one (8 against 7)
+    forked = [1.0] * 4
+    assert taken([2] * 4, own=10, here=5) == 1
+    assert taken([2] * 4, own=own_cost([], 0, 0, forked) + 10, here=5, forked=forked) == 2
+    # what a sequence costs the forked process more moves with it: moving this one would
+    # leave the processes further apart (19.5 against 14) than they are (17.5 against 20)
+    assert taken([2], own=20, here=17.5) == 1
+    assert taken([2], own=20, here=17.5, forked=[4.0]) == 0
+
+
 def test_share_estimates_weigh_what_an_arg_costs_to_write():
     from tracecvt.writers.perfetto.share import start_cost, taken, units_cost
     assert taken([2, 3], own=20, here=10, start=4) == 1  # the first moves 3 and costs 4 more

@@ -206,6 +206,7 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     args_before = list(map(_ARGS, slices))
     shared_before = list(map(_SHARED, slices))
     costs = share.units_cost(slices, trace.tracks, slice_units)
+    forked = share.fork_costs(slices, slice_units)
     at = share.contest(costs)
     contested = [slice_units[k] for k in at]
     out_of_sure = set(at)
@@ -293,10 +294,11 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
                 new_units = by_track(added_tracks, n_slices, packed=True)
                 # The last contested sequences this process takes, to even out the work
                 n_taken = share.taken(
-                    [costs[k] for k in at], share.own_cost(costs, n_slices, sum(samples)),
+                    [costs[k] for k in at],
+                    share.own_cost(costs, n_slices, sum(samples), forked),
                     share.here_cost(n_slices, slices, trace.tracks, list(new_units.items()),
                                     new_counters),
-                    share.start_cost(n_slices, sum(samples)))
+                    share.start_cost(n_slices, sum(samples)), [forked[k] for k in at])
                 mine = contested[len(contested) - n_taken:] if n_taken else []
                 taken = {t for t, _ in mine}    # (a unit is every slice of its track)
                 replaced = sorted({*compress(count(), map(is_not, map(_ARGS, slices),

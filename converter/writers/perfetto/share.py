@@ -15,7 +15,7 @@ packets, its args by kind (fitted to the write time of every sequence of the thr
 runs: an msprof database, simpler and PyPTO; a number, a string new or found, a value left
 out, a nested value, shared args), a counter sample, the analyses per slice of the run, and
 what each process does besides writing: the forked one's flows and riders before it writes,
-this one's riders again once it takes a sequence.
+and the pages it copies (``fork_costs``), this one's riders again once it takes a sequence.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ SETUP_US = 0.8          # the forked process's flows, names and riders, per slic
 TAKE_US = 0.3           # this process's riders and flows of the run's own, per slice
 TAKE_SAMPLE_US = 0.35   # and per counter sample of the run's own
 RIDE_US = 0.4           # a sample of a counter the analyses added, found riding or not
+# More in the forked process, per slice of its own whose args are a dict: reading a Python
+# object writes its reference count, so the forked process copies the pages of the dicts
+# and values it reads, where this process reads them in place (measured: about 1 µs a slice
+# on simpler and PyPTO runs; rows of a table, ``ArgRow``, as a database's tasks, are read
+# from their columns: about 0.1 µs).
+FORK_US = 1.0
 _ARGS_SEEN = 64         # slices of a sequence whose args are counted (the rest alike)
 _NESTED = (list, dict, tuple)
 
@@ -66,6 +72,18 @@ def units_cost(slices: list, tracks: list, units: list[tuple[int, list[int]]]) -
     return out
 
 
+def fork_costs(slices: list, units: list[tuple[int, list[int]]]) -> list[float]:
+    """What writing each slice sequence of ``units`` (track, ids) costs the forked process
+    more than this one (``FORK_US`` a slice whose args are a dict, as the first of the
+    sequence tell)."""
+    out = []
+    for _, ids in units:
+        seen = ids[:_ARGS_SEEN]
+        dicts = sum(1 for i in seen if slices[i].args.__class__ is dict)
+        out.append(FORK_US * len(ids) * dicts / max(len(seen), 1))
+    return out
+
+
 def contest(costs: list[float]) -> list[int]:
     """Which sequences (of estimated ``costs``) are contested, in order: from the last
     one back, those that fit in half of the cost; the rest the forked process writes at
@@ -80,18 +98,21 @@ def contest(costs: list[float]) -> list[int]:
     return out[::-1]
 
 
-def taken(contested: list[float], own: float, here: float, start: float = 0.0) -> int:
+def taken(contested: list[float], own: float, here: float, start: float = 0.0,
+          forked: list[float] | None = None) -> int:
     """How many of the last ``contested`` sequences the writing process takes: the
     forked process's work is ``own`` (every own sequence and counter), this process's
-    ``here`` (the analyses and what they added); each sequence taken moves its cost, and
-    taking any costs ``start`` here (``start_cost``)."""
+    ``here`` (the analyses and what they added); each sequence taken moves its cost (and
+    what it costs the forked process more, ``forked``: ``fork_costs``), and taking any
+    costs ``start`` here (``start_cost``)."""
     k = 0
     while k < len(contested):
         c = contested[-1 - k] + (start if k == 0 else 0.0)
-        if here + c / 2 > own - c / 2:          # taking it would not even them out more
+        more = forked[-1 - k] if forked else 0.0
+        if here + c / 2 > own - (c + more) / 2:     # taking it would not even them out more
             break
         here += c
-        own -= contested[-1 - k]
+        own -= contested[-1 - k] + more
         k += 1
     return k
 
@@ -103,10 +124,12 @@ def start_cost(n_own: int, samples: int) -> float:
     return TAKE_US * n_own + TAKE_SAMPLE_US * samples
 
 
-def own_cost(costs: list[float], n_own: int, samples: int) -> float:
+def own_cost(costs: list[float], n_own: int, samples: int,
+             forked: list[float] = ()) -> float:
     """The forked process's estimated work: its set-up over the ``n_own`` slices of the
-    run's own, the sequences of estimated ``costs``, and the counters' ``samples``."""
-    return SETUP_US * n_own + sum(costs) + SAMPLE_US * samples
+    run's own, the sequences of estimated ``costs`` (and what they cost it more,
+    ``forked``), and the counters' ``samples``."""
+    return SETUP_US * n_own + sum(costs) + sum(forked) + SAMPLE_US * samples
 
 
 def here_cost(n_own: int, slices: list, tracks: list, new_units: list,
