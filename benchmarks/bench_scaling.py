@@ -143,9 +143,11 @@ def measure(run: Path, out: Path, workers: int) -> dict:
 
 
 def flatness(rows: list[dict], key: str, floor_events: int = 10_000) -> float | None:
-    """max / min of ``key`` over the runs of at least ``floor_events`` events."""
+    """max / min of ``key`` over the runs of at least ``floor_events`` events; None where
+    fewer than two runs have it or one measured 0 (a short run's system CPU time: the
+    kernel counts it in clock ticks), which no ratio can be made of."""
     vals = [r[key] for r in rows if r["events"] >= floor_events]
-    return round(max(vals) / min(vals), 3) if len(vals) > 1 else None
+    return round(max(vals) / min(vals), 3) if len(vals) > 1 and min(vals) > 0 else None
 
 
 def report(family: str, rows: list[dict]) -> dict:

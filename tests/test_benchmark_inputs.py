@@ -11,6 +11,7 @@ from tracecvt.readers import ReadOptions, find_runs
 from conftest import REPO, SAMPLES
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_scaling import flatness  # noqa: E402
 from bench_simpler import scaled_run  # noqa: E402
 from pypto_scaled import scaled_merged  # noqa: E402
 
@@ -96,3 +97,13 @@ def test_the_benchmarks_read_each_input_before_a_job(tmp_path, monkeypatch):
     monkeypatch.setattr(childrun, "WARM_MAX_BYTES", 16 << 20)
     childrun.warm(str(tmp_path / "run"))
     assert read == {}
+
+
+def test_scaling_flatness_is_max_over_min_of_the_runs_large_enough():
+    rows = [{"events": 5_000, "t": 9.0}, {"events": 15_000, "t": 6.0},
+            {"events": 150_000, "t": 4.0}, {"events": 1_500_000, "t": 5.0}]
+    assert flatness(rows, "t") == 1.5                   # 6 / 4: the 5,000-event run left out
+    assert flatness(rows[:2], "t") is None              # one run: no ratio
+    # a short run's system CPU time measured 0 (clock ticks): no ratio, not a crash
+    rows[1]["t"] = 0.0
+    assert flatness(rows, "t") is None
