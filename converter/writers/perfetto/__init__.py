@@ -343,7 +343,9 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
         if news is None:                    # enrich changed what the part writes
             if helper is not None:
                 helper.abandon()
-            return write_perfetto(trace, out, progress, workers)
+            # (everything written here, as one part or halves; ``progress`` is already
+            # the caller's, told only counts above the last: ``rising``)
+            return _write(trace, out, progress, workers, None)
         give_back()                     # (what the analyses let go: heap.py)
         units = list(new_units.items())
         w.count_names(units + mine, True)
