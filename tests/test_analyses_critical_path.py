@@ -122,3 +122,25 @@ def test_the_slices_columns_give_the_loops_path_and_bound(seed):
         kept_columns(trace.slices)
         taken, columns = path(trace)
     assert taken and columns == loop
+
+
+@pytest.mark.parametrize("run", ["simpler/a2a3sim_tmr_benchmark_bgemm_Case0_L4",
+                                 "simpler/a2a3sim_tmr_sync_start_drain_phases_L4",
+                                 "simpler/a2a3sim_tmr_paged_attention_CaseVarSeq4_L4",
+                                 "pypto/ffn_large"])
+def test_the_flows_marked_on_the_path_are_its_edges(run):
+    """The flows named "critical path" are exactly those between the nodes of an edge of the
+    path, a task of several slices (simpler's MIX tasks) by any of its slices."""
+    from conftest import SAMPLES
+    from tracecvt.analyses import analyze_tracks
+    from tracecvt.readers import find_runs
+
+    (src,) = find_runs(SAMPLES / run)
+    trace = src.read()
+    a = analyze_tracks(trace)
+    edges, node = set(a.critical_path.edges), a.timeline.node
+    expected = [k for k, f in enumerate(trace.flows) if (node(f.src), node(f.dst)) in edges]
+    add_derived(trace, a)
+    marked = [k for k, f in enumerate(trace.flows) if f.name == "critical path"]
+    assert marked == expected and marked
+    assert all(trace.flows[k].args["critical_path"] is True for k in marked)

@@ -24,7 +24,8 @@ Every track made here has ``derived=True``.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from itertools import repeat
+from itertools import compress, repeat
+from operator import attrgetter
 
 from ..model import COPIES, GROUP, LANE, SEP, Slice, Trace
 from .bubbles import CAUSES
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 GROUP_NAME = "tracecvt analysis"
 BUBBLE_CAT = "bubble"
 CP_CAT = "critical path"
+_DST = attrgetter("dst")
 
 
 def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
@@ -146,12 +148,9 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
         if copied and isinstance(trace.meta.extra, dict):
             trace.meta.extra[COPIES] = {c: sorted(members.get(n, (n,)))
                                         for c, n in copied.items()}
-        edges = set(cp.edges)
-        node = tl.node
-        for f in trace.flows:
-            if (node(f.src), node(f.dst)) in edges:
-                f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
-                f.name = "critical path"
+        for f in _path_flows(trace.flows, set(cp.edges), tl.node, members):
+            f.args = {**f.args, "critical_path": True} if f.args else {"critical_path": True}
+            f.name = "critical path"
     order = 1
 
     def add_counter(name, parent, unit, rank, what, series):
@@ -182,6 +181,17 @@ def add_derived_tracks(trace: Trace, a: "TrackAnalysis") -> dict[str, int]:
     counts["bubble_slices"] += len(b.gaps)
     trace.slices.extend(new)
     return counts
+
+
+def _path_flows(flows: list, edges: set[tuple[int, int]], node, members: dict[int, list[int]]
+                ) -> list:
+    """The flows between the nodes of an edge of the critical path (``node``: a slice's
+    node; ``members``: a node's slices, where it has several), in order.  The path has few
+    edges and a run many flows: only the flows into a slice of an edge's destination are
+    looked at (a test of membership each, not two calls)."""
+    into = {i for _, n in edges for i in members.get(n, (n,))}
+    return [f for f in compress(flows, map(into.__contains__, map(_DST, flows)))
+            if (node(f.src), node(f.dst)) in edges]
 
 
 def has_derived_tracks(trace: Trace) -> bool:
