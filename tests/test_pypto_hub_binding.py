@@ -138,3 +138,38 @@ def test_the_late_flows_a_column_at_a_time_are_the_loops(seed):
                 if near.slices[f.src].end > near.slices[f.dst].ts]
     assert 0 < len(expected) < len(near.flows)
     assert _late(near.slices, near.flows) == expected == _late(far.slices, far.flows)
+
+
+@pytest.mark.parametrize("run, raw", [(r, raw) for r in MULTI_SEQ for raw in (False, True)])
+def test_the_binding_a_column_at_a_time_is_the_loops(run, raw, monkeypatch):
+    """``bind_hub_executions`` finds the HUB keys' recorded neighbours and the flows to
+    re-bind from the flows' columns (``_windows``), or one flow at a time where an end is
+    not a slice's index: the same counts, flows (ends, names, args) and slices' args, on
+    the runs as recorded and with their executions' times moved at random (other fits)."""
+    import pickle
+    import random
+
+    from tracecvt.readers import pypto as pypto_reader
+    from tracecvt.readers.pypto import hub_binding
+
+    with monkeypatch.context() as m:
+        m.setattr(pypto_reader, "_bind_flows", lambda trace, merged: None)
+        unbound = pickle.dumps(read(run, raw))
+    rebound = 0
+    for seed in range(4):
+        got = []
+        for columns in (True, False):
+            rng = random.Random(seed)
+            trace = pickle.loads(unbound)
+            for s in trace.slices:              # (the same moves both ways)
+                if seed and s.cat in ("hub", "fake") and rng.random() < 0.3:
+                    s.ts = max(0, s.ts + rng.randrange(-5000, 5000))
+            with monkeypatch.context() as m:
+                if not columns:
+                    m.setattr(hub_binding, "int_columns", lambda *a: None)
+                counts = hub_binding.bind_hub_executions(trace, "here")
+            got.append((counts, [(f.src, f.dst, f.name, f.args) for f in trace.flows],
+                        [s.args for s in trace.slices]))
+        assert got[0] == got[1], seed
+        rebound += got[0][0]["hub_flows_rebound"] + got[0][0]["hub_executions_bound"]
+    assert rebound

@@ -26,6 +26,7 @@ executions are simply not in it.
 
 from __future__ import annotations
 
+from itertools import compress, count
 from operator import attrgetter
 from typing import Any
 
@@ -39,7 +40,7 @@ DEVICE_TASK = "deviceTask"              # own arg of a HUB execution bound to it
 WHY_OTHER = ("PyPTO's HUB seqNo quirk: it bound this dependency to the HUB execution of "
              "device task {n}; the execution of device task {k} is not in {what}")
 WHY_LATE = "the dependency ends after its successor starts (not causal as recorded)"
-_SRC, _DST = attrgetter("src"), attrgetter("dst")
+_SRC, _DST, _CAT = attrgetter("src"), attrgetter("dst"), attrgetter("cat")
 _NEVER = 1 << 64                        # past any time
 
 
@@ -62,7 +63,7 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
         return counts
     # HUB executions recorded with seqNo 0, by taskId, and the slices PyPTO drew for the
     # HUB rows of every device task (those executions, and fake tasks of the same taskId).
-    odd = [i for i, s in enumerate(slices) if s.cat == MARKER or s.cat == INVENTED_TIMES]
+    odd = _odd(slices)
     execs: dict[Any, list[int]] = {}
     for i in odd:
         s = slices[i]
@@ -85,22 +86,26 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
         return _mark_late(trace, counts, {})
     # The recorded (non-fake, non-colliding) neighbours of every HUB key, as PyPTO bound them
     # (it binds by key): the latest predecessor end and the earliest successor start.
-    lo: dict[tuple, int] = {}
-    hi: dict[tuple, int] = {}
     get = node_of.get
-    touching = [fi for fi, f in enumerate(flows) if f.src in node_of or f.dst in node_of]
-    for fi in touching:
-        f = flows[fi]
-        ks, kd = get(f.src), get(f.dst)
-        if kd is None:
-            d = slices[f.dst]
-            if d.cat != INVENTED_TIMES and d.ts < hi.get(ks, d.ts + 1):
-                hi[ks] = d.ts
-        elif ks is None:
-            p = slices[f.src]
-            end = p.ts + p.dur
-            if p.cat != INVENTED_TIMES and end > lo.get(kd, end - 1):
-                lo[kd] = end
+    cols = kept_columns(slices)
+    ends = int_columns(flows, (_SRC, _DST), 0, len(slices)) if cols is not None else None
+    if ends is not None:
+        invented = [i for i in odd if slices[i].cat == INVENTED_TIMES]
+        lo, hi = _windows(ends, cols, node_of, invented)
+    else:
+        lo, hi = {}, {}
+        for fi in [fi for fi, f in enumerate(flows) if f.src in node_of or f.dst in node_of]:
+            f = flows[fi]
+            ks, kd = get(f.src), get(f.dst)
+            if kd is None:
+                d = slices[f.dst]
+                if d.cat != INVENTED_TIMES and d.ts < hi.get(ks, d.ts + 1):
+                    hi[ks] = d.ts
+            elif ks is None:
+                p = slices[f.src]
+                end = p.ts + p.dur
+                if p.cat != INVENTED_TIMES and end > lo.get(kd, end - 1):
+                    lo[kd] = end
     owner: dict[int, tuple] = {}                # execution slice -> the key it belongs to
     exec_of: dict[tuple, int] = {}
     for tid in sorted(colliding):
@@ -145,6 +150,12 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
     # a flow changes only at an end whose key is bound or that an execution of another key
     # is: the others are passed over (most of them, on a run of many device tasks)
     moved = {i for i, k in node_of.items() if k in exec_of or i in owner}
+    if ends is not None:                # (the flows with an end there, a column at a time)
+        at = np.zeros(len(slices), dtype=bool)
+        at[np.fromiter(moved, dtype=np.int64, count=len(moved))] = True
+        touching = np.flatnonzero(at[ends[0]] | at[ends[1]]).tolist()
+    else:
+        touching = [fi for fi, f in enumerate(flows) if f.src in moved or f.dst in moved]
     for fi in touching:
         f = flows[fi]
         src, dst = f.src, f.dst
@@ -169,21 +180,24 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
         if new_src != src or new_dst != dst:
             rebound += 1
             f.src, f.dst = new_src, new_dst
+            if ends is not None:
+                ends[0][fi], ends[1][fi] = new_src, new_dst
             f.args = {**f.args, SOURCE_BINDING: [src, dst]} if f.args else \
                 {SOURCE_BINDING: [src, dst]}
         if reason is not None:
             why[fi] = reason
     counts["hub_flows_rebound"] = rebound
-    return _mark_late(trace, counts, why)
+    return _mark_late(trace, counts, why, ends)
 
 
-def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str]) -> dict[str, int]:
+def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str],
+               ends: list[np.ndarray] | None = None) -> dict[str, int]:
     """Mark the flows in ``why`` and every flow that ends after its successor starts (a fake
     source's invented times excepted); counts them (``flows_untrusted``) and the late ones
-    (``flows_out_of_order``)."""
+    (``flows_out_of_order``).  ``ends``: the flows' sources and destinations, where known."""
     slices = trace.slices
     flows = trace.flows
-    late = _late(slices, flows)
+    late = _late(slices, flows, ends)
     counts["flows_out_of_order"] = len(late)
     marks = dict(why)
     for fi in late:
@@ -202,14 +216,57 @@ def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str]) -> dic
     return counts
 
 
-def _late(slices: list, flows: list) -> list[int]:
+def _late(slices: list, flows: list, ends: list[np.ndarray] | None = None) -> list[int]:
     """The flows (by index) whose source ends after their destination starts: a column at
     a time from the slices' kept columns (``split_overlaps`` made them), else one flow at a
-    time (a time outside int64)."""
+    time (a time outside int64).  ``ends``: the flows' sources and destinations, where
+    known (the columns are then known too)."""
     cols = kept_columns(slices)
-    ends = int_columns(flows, (_SRC, _DST), 0, len(slices)) if cols is not None else None
+    if ends is None and cols is not None:
+        ends = int_columns(flows, (_SRC, _DST), 0, len(slices))
     if ends is None:
         return [fi for fi, f in enumerate(flows)
                 if slices[f.src].ts + slices[f.src].dur > slices[f.dst].ts]
     src, dst = ends
     return np.flatnonzero(cols.end[src] > cols.ts[dst]).tolist()
+
+
+_ODD = frozenset({MARKER, INVENTED_TIMES})
+
+
+def _odd(slices: list) -> list[int]:
+    """The slices (by index) that PyPTO drew for HUB rows or with invented times."""
+    try:
+        return list(compress(count(), map(_ODD.__contains__, map(_CAT, slices))))
+    except TypeError:               # (a category that is no string)
+        return [i for i, s in enumerate(slices) if s.cat == MARKER or s.cat == INVENTED_TIMES]
+
+
+def _windows(ends: list[np.ndarray], cols: Any, node_of: dict[int, tuple],
+             invented: list[int]) -> tuple[dict[tuple, int], dict[tuple, int]]:
+    """The recorded neighbours of every HUB key (``node_of``: slice -> key), a column at a
+    time: the latest end of a predecessor that is no HUB slice, and the earliest start of a
+    successor that is none, by key, leaving out the slices with ``invented`` times
+    (``cols``: the slices' columns; ``ends``: the flows' sources and destinations)."""
+    src, dst = ends
+    keys = list(dict.fromkeys(node_of.values()))
+    number = dict(zip(keys, count()))
+    key_of = np.full(len(cols.ts), -1, dtype=np.int64)
+    key_of[np.fromiter(node_of, dtype=np.int64, count=len(node_of))] = np.fromiter(
+        map(number.__getitem__, node_of.values()), dtype=np.int64, count=len(node_of))
+    fake = np.zeros(len(cols.ts), dtype=bool)
+    fake[np.array(invented, dtype=np.int64)] = True
+    ks, kd = key_of[src], key_of[dst]
+    out = []
+    for mine, other, times, pick in ((kd, ks, cols.end[src], np.maximum),
+                                     (ks, kd, cols.ts[dst], np.minimum)):
+        ok = (mine >= 0) & (other < 0) & ~fake[src if pick is np.maximum else dst]
+        k, t = mine[ok], times[ok]
+        best = np.zeros(len(keys), dtype=np.int64)
+        seen = np.zeros(len(keys), dtype=bool)
+        seen[k] = True
+        best[k] = t                 # (a value of each key's, then the extreme of them all)
+        pick.at(best, k, t)
+        out.append({keys[j]: v for j, v in zip(np.flatnonzero(seen).tolist(),
+                                                best[seen].tolist())})
+    return out[0], out[1]
