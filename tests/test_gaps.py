@@ -47,3 +47,47 @@ def test_a_database_runs_idle_gaps_are_held_as_columns():
     b = analyze_tracks(src.read(ReadOptions(workers=1))).bubbles
     assert len(b.gaps) and all(block.__class__ is tuple for block in b.gaps.blocks)
     assert b.run is not None and sum(1 for _ in b.gaps) == len(b.gaps)
+
+
+@pytest.mark.parametrize("run", ["pypto/ffn_medium",
+                                 "simpler/a2a3sim_tmr_benchmark_bgemm_Case0_L4"])
+def test_the_bubble_slices_are_made_alike_from_every_shape_of_block(run):
+    """``add_derived_tracks`` makes the bubble slices a block at a time: from the gaps as
+    tuples, as one tuple per block, or as columns (one lane, cause and waited-for slice per
+    block, that slice none or one), the same slices, each waiting for the same task by one
+    shared dict per task."""
+    import itertools
+
+    from conftest import SAMPLES
+    from tracecvt.analyses import add_derived, analyze_tracks
+    from tracecvt.analyses.derived import BUBBLE_CAT
+    from tracecvt.readers import find_runs
+
+    (src,) = find_runs(SAMPLES / run)
+    rows = list(analyze_tracks(src.read()).bubbles.gaps)
+    assert any(r[5] >= 0 for r in rows) and any(r[5] < 0 for r in rows)
+    shapes = {"tuples": Gaps(rows)}
+    one = shapes["one each"] = Gaps()
+    for r in rows:
+        one.blocks.append([r])
+        one.size += 1
+    runs = shapes["columns"] = Gaps()
+    for (lane, cause, by), group in itertools.groupby(rows, lambda r: (r[0], r[3], r[5])):
+        group = list(group)
+        starts, ends, nexts = (np.array([r[k] for r in group], dtype=np.int64)
+                               for k in (1, 2, 4))
+        runs.add_columns(lane, starts, ends, cause, nexts, by)
+    assert sum(b.__class__ is not list and b[5] >= 0 for b in runs.blocks) > 0
+    made = {}
+    for shape, gaps in shapes.items():
+        trace = src.read()
+        a = analyze_tracks(trace)
+        a.bubbles.gaps = gaps
+        add_derived(trace, a)
+        bubbles = [s for s in trace.slices if s.cat == BUBBLE_CAT]
+        made[shape] = [(s.track, s.ts, s.dur, s.name, s.args, s.shared_args) for s in bubbles]
+        # one dict per task waited for
+        assert len({id(s.shared_args) for s in bubbles if s.shared_args is not None}) == \
+            len({r[5] for r in rows if r[5] >= 0})
+        assert len(made[shape]) == len(rows) + sum(map(len, a.loop_idle.values()))
+    assert made["tuples"] == made["one each"] == made["columns"]
