@@ -256,6 +256,25 @@ class Derived:
     def __iter__(self) -> Iterator[Any]:
         return map(self.__getitem__, range(self.table.size))
 
+    def texts(self, first: int, stop: int) -> list[str] | None:
+        """Each value of rows ``first`` to ``stop`` as compact JSON text (``json.dumps``,
+        separators ``(",", ":")``, ``ensure_ascii=False``), where ``make`` writes them so a
+        column at a time (a ``texts`` method of it, given the rows' values of each source,
+        in order, that gives those texts or None; only a make whose values are dicts or
+        lists has one); else None."""
+        made = getattr(self.make, "texts", None)
+        if made is None:
+            return None
+        columns = self.table.columns
+        return made([_rows_of(columns[k], first, stop) for k in self.sources])
+
+
+def _rows_of(column: Any, first: int, stop: int) -> Any:
+    """The values of rows ``first`` to ``stop`` of a settled column (not ``Derived``)."""
+    if column.__class__ is Coded:
+        return list(map(column.values.__getitem__, column.codes[first:stop]))
+    return column[first:stop]
+
 
 def coded(values: list, codes: Any) -> Coded:
     """The ``Coded`` column whose row r has ``values[codes[r]]`` (a value given twice held

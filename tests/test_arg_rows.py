@@ -415,3 +415,82 @@ def test_mutated_databases_write_the_same_as_dicts(tmp_path_factory):
 
     on_mutated(family("msprof-db").seeds(), tmp_path_factory.mktemp("rows-db"), check,
                share=4)
+
+
+def _pipe_plan() -> list:
+    """A plan of two sides' pipes, one side's pipes apart in the metrics' order, with a
+    side and a pipe whose names need JSON's escapes or hold a "%"."""
+    return [("aic_mac_ratio", "aic", "mac"), ("aiv_vec_ratio", "aiv", "vec"),
+            ("aic_scalar_ratio", "aic", "scalar"), ("odd_ratio", "e%s\"ü", "p%%\n")]
+
+
+def test_pipe_ratios_texts_are_the_json_of_their_dicts():
+    """``PipeRatios.texts`` writes a column of rows' pipe ratios at once: each the compact
+    JSON of the row's dict (finite floats of every form, ints written as floats); None,
+    for the rows to be made one at a time, where a figure is None, not finite, a bool or
+    no number, or two metrics are one pipe."""
+    import json
+    import random
+
+    from tracecvt.readers.ascend_db.task_args import PipeRatios
+
+    rng = random.Random(5)
+    ratios = PipeRatios(_pipe_plan())
+    values = [0.0, -0.0, 1.0, 0.1, 1e-06, 9.976696930145412e-06, 1e16, 1.5e300, -2.5, 7, 0,
+              -3, 2 ** 53 + 1]
+    for n in (1, 2, 50):
+        columns = [[rng.choice(values) if rng.random() < 0.5 else rng.random() * 10 **
+                    rng.randrange(-8, 8) for _ in range(n)] for _ in range(4)]
+        want = [json.dumps(ratios(row), separators=(",", ":"), ensure_ascii=False)
+                for row in zip(*columns)]
+        assert ratios.texts(columns) == want
+    for bad in (None, float("nan"), float("inf"), True, "0.5"):
+        assert ratios.texts([[0.5, bad], [1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]) is None
+    twice = PipeRatios([("aic_mac_ratio", "aic", "mac"), ("mac_ratio", "aic", "mac")])
+    assert twice.texts([[0.5], [0.25]]) is None
+
+
+def test_rows_of_pipe_ratio_columns_write_the_bytes_their_dicts_write(monkeypatch):
+    """A ``Derived`` column whose make writes its texts a column at a time (a database's
+    pipe ratios) is written from those texts, a block of rows at a time, with the bytes of
+    its dicts: in one process and two, with blocks of a few rows and the rows met out of
+    their order (each lane holds every third row)."""
+    import random
+    from array import array
+
+    from tracecvt.arg_rows import Derived
+    from tracecvt.readers.ascend_db.task_args import PipeRatios, pipe_column
+
+    rng = random.Random(9)
+    plan = _pipe_plan()
+    names = ("task_id", *[m for m, _, _ in plan], "pipe_ratio")
+    n = 40
+
+    figures = [[rng.choice((0.5, 1.0)) * k + rng.random() for k in range(n)] for _ in plan]
+
+    def trace(as_rows: bool) -> Trace:
+        table = ArgTable(names)
+        columns = [array("q", range(n))] + [list(f) for f in figures]
+        table.extend([*columns, Derived(PipeRatios(plan), ())], n)
+        table.columns[-1] = pipe_column(table, PipeRatios(plan))
+        table.columns[-1].table = table
+        t = Trace(RunMeta("pipes", "test"))
+        dev = t.add_track("device", kind="group")
+        lanes = [t.add_track(f"Stream {k}", dev, nesting=False) for k in range(3)]
+        for r in range(n):
+            row = ArgRow(table, r)
+            t.add_slice(lanes[r % 3], 1000 * r, 500, f"op {r % 5}", "kernel",
+                        row if as_rows else as_dict(row))
+        return t
+    made = []
+    real = Derived.texts
+    monkeypatch.setattr(Derived, "texts",
+                        lambda self, a, b: made.append((a, b)) or real(self, a, b))
+    for workers in (1, 2):
+        monkeypatch.setattr(perfetto, "PARALLEL_MIN_COST", 0 if workers == 2 else 1 << 40)
+        want = _written(trace(False), workers)
+        for texts in (4096, 4):
+            monkeypatch.setattr(row_args, "_TEXTS", texts)
+            made.clear()
+            assert _written(trace(True), workers) == want
+            assert made and (texts == 4096 or len(made) >= n // 4)

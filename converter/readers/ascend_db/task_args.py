@@ -4,6 +4,7 @@ columns (``ids_of``)."""
 
 from __future__ import annotations
 
+import json
 from array import array
 from typing import Any
 
@@ -101,6 +102,35 @@ class PipeRatios:
                 d[pipe] = float(v)
         return out
 
+    def texts(self, figures: list) -> list[str] | None:
+        """The compact JSON text (``json.dumps``, separators ``(",", ":")``,
+        ``ensure_ascii=False``) of the pipe ratios of each row of ``figures`` (one sequence
+        per metric, in ``metrics``' order), all at once: the same text a row's dict
+        (``__call__``) gives, where every figure is a finite float or an int and no two
+        metrics are one pipe of one side; else None (each row is then made alone)."""
+        if len(set(self.sides)) != len(self.sides) or not figures:
+            return None
+        reprs = []
+        for values in figures:
+            kinds = set(map(type, values))
+            if not kinds <= _FIGURES:
+                return None
+            if int in kinds:
+                values = list(map(float, values))
+            if not np.isfinite(np.array(values, dtype=np.float64)).all():
+                return None
+            reprs.append(list(map(float.__repr__, values)))
+        by_side: dict[str, list[int]] = {}
+        for j, (side, _) in enumerate(self.sides):
+            by_side.setdefault(side, []).append(j)
+        parts, order = [], []
+        for side, js in by_side.items():
+            pipes = ",".join(_json_key(self.sides[j][1]) + "%s" for j in js)
+            parts.append(f"{_json_key(side)}{{{pipes}}}")
+            order.extend(js)
+        template = "{" + ",".join(parts) + "}"
+        return list(map(template.__mod__, zip(*map(reprs.__getitem__, order))))
+
     def of(self, pmu: dict[str, Any]) -> dict:
         return self(tuple(map(pmu.__getitem__, self.metrics)))
 
@@ -111,6 +141,14 @@ class PipeRatios:
             if v.__class__ is float or v.__class__ is int:
                 return True
         return False
+
+
+_FIGURES = frozenset({float, int})
+
+
+def _json_key(key: str) -> str:
+    """``"key":`` as compact JSON writes it, with any "%" doubled (a %-template's text)."""
+    return (json.dumps(key, ensure_ascii=False) + ":").replace("%", "%%")
 
 
 def pipe_column(table: ArgTable, ratios: PipeRatios) -> Derived:

@@ -187,7 +187,7 @@ class _ArgEncoder:
         # repeat (counts, indexes, zeros), and one lookup costs less than building them
         self.small: dict[str, tuple[bytes, dict[int, bytes]]] = {}
         self.rows = RowPlans(self.names, self.cache, self.encode_pairs,  # args as table rows
-                             self.encode_new)
+                             self.encode_new, self.encode_text)
 
     def clear(self) -> None:
         """Let go of the caches (the writer is done encoding)."""
@@ -373,6 +373,12 @@ class _ArgEncoder:
         if value.__class__ not in _NESTED or name.__class__ is not str:
             return self.encode_pairs(((name, value),), seq)
         hit = self._str_pair(name, compact_text(name, value), True)
+        seq.use(hit[1])
+        return hit[0]
+
+    def encode_text(self, name: str, text: str, seq: _Sequence) -> bytes:
+        """``encode_new`` of a list or dict whose text (``compact_text``) is ``text``."""
+        hit = self._str_pair(name, text, True)
         seq.use(hit[1])
         return hit[0]
 

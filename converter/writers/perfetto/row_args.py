@@ -26,11 +26,14 @@ import numpy as np
 
 from ...arg_rows import ArgRow, ArgTable, Coded, Derived
 from ...distinct import distinct_places
+from ...model import INPUTS, OUTPUTS
 from .columns import factor, gather_rows, varint_matrix
 from .wire import _DOUBLE_VALUE, _INT_VALUE, _TE_DEBUG
 
 _CHUNK = 65536          # rows built at once (bounds the byte matrix)
 _ALONE = 1024           # a run's rows encoded one at a time before all are cut at once
+_TEXTS = 4096           # rows of a Derived column made text at a time
+_OPERANDS = frozenset({INPUTS, OUTPUTS})    # (lists written otherwise: ``compact_text``)
 
 
 class _Run:
@@ -66,15 +69,32 @@ class RowPlans:
 
     def __init__(self, names: dict[str, tuple[bytes, bytes]], cache: dict,
                  encode_pairs: Callable[[Any, Any], bytes],
-                 encode_new: Callable[[str, Any, Any], bytes]):
+                 encode_new: Callable[[str, Any, Any], bytes],
+                 encode_text: Callable[[str, str, Any], bytes]):
         self.names = names                  # the encoder's: arg name -> (name field, entry)
         self.cache = cache                  # and its (name, str, value) -> (bytes, entries)
         self.encode_pairs = encode_pairs    # the encoder's (name, value) pairs, seq -> bytes
         self.encode_new = encode_new        # and its (name, a new value, seq) -> bytes
+        self.encode_text = encode_text      # and its (name, a nested value's text, seq)
         self.plans: dict[ArgTable, tuple[int, list]] = {}     # (tables hash as themselves)
+        # (table, column) of a ``Derived`` column -> the first row, the stop and the texts
+        # of the rows made last (None: made one at a time), ``_TEXTS`` rows at a time
+        self.texts: dict[tuple[ArgTable, int], tuple[int, int, list | None]] = {}
 
     def clear(self) -> None:
         self.plans.clear()
+        self.texts.clear()
+
+    def _text(self, table: ArgTable, k: int, column: Derived, r: int) -> str | None:
+        """Row ``r``'s value of the ``Derived`` column ``k`` of ``table`` as compact JSON
+        text, where its column makes them a column at a time (``Derived.texts``: a PMU
+        task's pipe ratios, 10 us a row one at a time); else None."""
+        got = self.texts.get((table, k))
+        if got is None or not got[0] <= r < got[1]:
+            first = r - r % _TEXTS
+            stop = min(first + _TEXTS, table.size)
+            got = self.texts[(table, k)] = (first, stop, column.texts(first, stop))
+        return None if got[2] is None else got[2][r - got[0]]
 
     def encode(self, row: ArgRow, seq) -> bytes:
         """``row``'s DebugAnnotations, defining on ``seq`` the entries they use."""
@@ -102,7 +122,10 @@ class RowPlans:
                 continue
             name, column = seg[1], columns[seg[0]]
             if column.__class__ is Derived:     # (a new value: nothing cached by it)
-                parts.append(encode_new(name, column[r], seq))
+                text = self._text(table, seg[0], column, r) if name not in _OPERANDS \
+                    else None
+                parts.append(encode_new(name, column[r], seq) if text is None else
+                             self.encode_text(name, text, seq))
                 continue
             value = column.values[column.codes[r]] if column.__class__ is Coded else column[r]
             if value.__class__ is str:      # a string seen before, as ``encode_pairs``
