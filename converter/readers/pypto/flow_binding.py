@@ -25,6 +25,18 @@ class XSlices:
         self.start: list[int] = []
         self.end: list[int] = []
         self.index: list[int] = []
+        self._tables: tuple[_Table, _Table] | None = None
+
+    def tables(self) -> tuple[_Table, _Table]:
+        """The look-up tables of the slices' ends and of their starts, made once (the
+        loader makes them while its helper still reads the flows); the slices are all
+        added by then."""
+        if self._tables is None:
+            thread = np.array(self.thread, dtype=np.int64)
+            index = np.array(self.index, dtype=np.int64)
+            self._tables = (_Table(thread, np.array(self.end, dtype=np.int64), index),
+                            _Table(thread, np.array(self.start, dtype=np.int64), index))
+        return self._tables
 
 
 class _Table:
@@ -94,11 +106,9 @@ def bind_flows(xs: XSlices, flow_threads: list[int | None], columns: tuple,
                          dtype=np.int64)
     src_thread = thread_of[np.array(sthread, dtype=np.int64)]
     dst_thread = thread_of[np.array(dthread, dtype=np.int64)]
-    thread = np.array(xs.thread, dtype=np.int64)
-    index = np.array(xs.index, dtype=np.int64)
-    src = _Table(thread, np.array(xs.end, dtype=np.int64), index).find_near(src_thread, src_ns)
-    dst = _Table(thread, np.array(xs.start, dtype=np.int64), index).find_near(dst_thread,
-                                                                             dst_ns)
+    ends, starts = xs.tables()
+    src = ends.find_near(src_thread, src_ns)
+    dst = starts.find_near(dst_thread, dst_ns)
     ok = (src >= 0) & (dst >= 0)
     out.extend(map(Flow, src[ok].tolist(), dst[ok].tolist()))
     return int(len(ok) - ok.sum())
