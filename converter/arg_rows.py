@@ -151,11 +151,15 @@ class ArgTable:
             return self.rows[r - self.size][k]
         return self.columns[k][r]
 
-    def take(self, k: int, rows: list[int]) -> list:
-        """The values of the ``k``-th name of ``rows``."""
+    def take(self, k: int, rows: list[int] | range) -> list:
+        """The values of the ``k``-th name of ``rows`` (a ``range`` of them is sliced)."""
         column = self.settle()[k]
         if column.__class__ is Coded:
             return column.take(rows)
+        if rows.__class__ is range and rows.step == 1 and (column.__class__ is array
+                                                          or column.__class__ is list):
+            return column[rows.start:rows.stop].tolist() if column.__class__ is array \
+                else column[rows.start:rows.stop]
         return list(map(column.__getitem__, rows))
 
     def take_columns(self, rows: list[int]) -> list:
@@ -196,8 +200,10 @@ class Coded:
     def __iter__(self) -> Iterator[Any]:
         return map(self.values.__getitem__, self.codes)
 
-    def take(self, rows: list[int]) -> list:
-        return list(map(self.values.__getitem__, map(self.codes.__getitem__, rows)))
+    def take(self, rows: list[int] | range) -> list:
+        codes = self.codes[rows.start:rows.stop] if rows.__class__ is range and \
+            rows.step == 1 else map(self.codes.__getitem__, rows)
+        return list(map(self.values.__getitem__, codes))
 
     def extend(self, other: Coded) -> None:
         """``other``'s rows after these (its values added where they are new)."""
@@ -265,15 +271,8 @@ class Derived:
         made = getattr(self.make, "texts", None)
         if made is None:
             return None
-        columns = self.table.columns
-        return made([_rows_of(columns[k], first, stop) for k in self.sources])
-
-
-def _rows_of(column: Any, first: int, stop: int) -> Any:
-    """The values of rows ``first`` to ``stop`` of a settled column (not ``Derived``)."""
-    if column.__class__ is Coded:
-        return list(map(column.values.__getitem__, column.codes[first:stop]))
-    return column[first:stop]
+        rows = range(first, stop)
+        return made([self.table.take(k, rows) for k in self.sources])
 
 
 def coded(values: list, codes: Any) -> Coded:

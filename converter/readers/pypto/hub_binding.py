@@ -187,17 +187,18 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
         if reason is not None:
             why[fi] = reason
     counts["hub_flows_rebound"] = rebound
-    return _mark_late(trace, counts, why, ends)
+    return _mark_late(trace, counts, why, None if ends is None else (cols, ends))
 
 
 def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str],
-               ends: list[np.ndarray] | None = None) -> dict[str, int]:
+               known: tuple | None = None) -> dict[str, int]:
     """Mark the flows in ``why`` and every flow that ends after its successor starts (a fake
     source's invented times excepted); counts them (``flows_untrusted``) and the late ones
-    (``flows_out_of_order``).  ``ends``: the flows' sources and destinations, where known."""
+    (``flows_out_of_order``).  ``known``: the slices' columns and the flows' sources and
+    destinations, where the caller made them."""
     slices = trace.slices
     flows = trace.flows
-    late = _late(slices, flows, ends)
+    late = _late(slices, flows, known)
     counts["flows_out_of_order"] = len(late)
     marks = dict(why)
     for fi in late:
@@ -216,12 +217,12 @@ def _mark_late(trace: Trace, counts: dict[str, int], why: dict[int, str],
     return counts
 
 
-def _late(slices: list, flows: list, ends: list[np.ndarray] | None = None) -> list[int]:
+def _late(slices: list, flows: list, known: tuple | None = None) -> list[int]:
     """The flows (by index) whose source ends after their destination starts: a column at
     a time from the slices' kept columns (``split_overlaps`` made them), else one flow at a
-    time (a time outside int64).  ``ends``: the flows' sources and destinations, where
-    known (the columns are then known too)."""
-    cols = kept_columns(slices)
+    time (a time outside int64).  ``known``: (those columns, the flows' sources and
+    destinations), where the caller made them."""
+    cols, ends = known if known is not None else (kept_columns(slices), None)
     if ends is None and cols is not None:
         ends = int_columns(flows, (_SRC, _DST), 0, len(slices))
     if ends is None:
@@ -258,10 +259,12 @@ def _windows(ends: list[np.ndarray], cols: Any, node_of: dict[int, tuple],
     fake[np.array(invented, dtype=np.int64)] = True
     ks, kd = key_of[src], key_of[dst]
     out = []
-    for mine, other, times, pick in ((kd, ks, cols.end[src], np.maximum),
-                                     (ks, kd, cols.ts[dst], np.minimum)):
-        ok = (mine >= 0) & (other < 0) & ~fake[src if pick is np.maximum else dst]
-        k, t = mine[ok], times[ok]
+    # (into a key from a slice of none: that slice's end, the latest; out of a key into a
+    # slice of none: that slice's start, the earliest)
+    for mine, other, near, times, pick in ((kd, ks, src, cols.end, np.maximum),
+                                           (ks, kd, dst, cols.ts, np.minimum)):
+        ok = (mine >= 0) & (other < 0) & ~fake[near]
+        k, t = mine[ok], times[near[ok]]
         best = np.zeros(len(keys), dtype=np.int64)
         seen = np.zeros(len(keys), dtype=bool)
         seen[k] = True
