@@ -135,3 +135,30 @@ def test_pmu_tasks_pipe_ratios_are_made_from_their_figures():
         table = row.table
         assert table.settle()[table.index["pipe_ratio"]].__class__ is Derived
         assert row["pipe_ratio"] == pipe_ratios(dict(row)) != {}
+
+
+def test_rows_as_columns_keep_every_value_and_type():
+    """``database.as_columns``: rows of ints alone become arrays all at once, anything else
+    column by column (``forkpass.pack_numbers``); the same columns, values and types either
+    way: ints at int64's edges, an int beyond them, floats, None, bytes, text, a bool (an
+    int to ``isinstance``), rows of one value, no rows."""
+    from array import array
+    from tracecvt.forkpass import pack_numbers
+
+    def by_column(rows):
+        return [pack_numbers(list(column)) for column in zip(*rows)]
+
+    ints = [(k, -k, (1 << 63) - 1 - k, -(1 << 63) + k, 7) for k in range(100)]
+    cases = [ints, [(k,) for k in range(9)], [],
+             ints + [(1, 2, 1 << 63, 4, 5)], ints + [(1, 2, 3, 4, 5.0)],
+             ints + [(1, 2, 3, None, 5)], ints + [(1, b"x", 3, 4, 5)],
+             ints + [(1, 2, "3", 4, 5)], ints + [(True, 2, 3, 4, 5)],
+             [(0.5, 1), (1.5, 2)]]
+    for rows in cases:
+        got, want = database.as_columns(rows), by_column(rows)
+        assert [(type(c), getattr(c, "typecode", None), list(c)) for c in got] == \
+            [(type(c), getattr(c, "typecode", None), list(c)) for c in want]
+        assert [list(map(type, c)) for c in got] == [list(map(type, c)) for c in want]
+    (first, *_), (bool_first, *_) = database.as_columns(ints), database.as_columns(cases[8])
+    assert first.__class__ is array and first.typecode == "q"
+    assert bool_first.__class__ is list and bool_first[-1] is True
