@@ -131,3 +131,68 @@ def test_info_groups_the_writers_warnings_under_the_skew():
     skew[0] = {**skew[0], "tasks_before_launch": 4}     # one reversed flow left unexplained
     from tracecvt.writers.flows import not_drawn_lines
     assert not_drawn_lines(run.trace, "perfetto", "x")[1] is None
+
+
+def test_the_skew_is_the_same_measured_over_columns():
+    """``Layout._leads_by_columns`` (a large database's flows) gives ``_leads``' figures:
+    host -> device flows on numbered and unnumbered devices, device -> host, host -> host,
+    flows into a track outside both sides, leads and lags at random and ends that start
+    together, a device with flows but none leading (no entry then) and one whose flows all
+    go to the host (none), and a flow whose end is no slice (the loop's then)."""
+    import random
+    from tracecvt.model import Flow, RunMeta, Slice, Trace
+    from tracecvt.readers.msprof.layout import Layout
+    from tracecvt.slice_columns import columns_of
+    rng = random.Random(7)
+    trace = Trace(RunMeta("skew", "test"))
+    layout = Layout(trace, rank=2)
+    host = [layout.lane(layout.host(), f"Thread {k}") for k in range(3)]
+    devices = {dev: [layout.lane(layout.group(layout.device(dev), "Ascend Hardware"),
+                                 f"Stream {k}") for k in range(2)] for dev in (None, 0, 3, 5, 7)}
+    outside = trace.add_track("elsewhere", None)
+    lanes = host + [t for v in devices.values() for t in v] + [outside]
+    for _ in range(5000):
+        trace.slices.append(Slice(rng.choice(lanes), rng.randrange(10**9), rng.randrange(1000),
+                                  "s", "c"))
+    quiet = [i for i, s in enumerate(trace.slices) if s.track in devices[5]]
+    for _ in range(6000):
+        a, b = rng.randrange(len(trace.slices)), rng.randrange(len(trace.slices))
+        if b in quiet and trace.slices[b].ts < trace.slices[a].ts:
+            continue                    # device 5: launched, never before its launch
+        if trace.slices[b].track in devices[7] and trace.slices[a].track in host:
+            continue                    # device 7: only flows out of it
+        trace.flows.append(Flow(a, b))
+    n = len(trace.slices)
+    for k in range(40):                 # ends that start together: no lead
+        trace.slices.append(Slice(host[0], 10**9 + k, 5, "launch", "c"))
+        trace.slices.append(Slice(devices[(None, 0)[k % 2]][0], 10**9 + k, 5, "task", "c"))
+        trace.flows.append(Flow(n + 2 * k, n + 2 * k + 1))
+    cols = columns_of(trace.slices)
+    loop = layout._leads(trace.flows)
+    assert set(loop) == {None, 0, 3, 5} and loop[5][1] == 0 and all(v[1] for k, v in
+                                                                     loop.items() if k != 5)
+    assert sum(trace.slices[f.src].ts == trace.slices[f.dst].ts and
+               layout.place(trace.slices[f.dst].track)[0] == "device" and
+               layout.place(trace.slices[f.src].track)[0] == "host" for f in trace.flows) > 5
+    assert layout._leads_by_columns(trace.flows, cols) == loop
+    assert layout._leads_by_columns(trace.flows + [Flow(0, len(trace.slices))], cols) is None
+    both = []
+    for given in (None, cols):
+        trace.meta.extra.clear()
+        layout.measure_clock_skew(trace.flows, given)
+        both.append(trace.meta.extra["clock_skew"])
+    assert both[0] == both[1] and [e["device"] for e in both[0]] == [0, 3, None]
+
+
+def test_a_database_measures_its_skew_over_columns_as_one_at_a_time(monkeypatch):
+    """The database reader measures over the slices' columns from ``COLUMNS_FROM`` flows:
+    the same entries as one flow at a time, on torch_npu's database (36 tasks before their
+    launch)."""
+    from tracecvt.readers.ascend_db import read as db_read
+    run = MS / "msinsight/test/data/pytorch/db/level0/rank0_ascend_pt"
+    got = []
+    for columns_from in (10**9, 1):
+        monkeypatch.setattr(db_read, "COLUMNS_FROM", columns_from)
+        (src,) = find_runs(run)
+        got.append(src.read().meta.extra["clock_skew"])
+    assert got[0] == got[1] and got[0][0]["tasks_before_launch"] == 36

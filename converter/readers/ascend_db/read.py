@@ -8,6 +8,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...model import NS, RunMeta, Trace, split_overlaps
+from ...slice_columns import kept_columns
 from ..base import ReadOptions, Source
 from ..msprof.app import _device_info
 from ..msprof.common import note_ignored
@@ -19,6 +20,8 @@ from .ahead import Ahead
 from .host import add_cann, add_flows, add_mstx, add_pytorch
 from .tasks import add_comm_ops, add_overlap, add_tasks
 
+# Flows from which the clock skew is measured over the slices' columns
+COLUMNS_FROM = 4096
 USED = {"TASK", "COMMUNICATION_OP", "CANN_API", "PYTORCH_API", "MSTX_EVENTS", "STEP_TIME",
         "OVERLAP_ANALYSIS", *COUNTERS}
 
@@ -131,7 +134,11 @@ def _read(source: Source, options: ReadOptions, db: Database, lookups: set[str],
     finally:
         ahead.close()
     layout.declare_source_idle()
-    layout.measure_clock_skew(trace.flows[first_flow:])
+    flows = trace.flows[first_flow:]
+    # over the slices' columns, which split_overlaps then takes (``kept_columns``): this
+    # reader changes no slice's lane or times once made
+    layout.measure_clock_skew(flows, kept_columns(trace.slices)
+                              if len(flows) >= COLUMNS_FROM else None)
     if failed and not trace.slices and not trace.counters:
         raise InputError(path, f"no table could be read ({', '.join(failed)})")
     for table, (user, lost) in NEEDED.items():
