@@ -10,7 +10,7 @@ from operator import itemgetter
 from typing import Any
 
 from ...arg_rows import ArgRow, ArgTable, coded
-from ...model import Slice, Trace
+from ...model import Flow, Slice, Trace
 from ..msprof.jsontrace import _describe_process
 from ..msprof.layout import Layout
 from ..msprof.tasks import _int
@@ -259,15 +259,17 @@ def add_flows(trace: Trace, db: Database, cann: dict[int, int],
     """CANN API -> device task (same connectionId: ``HostToDevice``) and PyTorch op ->
     device task (CONNECTION_IDS: ``async_npu``); ``device``: connectionId -> device tasks
     (``database.add_end``)."""
-    h2d = 0
-    for conn, targets in device.items():
-        src = cann.get(conn)
+    flows, get = trace.flows, cann.get
+    first = len(flows)
+    for conn, targets in device.items():       # (``Trace.add_flow``'s, written out: a
+        src = get(conn)                         # million flows at 0.2 against 0.4 µs)
         if src is None:
             continue
-        for t in ends_of(targets):
-            trace.add_flow(src, t, "HostToDevice")
-            h2d += 1
-    stats["flows"] = {"HostToDevice": h2d}
+        if targets.__class__ is int:
+            flows.append(Flow(src, targets, "HostToDevice"))
+        else:
+            flows.extend([Flow(src, t, "HostToDevice") for t in targets])
+    stats["flows"] = {"HostToDevice": len(flows) - first}
     if "CONNECTION_IDS" not in db.tables or not torch:
         return
     drawn = to_cann = no_api = 0

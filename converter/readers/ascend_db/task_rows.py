@@ -213,9 +213,12 @@ class TaskRows:
         # (``kind``)
         infos = list(map(self.compute.get, gids))
         comms = list(map(self.comm.get, gids)) if self.comm else [None] * n
-        got = list(map(self.kinds.get, zip(map(id, infos), map(id, comms), ttypes)))
-        for k in [k for k, v in enumerate(got) if v is None]:
-            got[k] = self.kind(infos[k], comms[k], ttypes[k])
+        keys = list(zip(map(id, infos), map(id, comms), ttypes))
+        got = list(map(self.kinds.get, keys))
+        if None in got:                         # (kinds not met before: each once)
+            for k in {keys[k]: k for k, v in enumerate(got) if v is None}.values():
+                self.kind(infos[k], comms[k], ttypes[k])
+            got = list(map(self.kinds.__getitem__, keys))
         tabs = list(map(_TABLE, got))
         # a task's PMU figures (and whether it has pipe ratios) row by row; its table by
         # them
@@ -298,12 +301,14 @@ class TaskRows:
         ``got``, the PMU figures and pipe ratios ``figures``, (gid, source)); a dict where
         the table is a tuple of names (one repeats)."""
         n = len(tabs)
-        distinct = list(dict.fromkeys(map(id, tabs)))
-        if len(distinct) == 1:
-            groups: list = [list(range(n))]
-        else:
-            ids = list(map(id, tabs))
-            groups = [[k for k, t in enumerate(ids) if t == one] for one in distinct]
+        where: dict[int, list[int]] = {}         # a table -> its rows, in order
+        for k, t in enumerate(map(id, tabs)):
+            ks = where.get(t)
+            if ks is None:
+                where[t] = [k]
+            else:
+                ks.append(k)
+        groups = list(where.values())
         out: list = [None] * n
         for ks in groups:
             table, m = tabs[ks[0]], len(ks)
