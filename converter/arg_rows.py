@@ -122,7 +122,9 @@ class ArgTable:
         if column.__class__ is array or not self.size:
             if values.__class__ is array:
                 more = values
-            elif values.__class__ is not Coded and _INT.issuperset(map(type, values)):
+            elif values.__class__ is not Coded and \
+                    (len(values) == 0 or values[0].__class__ is int) and \
+                    _INT.issuperset(map(type, values)):     # (a float first: no need to look)
                 try:
                     more = array("q", values)
                 except OverflowError:
@@ -224,8 +226,13 @@ class Coded:
 def taker(rows: list[int]) -> Callable[[Any], Any]:
     """A function that takes the items ``rows`` (not empty) of a column, of its kind: of
     an ``array`` an array, of a ``Coded`` a ``Coded`` of the same values, of a ``Derived``
-    the same (unbound: made from the other columns taken), else a list."""
-    get = itemgetter(*rows) if len(rows) > 1 else (lambda c: (c[rows[0]],))
+    the same (unbound: made from the other columns taken), else a list.  Rows that follow
+    one another (a whole table's, or a batch's) are sliced."""
+    first, n = rows[0], len(rows)
+    if n > 1 and rows[-1] - first == n - 1 and (rows.__class__ is range or
+                                                rows == list(range(first, first + n))):
+        return _slicer(first, first + n)
+    get = itemgetter(*rows) if n > 1 else (lambda c: (c[first],))
 
     def take(column):
         if column.__class__ is array:
@@ -235,6 +242,21 @@ def taker(rows: list[int]) -> Callable[[Any], Any]:
         if column.__class__ is Derived:     # (made from the rows' other columns, taken
             return Derived(column.make, column.sources)     # with it)
         return list(get(column))
+    return take
+
+
+def _slicer(start: int, stop: int) -> Callable[[Any], Any]:
+    """``taker`` of the rows from ``start`` to ``stop``: the same columns, by slicing."""
+
+    def take(column):
+        if column.__class__ is array:
+            return column[start:stop]
+        if column.__class__ is Coded:
+            return Coded(column.values, column.codes[start:stop])
+        if column.__class__ is Derived:
+            return Derived(column.make, column.sources)
+        part = column[start:stop]
+        return part if part.__class__ is list else list(part)
     return take
 
 

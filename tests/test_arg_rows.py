@@ -182,6 +182,41 @@ def _derived_table(batches: int = 3, added: int = 0) -> tuple[ArgTable, list[Arg
     return table, rows
 
 
+def test_rows_that_follow_one_another_are_taken_as_the_others_are():
+    """``taker`` slices rows that follow one another (a list or a range of them) and gathers
+    the rest one at a time: the same column kinds, values and types either way, for array,
+    ``Coded``, ``Derived``, list and tuple columns; and a column of floats after ints stays
+    a list of them (the first value tells ``ArgTable`` at once it is no column of ints)."""
+    from array import array
+    from tracecvt.arg_rows import Coded, Derived, coded, taker
+    text = "y" * 30
+    columns = [array("q", range(10)), coded([1, 1.0, True, text], array("H", [0, 1, 2, 3] * 2
+                                                                       + [0, 3])),
+               Derived(sum, (0,)), [None, 1, 2.5, text, b"x", 5, 6, 7, 8, 9], tuple(range(10))]
+
+    def seen(cols):
+        return [(c.__class__, getattr(c, "make", None), getattr(c, "sources", None),
+                 None if c.__class__ is Derived else (list(c), list(map(type, c))))
+                for c in cols]
+
+    for rows in ([3, 4, 5, 6], range(2, 9), [0, 1], list(range(10)), [0, 2, 1, 3]):
+        by_slice = list(map(taker(rows), columns))
+        gathered = []               # the same rows and one more out of order, that one left out
+        for c in map(taker([*rows, rows[0]]), columns):
+            gathered.append(c if c.__class__ is Derived else Coded(c.values, c.codes[:-1])
+                            if c.__class__ is Coded else c[:-1])
+        assert seen(by_slice) == seen(gathered)
+        assert [c.__class__ for c in by_slice] == [array, Coded, Derived, list, list]
+    table = ArgTable(("a",))
+    table.extend([[1.5, 2, 3]], 3)
+    table.extend([[4, 5]], 2)
+    assert table.settle()[0] == [1.5, 2, 3, 4, 5] and table.columns[0].__class__ is list
+    ints = ArgTable(("a",))
+    ints.extend([[1, 2]], 2)
+    ints.extend([[3, True]], 2)
+    assert ints.settle()[0] == [1, 2, 3, True] and type(ints.columns[0][3]) is bool
+
+
 def test_derived_columns_make_each_rows_value_from_its_others():
     """A ``Derived`` column holds nothing per row: each read makes the row's value from its
     other columns (equal each time, a new object each time); taken rows take it along, to
