@@ -6,7 +6,9 @@ their pages (reading a Python object writes its reference count).
 Within one conversion (``columns_kept``: read, analyses, written, with nothing of a user's
 between them), the columns are made once for all of them (``kept_columns``): the reader's
 ``model.split_overlaps``, the analyses' timeline and the writers take the same ones, those
-of slices added meanwhile (the derived tracks) appended.  Nothing in a conversion changes a
+of slices added meanwhile (the derived tracks) appended.  A reader that changes no slice's
+track or times once it has made it may make them sooner (the database reader's clock
+skew, measured before ``split_overlaps``).  Nothing in a conversion changes a
 slice's track or times once ``split_overlaps`` has moved them (it changes its columns
 too); tests/test_kept_columns.py checks the columns kept against new ones for every sample.
 """
