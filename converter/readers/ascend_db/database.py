@@ -255,7 +255,7 @@ def as_columns(rows: list) -> list:
     if not rows:
         return []
     n, width = len(rows), len(rows[0])
-    if set(map(_type, chain.from_iterable(rows))) == _INT and \
+    if set(map(type, chain.from_iterable(rows))) == _INT and \
             sum(map(len, rows)) == n * width:
         try:
             values = np.fromiter(chain.from_iterable(rows), np.int64, n * width)
@@ -267,7 +267,6 @@ def as_columns(rows: list) -> list:
     return [pack_numbers(list(column)) for column in zip(*rows)]
 
 
-_type = type
 _INT = {int}
 
 

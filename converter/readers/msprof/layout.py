@@ -120,7 +120,8 @@ class Layout:
                 lead[1] += 1
         return per
 
-    def _leads_by_columns(self, flows, cols: SliceColumns) -> dict[int | None, list[int]] | None:
+    def _leads_by_columns(self, flows, cols: SliceColumns
+                          ) -> dict[int | None, list[int]] | None:
         """``_leads`` over the slices' columns ``cols`` and the flows', or None where an end
         does not fit."""
         ends = int_columns(flows, (_SRC, _DST), 0, len(cols.ts))
