@@ -201,10 +201,8 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     slices = trace.slices
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
     samples = [len(c.ts) for c in counter_units]
-    # each slice's args before enrich (references: none is freed, so none is mistaken for
-    # the new args of the same slice)
-    args_before = list(map(_ARGS, slices))
-    shared_before = list(map(_SHARED, slices))
+    args_before: list = []      # each slice's args before enrich (made once forked: below)
+    shared_before: list = []
     costs = share.units_cost(slices, trace.tracks, slice_units)
     forked = share.fork_costs(slices, slice_units)
     at = share.contest(costs)
@@ -277,6 +275,11 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     try:
         if pw is not None:
             places = own_first(pw, progress)
+        # each slice's args before enrich (references: none is freed, so none is mistaken
+        # for the new args of the same slice), this process's alone: made here, not before
+        # the fork, they do not hold the forked process back (2.2 M slices: 0.2 s)
+        args_before = list(map(_ARGS, slices))
+        shared_before = list(map(_SHARED, slices))
         try:
             enrich(trace)
             added = slices[n_slices:]
