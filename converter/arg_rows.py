@@ -231,8 +231,10 @@ def taker(rows: list[int]) -> Callable[[Any], Any]:
     first, n = rows[0], len(rows)
     if n > 1 and rows[-1] - first == n - 1 and (rows.__class__ is range or
                                                 rows == list(range(first, first + n))):
-        return _slicer(first, first + n)
-    get = itemgetter(*rows) if n > 1 else (lambda c: (c[first],))
+        part = slice(first, first + n)
+        get = (lambda c: c[part])
+    else:
+        get = itemgetter(*rows) if n > 1 else (lambda c: (c[first],))
 
     def take(column):
         if column.__class__ is array:
@@ -242,21 +244,6 @@ def taker(rows: list[int]) -> Callable[[Any], Any]:
         if column.__class__ is Derived:     # (made from the rows' other columns, taken
             return Derived(column.make, column.sources)     # with it)
         return list(get(column))
-    return take
-
-
-def _slicer(start: int, stop: int) -> Callable[[Any], Any]:
-    """``taker`` of the rows from ``start`` to ``stop``: the same columns, by slicing."""
-
-    def take(column):
-        if column.__class__ is array:
-            return column[start:stop]
-        if column.__class__ is Coded:
-            return Coded(column.values, column.codes[start:stop])
-        if column.__class__ is Derived:
-            return Derived(column.make, column.sources)
-        part = column[start:stop]
-        return part if part.__class__ is list else list(part)
     return take
 
 

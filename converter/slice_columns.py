@@ -26,6 +26,7 @@ import numpy as np
 from .model import Slice
 
 _TRACK, _TS, _DUR = attrgetter("track"), attrgetter("ts"), attrgetter("dur")
+_SRC, _DST = attrgetter("src"), attrgetter("dst")
 
 
 class SliceColumns(NamedTuple):
@@ -126,6 +127,12 @@ def int_columns(items: list, getters: tuple, low: int, high: int) -> list[np.nda
     if items and any(int(c.min()) < low or int(c.max()) >= high for c in out):
         return None
     return out
+
+
+def flow_ends(flows: list, n_slices: int) -> list[np.ndarray] | None:
+    """The sources and destinations of ``flows`` as int64 columns, or None where an end
+    is not the index of one of ``n_slices`` slices."""
+    return int_columns(flows, (_SRC, _DST), 0, n_slices)
 
 
 _BOUND = 1 << 62

@@ -166,7 +166,7 @@ def test_the_binding_a_column_at_a_time_is_the_loops(run, raw, monkeypatch):
                     s.ts = max(0, s.ts + rng.randrange(-5000, 5000))
             with monkeypatch.context() as m:
                 if not columns:
-                    m.setattr(hub_binding, "int_columns", lambda *a: None)
+                    m.setattr(hub_binding, "flow_ends", lambda *a: None)
                 counts = hub_binding.bind_hub_executions(trace, "here")
             got.append((counts, [(f.src, f.dst, f.name, f.args) for f in trace.flows],
                         [s.args for s in trace.slices]))

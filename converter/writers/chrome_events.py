@@ -14,14 +14,13 @@ import tempfile
 from array import array
 from bisect import bisect_left
 from itertools import compress
-from operator import attrgetter
 from typing import IO, Any, Callable
 
 import numpy as np
 
 from ..forkpass import fork_pass
 from ..model import SOURCE_BINDING, UNTRUSTED_FLOW, Trace
-from ..slice_columns import SliceColumns, int_columns, kept_columns, track_groups
+from ..slice_columns import SliceColumns, flow_ends, kept_columns, track_groups
 from .flows import drawable, drawable_columns
 
 BATCH_EVENTS = 10000
@@ -34,7 +33,6 @@ _ARG_COST = 13
 _FLOW_END_COST = 20
 _SAMPLE_COST = 12
 PARALLEL_MIN_COST = 5_000_000
-_SRC, _DST = attrgetter("src"), attrgetter("dst")
 _EXACT = 1 << 53                # ns a float64 holds exactly
 _COPY = 1 << 20                 # bytes of the second process's part copied at a time
 
@@ -129,7 +127,7 @@ class Plan:
         """The flows drawn (``flows.drawable_columns``) from the slices' columns; False,
         with nothing set, where an end is not a slice's index (``_by_slice`` then says
         which)."""
-        ends = int_columns(trace.flows, (_SRC, _DST), 0, len(self.slices))
+        ends = flow_ends(trace.flows, len(self.slices))
         if ends is None:
             return False
         src, dst = ends

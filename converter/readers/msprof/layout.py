@@ -8,16 +8,13 @@ stream lane made from ``op_summary`` is the same lane the JSON's ``Ascend Hardwa
 from __future__ import annotations
 
 import re
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from ...model import CLOCK_SKEW, GROUP, SOURCE_IDLE, Trace
-from ...slice_columns import SliceColumns, int_columns
+from ...slice_columns import SliceColumns, flow_ends
 from .jsonshape import rank as clamp
-
-_SRC, _DST = attrgetter("src"), attrgetter("dst")
 
 # Processes that belong to a device when the file gives no label.
 DEVICE_SIDE = {"Ascend Hardware", "HCCL", "Overlap Analysis", "AI Core Freq", "HBM", "LLC",
@@ -124,7 +121,7 @@ class Layout:
                           ) -> dict[int | None, list[int]] | None:
         """``_leads`` over the slices' columns ``cols`` and the flows', or None where an end
         does not fit."""
-        ends = int_columns(flows, (_SRC, _DST), 0, len(cols.ts))
+        ends = flow_ends(flows, len(cols.ts))
         if ends is None:
             return None
         src, dst = ends

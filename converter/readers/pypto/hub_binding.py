@@ -34,13 +34,13 @@ import numpy as np
 
 from ...model import (INVENTED_TIMES, MARKER, SOURCE_BINDING, UNTRUSTED_FLOW,
                       UNTRUSTED_PREDECESSORS, Trace)
-from ...slice_columns import int_columns, kept_columns
+from ...slice_columns import flow_ends, kept_columns
 
 DEVICE_TASK = "deviceTask"              # own arg of a HUB execution bound to its device task
 WHY_OTHER = ("PyPTO's HUB seqNo quirk: it bound this dependency to the HUB execution of "
              "device task {n}; the execution of device task {k} is not in {what}")
 WHY_LATE = "the dependency ends after its successor starts (not causal as recorded)"
-_SRC, _DST, _CAT = attrgetter("src"), attrgetter("dst"), attrgetter("cat")
+_CAT = attrgetter("cat")
 _NEVER = 1 << 64                        # past any time
 
 
@@ -88,7 +88,7 @@ def bind_hub_executions(trace: Trace, where: str) -> dict[str, int]:
     # (it binds by key): the latest predecessor end and the earliest successor start.
     get = node_of.get
     cols = kept_columns(slices)
-    ends = int_columns(flows, (_SRC, _DST), 0, len(slices)) if cols is not None else None
+    ends = flow_ends(flows, len(slices)) if cols is not None else None
     if ends is not None:
         invented = [i for i in odd if slices[i].cat == INVENTED_TIMES]
         lo, hi = _windows(ends, cols, node_of, invented)
@@ -224,7 +224,7 @@ def _late(slices: list, flows: list, known: tuple | None = None) -> list[int]:
     destinations), where the caller made them."""
     cols, ends = known if known is not None else (kept_columns(slices), None)
     if ends is None and cols is not None:
-        ends = int_columns(flows, (_SRC, _DST), 0, len(slices))
+        ends = flow_ends(flows, len(slices))
     if ends is None:
         return [fi for fi, f in enumerate(flows)
                 if slices[f.src].ts + slices[f.src].dur > slices[f.dst].ts]

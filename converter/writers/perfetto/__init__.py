@@ -201,8 +201,6 @@ def _write_enriched(w: SequenceWriter, trace: Trace, out: IO[bytes],
     slices = trace.slices
     n_slices, n_flows, n_tracks = len(slices), len(trace.flows), len(trace.tracks)
     samples = [len(c.ts) for c in counter_units]
-    args_before: list = []      # each slice's args before enrich (made once forked: below)
-    shared_before: list = []
     costs = share.units_cost(slices, trace.tracks, slice_units)
     forked = share.fork_costs(slices, slice_units)
     at = share.contest(costs)

@@ -12,12 +12,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ...model import UNTRUSTED_FLOW
-from ...slice_columns import SliceColumns, int_columns
+from ...slice_columns import SliceColumns, flow_ends
 from ..flows import drawable_columns
 from .keyed import KeyedFields
 from .wire import _TE_FLOW, _TE_TERM_FLOW
 
-_SRC, _DST, _NAME = attrgetter("src"), attrgetter("dst"), attrgetter("name")
+_NAME = attrgetter("name")
 
 
 class FlowColumns(NamedTuple):
@@ -32,7 +32,7 @@ class FlowColumns(NamedTuple):
 def flow_columns(flows: list, n_slices: int) -> FlowColumns | None:
     """The columns of ``flows``, or None where an end is not the index of one of
     ``n_slices`` slices."""
-    ends = int_columns(flows, (_SRC, _DST), 0, n_slices)
+    ends = flow_ends(flows, n_slices)
     if ends is None:
         return None
     untrusted = np.fromiter(map(eq, map(_NAME, flows), repeat(UNTRUSTED_FLOW)), dtype=bool,
