@@ -166,3 +166,45 @@ def test_spilled_packets_and_a_part_in_a_file_are_cut_out_a_block_at_a_time(
         assert merged(f) == b""
         f.write(b"after")
     assert (tmp_path / "t.bin").read_bytes() == b"head" + want + b"after"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_part_sends_its_lanes_built_a_block_at_a_time_as_built(seed):
+    """``send_part`` with packets built a lane at a time (``blocks``: their places in the
+    list held by None, some built again there, as ``begin_again`` does) writes the bytes
+    and lengths of the same packets given one by one: blocks first, last, side by side,
+    empty, with packets built again at a block's first, last and any other place."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    made, stamps = packets(rng, 400, b"x")
+    listed: list = list(made)
+    blocks = []
+    at = 0
+    while at < len(made):
+        n = rng.randint(0, 60)
+        if rng.random() < 0.5 and n:           # a block of packets n long here
+            blocks.append((at, b"".join(made[at:at + n]),
+                           np.array([len(p) for p in made[at:at + n]], dtype=np.int64)))
+            for k in range(at, min(at + n, len(made))):
+                listed[k] = None
+            if rng.random() < 0.6:             # some built again, longer or shorter
+                for k in sorted({at, min(at + n, len(made)) - 1,
+                                 rng.randrange(at, min(at + n, len(made)))}):
+                    made[k] = listed[k] = b"again" * rng.randint(0, 3) + bytes([k % 256])
+        at += n
+    blocks = [(first, data, sizes[:len(made) - first]) for first, data, sizes in blocks]
+    sent, plain = bytearray(), bytearray()
+
+    class Sink:
+        def __init__(self, into):
+            self.write = into.extend
+
+        def flush(self):
+            pass
+    got_stamps, lengths = send_part(Sink(sent), listed, array("q", stamps), 7, blocks)
+    _, want_lengths = send_part(Sink(plain), list(made), array("q", stamps), 7)
+    assert bytes(sent) == bytes(plain) == b"".join(made)
+    assert lengths == want_lengths == array("q", map(len, made))
+    assert got_stamps == array("q", stamps)
+    assert listed == [] and blocks == []                # emptied

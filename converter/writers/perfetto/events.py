@@ -15,7 +15,7 @@ import struct
 import sys
 import tempfile
 from array import array
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from typing import IO, Any, Callable, Iterator
 
 import numpy as np
@@ -102,6 +102,9 @@ class SequenceWriter:
         self.spilling = True
         self.spill: IO[bytes] | None = None
         self.spilled = array("i")           # (a packet's length is below 2 GiB)
+        # A part's packets built a lane at a time, kept as built (``_add``): the place of
+        # the first in ``chunk``, their bytes end to end, each one's length.
+        self.blocks: list[tuple[int, bytes, np.ndarray]] = []
         self.counts = {"packets": 0, "slices": 0, "instants": 0, "flows": len(trace.flows),
                        "counter_samples": 0, "tracks": len(trace.tracks), "flows_not_drawn": 0,
                        "flows_untrusted_not_drawn": 0}
@@ -190,8 +193,11 @@ class SequenceWriter:
             self.spill.write(data)
             self.spilled.frombytes(lengths.astype(np.dtype(self.spilled.typecode)).tobytes())
         else:
-            ends = np.cumsum(lengths).tolist()
-            self.chunk.extend(map(data.__getitem__, map(slice, [0, *ends], ends)))
+            # (a part: the bytes kept as they are, each packet's place in ``chunk`` held
+            # by None, where ``begin_again`` may put it built again; ``send_part`` writes
+            # them)
+            self.blocks.append((len(self.chunk), data, lengths))
+            self.chunk.extend(repeat(None, len(lengths)))
         self.stamps.frombytes(stamps.astype(np.int64).tobytes())
 
     def write_sorted(self, part: tuple[Any, Any, Any] | None = None,
@@ -611,7 +617,8 @@ class SequenceWriter:
         self.counts["slices"] = self.done
         result: dict[str, Any] = {k: self.counts[k] for k in _PART_COUNTS}
         out = self.sink[0]
-        stamps, lengths = send_part(out, self.chunk, self.stamps, self.chunk_packets)
+        stamps, lengths = send_part(out, self.chunk, self.stamps, self.chunk_packets,
+                                    self.blocks)
         # (their stamps and lengths after them in the file: read into their arrays there,
         # not copied through a pipe and a pickle)
         result["packet_bytes"], result["part_packets"] = sum(lengths), len(lengths)

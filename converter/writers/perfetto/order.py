@@ -311,14 +311,52 @@ def _plain_fd(out: Any) -> int | None:
     return fd
 
 
-def send_part(out: IO[bytes], packets: list[bytes], stamps: array,
-              step: int) -> tuple[array, array]:
+def send_part(out: IO[bytes], packets: list[bytes | None], stamps: array, step: int,
+              blocks: list[tuple[int, bytes, np.ndarray]] = ()) -> tuple[array, array]:
     """In a forked process: its ``packets`` into ``out`` in the order built (the parent
     sorts), ``step`` a write; returns their stamps and lengths for ``write_sorted``.
-    Empties ``packets``."""
-    for k in range(0, len(packets), step):
-        out.write(b"".join(packets[k:k + step]))
+    ``blocks``: packets built a lane at a time (``SequenceWriter._add``), each (the place of
+    its first in ``packets``, their bytes end to end, each one's length), written as they
+    lie: their places in ``packets`` hold None, but where a packet was built again there
+    (``begin_again``).  Empties ``packets`` and ``blocks``."""
+    lengths = array("q")
+    done = 0
+    for first, data, sizes in blocks:
+        _send_each(out, packets, done, first, step, lengths)
+        done = first + len(sizes)
+        again = packets[first:done]
+        if again.count(None) == len(again):         # (mostly: none built again)
+            out.write(data)
+            lengths.frombytes(sizes.astype(np.int64).tobytes())
+            continue
+        ends = np.cumsum(sizes).tolist()
+        at = 0
+        with memoryview(data) as view:
+            for k, (packet, end) in enumerate(zip(again, ends)):
+                if packet is None:
+                    continue
+                out.write(view[at:end - int(sizes[k])])
+                out.write(packet)
+                at = end
+            out.write(view[at:])
+        sizes = sizes.astype(np.int64)
+        for k, packet in enumerate(again):
+            if packet is not None:
+                sizes[k] = len(packet)
+        lengths.frombytes(sizes.tobytes())
+    _send_each(out, packets, done, len(packets), step, lengths)
     out.flush()
-    lengths = array("q", map(len, packets))
     packets.clear()
+    if blocks:
+        del blocks[:]
     return stamps, lengths
+
+
+def _send_each(out: IO[bytes], packets: list[bytes], first: int, stop: int, step: int,
+               lengths: array) -> None:
+    """``packets[first:stop]`` (each a ``bytes``) into ``out``, ``step`` a write; their
+    lengths onto ``lengths``."""
+    for k in range(first, stop, step):
+        run = packets[k:min(k + step, stop)]
+        out.write(b"".join(run))
+        lengths.extend(map(len, run))
