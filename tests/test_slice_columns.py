@@ -242,3 +242,29 @@ def test_packets_spilled_to_a_file_are_written_as_those_held(workers, enrich, mo
             out.append(buf.getvalue())
         assert out[0] == out[1], seed
     assert max(spilled) > 20
+
+
+def test_the_lane_of_each_slice_is_made_where_first_read():
+    """``Timeline.lane_of``: for a run without a task graph, made at its first read (a
+    database's 2 M slices need not make a dict nobody reads), then every slice of the
+    lanes to its lane's index, none else; for a run with one, a dict at once (read per flow
+    and per edge).  Either way it is equal to the mapping made from the lanes."""
+    from tracecvt.analyses.timeline import LaneIndex, Timeline
+
+    seen = set()
+    for seed in range(40):
+        trace = _lanes_run(seed)
+        t = Timeline.build(trace)
+        want = {i: k for k, lane in enumerate(t.lanes) for i in lane.slices}
+        lazy = isinstance(t.lane_of, LaneIndex)
+        assert lazy != t.has_graph, seed
+        seen.add(lazy)
+        if lazy:
+            assert t.lane_of._made is None, seed             # (not made by the build)
+            assert t.lane_of.get(-1) is None and t.lane_of._made is not None, seed
+            assert all(i not in t.lane_of and t.lane_of.get(i, -1) == -1
+                       for i in range(len(trace.slices)) if i not in want), seed
+        assert len(t.lane_of) == len(want), seed
+        assert all(t.lane_of[i] == k and t.lane_of.get(i) == k for i, k in want.items()), seed
+        assert t.lane_of == want and dict(t.lane_of) == want, seed
+    assert seen == {True, False}

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import chain, compress, count, repeat
 from operator import attrgetter, eq
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
@@ -57,6 +58,42 @@ class Lane:
     times: Any = field(default=None, compare=False, repr=False)
 
 
+class LaneIndex(Mapping):
+    """Slice -> the index of its lane in ``lanes`` (the timeline's), for every slice of
+    them, made at its first use: a run without a task graph may never read it (a 1 M-task
+    database: 2 M slices, 0.1-0.2 s to make)."""
+
+    __slots__ = ("_lanes", "_made")
+
+    def __init__(self, lanes: list[Lane]) -> None:
+        self._lanes: list[list[int]] | None = [list(lane.slices) for lane in lanes]
+        self._made: dict[int, int] | None = None
+
+    def made(self) -> dict[int, int]:
+        """The mapping as a dict (made now if need be)."""
+        if self._made is None:
+            made: dict[int, int] = {}
+            for k, ids in enumerate(self._lanes):
+                made.update(dict.fromkeys(ids, k))
+            self._made, self._lanes = made, None
+        return self._made
+
+    def __getitem__(self, i: int) -> int:
+        return self.made()[i]
+
+    def __contains__(self, i: object) -> bool:
+        return i in self.made()
+
+    def get(self, i: int, default: Any = None) -> Any:
+        return self.made().get(i, default)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.made())
+
+    def __len__(self) -> int:
+        return len(self.made())
+
+
 @dataclass
 class Timeline:
     """The lanes analysed, the run window and the task graph (predecessors per slice)."""
@@ -68,7 +105,7 @@ class Timeline:
     preds: dict[int, list[int]]   # slice -> predecessor slices (flows), graph runs only;
                                   # untrusted flows (model.UNTRUSTED_FLOW) left out
     skipped: str | None = None    # why no bubbles are computed (not a timeline, serialized)
-    lane_of: dict[int, int] = field(default_factory=dict)   # slice -> index in lanes
+    lane_of: Mapping[int, int] = field(default_factory=dict)  # slice -> index in lanes
     lane_counts: dict[str, int] = field(default_factory=dict)  # kind -> lanes, idle included
     # Tasks of several slices (TASK_ID: MIX rows, SPMD blocks): slice -> the task's last-ending
     # slice on the analysed lanes (its *node*: the task's end); slices of one-slice tasks and
@@ -108,6 +145,10 @@ class Timeline:
         fake = 0
         lane_counts: dict[str, int] = {}
         ok = source_lanes(trace)    # (an overlap lane has its main lane's name and parent)
+        # the slices with invented times (PyPTO's fake tasks): most runs have none (one pass
+        # over the categories tells), and their lanes are then taken whole
+        invented = set(compress(count(), map(eq, map(_CAT, slices), repeat(INVENTED_TIMES)))) \
+            if INVENTED_TIMES in set(map(_CAT, slices)) else set()
         for t in _lanes_in_order(trace):
             if not ok[t]:
                 continue
@@ -121,7 +162,7 @@ class Timeline:
                                      else "")
                     lane_counts[kind] = lane_counts.get(kind, 0) + 1
                 continue
-            real = [i for i in ids if slices[i].cat != INVENTED_TIMES]
+            real = [i for i in ids if i not in invented] if invented else ids
             fake += len(ids) - len(real)
             if not real:
                 continue
@@ -138,8 +179,7 @@ class Timeline:
             lane.slices.extend(real)
         ordered = list(lanes.values())
         start = end = None
-        lane_of: dict[int, int] = {}
-        for k, lane in enumerate(ordered):
+        for lane in ordered:
             nested = tracks[lane.track].nesting or len(lane.tracks) > 1
             got = lane_columns.lane_order(slices, lane.slices, nested, cols) \
                 if len(lane.slices) >= _COLUMNS_FROM else None
@@ -155,12 +195,14 @@ class Timeline:
                 last = max(map(_end, map(slices.__getitem__, lane.slices)))
             start = first if start is None or first < start else start
             end = last if end is None or last > end else end
-            lane_of.update(dict.fromkeys(lane.slices, k))
         preds: dict[int, list[int]] = {}
         tasks = _tasks(trace, ordered)
         # A graph of tasks with ids (TASK_ID) holds every task, with or without edges (a
         # run of independent tasks: each is ready from the run start).
         has_graph = extra.get(TASK_GRAPH) is True and (bool(trace.flows) or tasks is not None)
+        lane_of = LaneIndex(ordered)
+        if has_graph:
+            lane_of = lane_of.made()    # (read per flow and per edge: a dict)
         node_of: dict[int, int] = {}
         node_first: dict[int, int] = {}
         if tasks is not None:
@@ -190,8 +232,6 @@ class Timeline:
                 if b is not None:
                     ordered[b].graph = True
             if fake:                    # the slices with invented times a flow touches
-                invented = set(compress(count(), map(eq, map(_CAT, slices),
-                                                     repeat(INVENTED_TIMES))))
                 fakes = invented.intersection(chain.from_iterable(
                     map(_ENDS, trace.flows)))
         return cls(ordered, start, end, has_graph, preds, skipped, lane_of, lane_counts,
