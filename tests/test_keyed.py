@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from tracecvt.writers.perfetto.keyed import KeyedFields
+from tracecvt.writers.perfetto.keyed import KeyedFields, joined_columns
 
 
 def as_dict(fields: KeyedFields) -> dict[int, bytes]:
@@ -45,8 +45,30 @@ def test_lookups_are_those_of_the_dict(seed):
     want = [reference.get(k, b"") for k in keys]
     assert fields.pieces(keys) == (want if any(want) else None)
     assert fields.pieces(np.array(keys, dtype=np.int64)) == (want if any(want) else None)
+    column = fields.column(np.array(keys, dtype=np.int64))
+    if any(want):
+        assert column[0] == b"".join(want) and column[1].tolist() == list(map(len, want))
+    else:
+        assert column is None
     assert [fields.get(k) for k in keys] == want
     assert fields.subset(keys) == {k: reference[k] for k in keys if k in reference}
     assert as_dict(fields) == reference
     fields.clear()
     assert not fields and fields.pieces(keys) is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_columns_joined_give_each_row_its_bytes_of_each_column_in_turn(seed):
+    """``joined_columns``: columns of bytes per row (rows with none among them) as one
+    column whose row is the row's bytes of each column in the order given."""
+    rng = random.Random(seed)
+    n = rng.randrange(0, 50)
+    rows = [[bytes(rng.randrange(256) for _ in range(rng.choice((0, 0, 1, 9, 20))))
+             for _ in range(n)] for _ in range(rng.randrange(0, 5))]
+    got = joined_columns([(b"".join(col), np.array(list(map(len, col)), dtype=np.int64))
+                          for col in rows])
+    if not rows:
+        assert got is None
+        return
+    want = [b"".join(parts) for parts in zip(*rows)] if n else []
+    assert got[0] == b"".join(want) and list(got[1]) == list(map(len, want))

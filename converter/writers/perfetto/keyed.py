@@ -14,6 +14,8 @@ from typing import Iterable
 
 import numpy as np
 
+from .columns import gather, gather_rows
+
 
 class KeyedFields:
     """Bytes per int key (int64).  A key added in several parts has their bytes end to
@@ -65,6 +67,22 @@ class KeyedFields:
                     out[p] += piece
         return out
 
+    def column(self, keys: np.ndarray) -> tuple[bytes, np.ndarray] | None:
+        """``pieces`` as a column: per key of ``keys`` (int64), its bytes, end to end in
+        the order of ``keys``, and each one's length (0 where it has none); None where none
+        has.  No ``bytes`` per key: a lane of a database's tasks has a flow per slice."""
+        got = []
+        for part_keys, pool, starts, lengths in self.parts:
+            k = np.minimum(np.searchsorted(part_keys, keys), len(part_keys) - 1)
+            hit = part_keys[k] == keys
+            if not hit.any():
+                continue
+            sizes = np.where(hit, lengths[k], 0)
+            k = k[hit]
+            got.append((gather(np.frombuffer(pool, dtype=np.uint8), starts, lengths, k),
+                        sizes))
+        return joined_columns(got)
+
     def get(self, key: int) -> bytes:
         """The bytes of ``key`` (b"" where none)."""
         got = self.pieces((key,))
@@ -84,6 +102,19 @@ def pooled(fields: dict[int, bytes]) -> tuple[np.ndarray, bytes, np.ndarray, np.
     keys = np.array(list(fields), dtype=object if fields and max(map(abs, fields)) >> 63
                     else np.int64)
     return keys, b"".join(fields.values()), np.cumsum(lengths) - lengths, lengths
+
+
+def joined_columns(columns: list[tuple[bytes, np.ndarray]]) -> tuple[bytes, np.ndarray] | None:
+    """Columns of bytes per row (each its rows' bytes end to end, and each row's length;
+    all of as many rows) as one: per row, its bytes of each column in that order; None for
+    no column."""
+    if len(columns) < 2:
+        return columns[0] if columns else None
+    sizes = np.stack([lengths for _, lengths in columns], axis=1)
+    base = np.cumsum([0] + [len(data) for data, _ in columns[:-1]])
+    starts = np.cumsum(sizes, axis=0) - sizes + base
+    return gather_rows(np.frombuffer(b"".join(data for data, _ in columns), dtype=np.uint8),
+                       starts, sizes)
 
 
 def cut(pool: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:

@@ -29,6 +29,7 @@ from ...arg_rows import ArgRow
 from ...heap import give_back
 from ..protowire import varint
 from .columns import factor, flat_rows, gather_rows, varint_matrix
+from .keyed import cut, joined_columns
 from .interning import _Sequence
 from .wire import _BEGIN, _END, _FLAGS_NEEDS, _INTERNED, _PACKET, _TRACK_EVENT, _TS
 
@@ -124,10 +125,12 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
         fields, name_ids, labels, kinds, own, interned = _events(
             w, lane, seq, args if any(args) else None)
         del lane, args
-        begin_extra = begin_extras(w, part, np.array(part, dtype=np.int64))
-        end_extra = _end_extras(w.riders, track, end[p0:p1],
-                                None if mine is None else mine[mine & 1 == 1] >> 1)
         n = p1 - p0
+        bx, bx_len, bx_at = _extra_rows(
+            begin_extra_column(w, part, np.array(part, dtype=np.int64)), n)
+        ex, ex_len, ex_at = _extra_rows(
+            _end_extras(w.riders, track, end[p0:p1],
+                        None if mine is None else mine[mine & 1 == 1] >> 1), n)
         own_data, own_len = _own(own, n)
         own_at = np.concatenate(([0], np.cumsum(own_len))).tolist()
         fields_in: list[bytes] = [b""] * n          # each slice's InternedData field
@@ -146,9 +149,7 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
                 begins = written[0::2].tolist()
             record.update(zip(part, zip(begins, repeat(None), repeat(fixed[1]), flushed)))
         # pieces of about _STEP_BYTES of packets (the gather's index: 4 bytes a byte)
-        size = own_len + _SLICE_BYTES
-        size += np.fromiter(map(len, begin_extra), np.int64, n)
-        size += np.fromiter(map(len, end_extra), np.int64, n)
+        size = own_len + _SLICE_BYTES + bx_len + ex_len
         steps = np.searchsorted(np.cumsum(size),
                                 np.arange(1, int(size.sum()) // _STEP_BYTES + 1) * _STEP_BYTES)
         bounds = sorted({0, *_snap(steps, None if cuts is None else cuts[
@@ -158,8 +159,10 @@ def _lane_pieces(w: Any, track: int, ids: list[int], seq: _Sequence, record: dic
             step = None if mine is None else mine[2 * a:2 * b] - 2 * a
             data, lengths = _pieces(fixed, (fields, name_ids[a:b]), (labels, kinds[a:b]),
                                     fields_in[a:b], (own_data[own_at[a]:own_at[b]],
-                                                     own_len[a:b]), begin_extra[a:b],
-                                    end_extra[a:b], part_ts[a:b], part_end[a:b], step)
+                                                     own_len[a:b]),
+                                    (bx[bx_at[a]:bx_at[b]], bx_len[a:b]),
+                                    (ex[ex_at[a]:ex_at[b]], ex_len[a:b]),
+                                    part_ts[a:b], part_end[a:b], step)
             stamps = np.empty(2 * (b - a), dtype=np.int64)
             stamps[0::2], stamps[1::2] = part_ts[a:b], part_end[a:b]
             yield data, lengths, stamps if step is None else stamps[step]
@@ -302,39 +305,63 @@ def _own(own: tuple | None, n: int) -> tuple[bytes, np.ndarray]:
 
 def begin_extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
     """What each slice of ``ids`` (``at``: them as int64) carries on its BEGIN after its
-    args (b"": nothing), in this order: the flows that start there, those that end there,
-    the samples riding on it, its correlation id.  ``w``: the ``SequenceWriter``."""
-    got = [fields for fields in (w.flow_bytes.pieces(at), w.flow_bytes.pieces(~at),
-                                 w.riders.begins.pieces(at)) if fields is not None]
-    got.append(list(map(w.work.__getitem__, ids)))
-    got = [g for g in got if any(g)]
-    if not got:
-        return [b""] * len(ids)
-    if len(got) == 1:
-        return got[0]
-    return list(map(b"".join, zip(*got)))
-
-
-def _end_extras(riders: Any, track: int, end: np.ndarray,
-                order: np.ndarray | None = None) -> list[bytes]:
-    """What each slice's END carries (b"": nothing): the samples riding at its end time on
-    ``track``, on the first END written there (``riders.Riders.end_pieces``: taken there);
-    ``order``: the slices in the order their ENDs are written, where it is not theirs."""
-    if order is None:
-        got = riders.end_pieces(track, end)
-        return got if got is not None else [b""] * len(end)
-    got = riders.end_pieces(track, end[order])
+    args (b"": nothing): ``begin_extra_column``'s, one ``bytes`` per slice."""
+    got = begin_extra_column(w, ids, at)
     if got is None:
-        return [b""] * len(end)
-    out = np.full(len(end), b"", dtype=object)
-    out[order] = got
-    return out.tolist()
+        return [b""] * len(ids)
+    data, lengths = got
+    return cut(data, np.cumsum(lengths) - lengths, lengths)
+
+
+def begin_extra_column(w: Any, ids: list[int], at: np.ndarray
+                       ) -> tuple[bytes, np.ndarray] | None:
+    """What each slice of ``ids`` (``at``: them as int64) carries on its BEGIN after its
+    args, in this order: the flows that start there, those that end there, the samples
+    riding on it, its correlation id; the slices' end to end, and each one's length (None:
+    no slice carries any).  ``w``: the ``SequenceWriter``."""
+    got = [c for c in (w.flow_bytes.column(at), w.flow_bytes.column(~at),
+                       w.riders.begins.column(at)) if c is not None]
+    work = list(map(w.work.__getitem__, ids))
+    if any(work):
+        got.append((b"".join(work), np.fromiter(map(len, work), np.int64, len(work))))
+    return joined_columns(got)
+
+
+def _end_extras(riders: Any, track: int, end: np.ndarray, order: np.ndarray | None = None
+                ) -> tuple[bytes, np.ndarray] | None:
+    """What each slice's END carries: the samples riding at its end time on ``track``, on
+    the first END written there (``riders.Riders.end_column``: taken there); the slices'
+    end to end, and each one's length (None: none carries any).  ``order``: the slices in
+    the order their ENDs are written, where it is not theirs."""
+    if order is None:
+        return riders.end_column(track, end)
+    got = riders.end_column(track, end[order])
+    if got is None:
+        return None
+    data, written = got
+    lengths = np.empty(len(end), dtype=np.int64)
+    lengths[order] = written
+    starts = np.empty(len(end), dtype=np.int64)
+    starts[order] = np.cumsum(written) - written
+    return gather_rows(np.frombuffer(data, dtype=np.uint8), starts[:, None],
+                       lengths[:, None])[0], lengths
+
+
+def _extra_rows(extra: tuple[bytes, np.ndarray] | None, n: int
+                ) -> tuple[bytes, np.ndarray, list[int]]:
+    """A column of extras (``begin_extra_column``'s, ``_end_extras``') of ``n`` slices:
+    its bytes, each slice's length, and where each slice's begin in the bytes (with the
+    end last), so that a run of them is one slice of the bytes."""
+    if extra is None:
+        return b"", np.zeros(n, dtype=np.int64), [0] * (n + 1)
+    data, lengths = extra
+    return data, lengths, np.concatenate(([0], np.cumsum(lengths))).tolist()
 
 
 def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
             labels: tuple[list[bytes], np.ndarray], interned: list[bytes],
-            own: tuple[bytes, np.ndarray], begin_extra: list, end_extra: list,
-            begin_d: np.ndarray, end_d: np.ndarray,
+            own: tuple[bytes, np.ndarray], begin_extra: tuple[bytes, np.ndarray],
+            end_extra: tuple[bytes, np.ndarray], begin_d: np.ndarray, end_d: np.ndarray,
             order: np.ndarray | None = None) -> tuple[bytes, np.ndarray]:
     """The BEGIN and END packets of a run of slices (their name fields and labels: the
     distinct ones and each slice's number; per slice its InternedData field, own args,
@@ -347,12 +374,11 @@ def _pieces(fixed: tuple[bytes, ...], names: tuple[list[bytes], np.ndarray],
     label_len = np.fromiter(map(len, labels), np.int64, len(labels))
     field_len = np.fromiter(map(len, fields), np.int64, len(fields))
     own, own_len = own
-    bx_len = np.fromiter(map(len, begin_extra), np.int64, n)
-    ex_len = np.fromiter(map(len, end_extra), np.int64, n)
+    (bx, bx_len), (ex, ex_len) = begin_extra, end_extra
     # the pool: the fixed fields, the labels, then per slice (end to end) its interned
     # data, own args, BEGIN extras, END extras; then the varints made here
-    texts = (b"".join(fixed), b"".join(labels), b"".join(interned), own,
-             b"".join(begin_extra), b"".join(end_extra), b"".join(fields))
+    texts = (b"".join(fixed), b"".join(labels), b"".join(interned), own, bx, ex,
+             b"".join(fields))
     text_at = np.cumsum([0, *map(len, texts)])
     ts_b, tsb_len = flat_rows(varint_matrix(begin_d.astype(np.uint64)), _TS)
     ts_e, tse_len = flat_rows(varint_matrix(end_d.astype(np.uint64)), _TS)

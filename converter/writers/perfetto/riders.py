@@ -69,16 +69,19 @@ class Riders:
             times, starts, lengths = times[keep], starts[keep], lengths[keep]
         return dict(zip(times.tolist(), cut(pool, starts, lengths)))
 
-    def end_pieces(self, track: int, end: np.ndarray) -> list[bytes] | None:
+    def end_column(self, track: int, end: np.ndarray) -> tuple[bytes, np.ndarray] | None:
         """Per END time of ``end`` (int64, in the order written), the fields it carries:
-        those of its time on ``track`` on the first END written there (b"" elsewhere);
-        those taken are not given again.  None where none is given."""
+        those of its time on ``track`` on the first END written there (none elsewhere);
+        those taken are not given again.  Their bytes end to end in that order, and each
+        one's length (0: none); None where none is given."""
         hit = self.ends.get(track)
         if hit is None or not len(end):
             return None
         times, pool, starts, lengths, taken = hit
         if times.dtype != np.int64:
-            return self._end_pieces_each(track, end)
+            got = self._end_pieces_each(track, end)
+            return None if got is None else \
+                (b"".join(got), np.fromiter(map(len, got), np.int64, len(got)))
         k = np.minimum(np.searchsorted(times, end), len(times) - 1)
         ok = times[k] == end
         if taken is not None:
@@ -92,13 +95,15 @@ class Riders:
             taken = np.zeros(len(times), dtype=bool)
             self.ends[track] = (times, pool, starts, lengths, taken)
         taken[keys] = True
-        out = [b""] * len(end)
-        for p, piece in zip(places.tolist(), cut(pool, starts[keys], lengths[keys])):
-            out[p] = piece
-        return out
+        sizes = np.zeros(len(end), dtype=np.int64)
+        sizes[places] = lengths[keys]
+        # (the places in order, their keys with them: ``keys`` are in the order of time)
+        at = np.argsort(places, kind="stable")
+        return gather(np.frombuffer(pool, dtype=np.uint8), starts, lengths, keys[at]), sizes
 
     def _end_pieces_each(self, track: int, end: np.ndarray) -> list[bytes] | None:
-        """``end_pieces`` where the track's times are not all int64: one at a time."""
+        """``end_column``'s fields, one ``bytes`` per END, where the track's times are
+        not all int64: one at a time."""
         at = self.end_dict(track) or {}
         out = list(map(at.pop, end.tolist(), repeat(b"")))
         if at:
