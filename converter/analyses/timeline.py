@@ -8,10 +8,10 @@ same dependencies.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, count, repeat
 from operator import attrgetter, eq
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..model import (INVENTED_TIMES, LANE, MARKER, NO_BUBBLES, PICKUP, RESOURCES, TASK_GRAPH,
