@@ -52,6 +52,7 @@ tracecvt.writers.perfetto.order:_cut_in_order
 """.split()
 
 _T0 = time.time()
+_DEPTH = [0]                            # calls open in this process (forked ones inherit it)
 
 
 def wrap(target: str, log: int) -> bool:
@@ -89,8 +90,6 @@ def wrap(target: str, log: int) -> bool:
                         setattr(module, name, timed)
     return True
 
-
-_DEPTH = [0]
 
 
 def report(lines: list[str], min_ms: float) -> str:

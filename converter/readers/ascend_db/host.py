@@ -265,7 +265,7 @@ def add_flows(trace: Trace, db: Database, cann: dict[int, int],
         src = get(conn)                         # million flows at 0.2 against 0.4 µs)
         if src is None:
             continue
-        if targets.__class__ is int:
+        if targets.__class__ is int:           # (``ends_of``'s two kinds, inline)
             flows.append(Flow(src, targets, "HostToDevice"))
         else:
             flows.extend([Flow(src, t, "HostToDevice") for t in targets])

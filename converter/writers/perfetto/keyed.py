@@ -44,28 +44,13 @@ class KeyedFields:
         self.add(*pooled(fields))
 
     def pieces(self, keys: Iterable[int] | np.ndarray) -> list[bytes] | None:
-        """Per key of ``keys``, its bytes (b"" where it has none); None where none has."""
-        out = None
+        """Per key of ``keys``, its bytes (b"" where it has none); None where none has:
+        ``column``'s, one ``bytes`` per key."""
         if not self.parts:
-            return out
-        at = np.asarray(keys if isinstance(keys, (np.ndarray, array)) else list(keys),
-                        dtype=np.int64)
-        for part_keys, pool, starts, lengths in self.parts:
-            k = np.minimum(np.searchsorted(part_keys, at), len(part_keys) - 1)
-            hit = part_keys[k] == at
-            if not hit.any():
-                continue
-            places = np.flatnonzero(hit)
-            k = k[places]
-            got = cut(pool, starts[k], lengths[k])
-            if out is None:
-                out = [b""] * len(at)
-                for p, piece in zip(places.tolist(), got):
-                    out[p] = piece
-            else:
-                for p, piece in zip(places.tolist(), got):
-                    out[p] += piece
-        return out
+            return None
+        got = self.column(np.asarray(keys if isinstance(keys, (np.ndarray, array))
+                                     else list(keys), dtype=np.int64))
+        return None if got is None else split(got)
 
     def column(self, keys: np.ndarray) -> tuple[bytes, np.ndarray] | None:
         """``pieces`` as a column: per key of ``keys`` (int64), its bytes, end to end in
@@ -115,6 +100,13 @@ def joined_columns(columns: list[tuple[bytes, np.ndarray]]) -> tuple[bytes, np.n
     starts = np.cumsum(sizes, axis=0) - sizes + base
     return gather_rows(np.frombuffer(b"".join(data for data, _ in columns), dtype=np.uint8),
                        starts, sizes)
+
+
+def split(column: tuple[bytes, np.ndarray]) -> list[bytes]:
+    """A column of bytes per row (its rows' bytes end to end, and each row's length) as one
+    ``bytes`` per row."""
+    data, lengths = column
+    return cut(data, np.cumsum(lengths) - lengths, lengths)
 
 
 def cut(pool: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:

@@ -29,7 +29,7 @@ from ...arg_rows import ArgRow
 from ...heap import give_back
 from ..protowire import varint
 from .columns import factor, flat_rows, gather_rows, varint_matrix
-from .keyed import cut, joined_columns
+from .keyed import joined_columns, split
 from .interning import _Sequence
 from .wire import _BEGIN, _END, _FLAGS_NEEDS, _INTERNED, _PACKET, _TRACK_EVENT, _TS
 
@@ -307,10 +307,7 @@ def begin_extras(w: Any, ids: list[int], at: np.ndarray) -> list[bytes]:
     """What each slice of ``ids`` (``at``: them as int64) carries on its BEGIN after its
     args (b"": nothing): ``begin_extra_column``'s, one ``bytes`` per slice."""
     got = begin_extra_column(w, ids, at)
-    if got is None:
-        return [b""] * len(ids)
-    data, lengths = got
-    return cut(data, np.cumsum(lengths) - lengths, lengths)
+    return [b""] * len(ids) if got is None else split(got)
 
 
 def begin_extra_column(w: Any, ids: list[int], at: np.ndarray
